@@ -1,0 +1,85 @@
+// swift-tools-version:6.0
+//
+// leap-ref: a pure-Swift LLM inference engine and LEAP-compatible SDK.
+//
+// Build flags. On an x86-64 Linux host whose CPU has AVX2, FMA and F16C, the kernels are
+// compiled with those instruction sets enabled and the `LEAP_X86_AVX2` condition defined
+// (and `LEAP_X86_AVX512VNNI` when the host also has AVX-512 BW/VL and VNNI), so that the
+// SIMD fast paths written with the compiler's x86 intrinsics are inlined. This is the
+// equivalent of llama.cpp's GGML_NATIVE default. Set `LEAP_REF_PORTABLE=1` in the
+// environment to build the portable Swift kernels only (for a binary that must run on any
+// x86-64, or when using leap-ref as a versioned dependency, where SwiftPM forbids
+// unsafe flags). See docs/performance.md.
+
+import Foundation
+import PackageDescription
+
+/// CPU features of the build host, read from /proc/cpuinfo (Linux only).
+func hostCPUFlags() -> Set<String> {
+    guard let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return [] }
+    for line in info.split(separator: "\n") where line.hasPrefix("flags") {
+        let parts = line.split(separator: ":", maxSplits: 1)
+        if parts.count == 2 { return Set(parts[1].split(separator: " ").map(String.init)) }
+    }
+    return []
+}
+
+var kernelSwiftSettings: [SwiftSetting] = []
+let portable = ProcessInfo.processInfo.environment["LEAP_REF_PORTABLE"].map { $0 != "0" && !$0.isEmpty } ?? false
+#if arch(x86_64) && os(Linux)
+if !portable {
+    let flags = hostCPUFlags()
+    if flags.isSuperset(of: ["avx2", "fma", "f16c"]) {
+        var cc = ["-mavx2", "-mfma", "-mf16c"]
+        kernelSwiftSettings.append(.define("LEAP_X86_AVX2"))
+        if flags.isSuperset(of: ["avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) {
+            cc += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni"]
+            kernelSwiftSettings.append(.define("LEAP_X86_AVX512VNNI"))
+        }
+        kernelSwiftSettings.append(.unsafeFlags(cc.flatMap { ["-Xcc", $0] }))
+    }
+}
+#endif
+
+let package = Package(
+    name: "leap-ref",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "leap-ref", targets: ["leap-ref"]),
+        .library(name: "GGUF", targets: ["GGUF"]),
+        .library(name: "Kernels", targets: ["Kernels"]),
+        .library(name: "Tokenizers", targets: ["Tokenizers"]),
+        .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CBLAS",
+            pkgConfig: "openblas",
+            providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
+        ),
+        .target(name: "GGUF"),
+        .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Tokenizers", dependencies: ["GGUF"]),
+        .target(name: "ChatTemplates"),
+        .executableTarget(
+            name: "leap-ref",
+            dependencies: [
+                "GGUF", "Kernels", "Tokenizers", "ChatTemplates",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "KernelBench",
+            dependencies: ["GGUF", "Kernels"],
+            path: "Benchmarks/KernelBench",
+            swiftSettings: kernelSwiftSettings
+        ),
+        .testTarget(name: "GGUFTests", dependencies: ["GGUF"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+    ]
+)

@@ -1,0 +1,2 @@
+// The system OpenBLAS C interface (Debian: libopenblas-dev). Nothing of ours lives here.
+#include <cblas.h>
