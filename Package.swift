@@ -46,6 +46,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "leap-ref", targets: ["leap-ref"]),
+        .library(name: "LeapJSON", targets: ["LeapJSON"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
@@ -60,10 +61,11 @@ let package = Package(
             pkgConfig: "openblas",
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
         ),
+        .target(name: "LeapJSON"),
         .target(name: "GGUF"),
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
-        .target(name: "ChatTemplates"),
+        .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
@@ -77,6 +79,7 @@ let package = Package(
             path: "Benchmarks/KernelBench",
             swiftSettings: kernelSwiftSettings
         ),
+        .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers"], resources: [.copy("Fixtures")]),

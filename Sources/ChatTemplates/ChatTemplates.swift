@@ -1,0 +1,1 @@
+// The ChatTemplates module; see docs/architecture.md.

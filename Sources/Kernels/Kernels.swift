@@ -1,0 +1,1 @@
+// The Kernels module; see docs/architecture.md.

@@ -1,0 +1,1 @@
+// The Tokenizers module; see docs/architecture.md.

@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// The `leap-ref` command line: one subcommand per job, each in its own file.
+@main
+struct LeapRef: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "leap-ref",
+        abstract: "A pure-Swift LLM inference engine for GGUF models (LFM2, Llama).",
+        subcommands: [
+        ]
+    )
+}
