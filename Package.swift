@@ -69,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "GGUF", "Kernels", "Tokenizers", "ChatTemplates",
+                "LeapJSON", "GGUF", "Kernels", "Tokenizers", "ChatTemplates",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -7,6 +7,7 @@ struct LeapRef: AsyncParsableCommand {
         commandName: "leap-ref",
         abstract: "A pure-Swift LLM inference engine for GGUF models (LFM2, Llama).",
         subcommands: [
+            Inspect.self,
         ]
     )
 }

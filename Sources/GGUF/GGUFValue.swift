@@ -1,0 +1,204 @@
+/// The type ids of GGUF metadata values (`enum gguf_type`).
+public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
+    case uint8 = 0, int8 = 1, uint16 = 2, int16 = 3, uint32 = 4, int32 = 5, float32 = 6, bool = 7,
+         string = 8, array = 9, uint64 = 10, int64 = 11, float64 = 12
+
+    public var description: String {
+        switch self {
+        case .uint8: return "u8"
+        case .int8: return "i8"
+        case .uint16: return "u16"
+        case .int16: return "i16"
+        case .uint32: return "u32"
+        case .int32: return "i32"
+        case .float32: return "f32"
+        case .bool: return "bool"
+        case .string: return "string"
+        case .array: return "array"
+        case .uint64: return "u64"
+        case .int64: return "i64"
+        case .float64: return "f64"
+        }
+    }
+
+    /// Size in bytes of a fixed-size value, nil for strings and arrays.
+    var fixedSize: Int? {
+        switch self {
+        case .uint8, .int8, .bool: return 1
+        case .uint16, .int16: return 2
+        case .uint32, .int32, .float32: return 4
+        case .uint64, .int64, .float64: return 8
+        case .string, .array: return nil
+        }
+    }
+}
+
+/// A metadata value. Arrays are stored with one Swift array of their element type, so a
+/// 150k-entry vocabulary costs one allocation per string and no per-element enum boxes.
+public enum GGUFValue: Sendable, Equatable {
+    case uint8(UInt8)
+    case int8(Int8)
+    case uint16(UInt16)
+    case int16(Int16)
+    case uint32(UInt32)
+    case int32(Int32)
+    case float32(Float)
+    case bool(Bool)
+    case string(String)
+    case uint64(UInt64)
+    case int64(Int64)
+    case float64(Double)
+    case array(GGUFArray)
+
+    /// The value's GGUF type.
+    public var type: GGUFValueType {
+        switch self {
+        case .uint8: return .uint8
+        case .int8: return .int8
+        case .uint16: return .uint16
+        case .int16: return .int16
+        case .uint32: return .uint32
+        case .int32: return .int32
+        case .float32: return .float32
+        case .bool: return .bool
+        case .string: return .string
+        case .uint64: return .uint64
+        case .int64: return .int64
+        case .float64: return .float64
+        case .array: return .array
+        }
+    }
+
+    /// A description of the type for error messages: `u32`, `array of string`...
+    public var typeDescription: String {
+        if case .array(let a) = self { return "array of \(a.elementType)" }
+        return type.description
+    }
+
+    /// The value as an integer if it is one of the integer types and fits `Int`.
+    public var intValue: Int? {
+        switch self {
+        case .uint8(let v): return Int(v)
+        case .int8(let v): return Int(v)
+        case .uint16(let v): return Int(v)
+        case .int16(let v): return Int(v)
+        case .uint32(let v): return Int(v)
+        case .int32(let v): return Int(v)
+        case .uint64(let v): return Int(exactly: v)
+        case .int64(let v): return Int(exactly: v)
+        default: return nil
+        }
+    }
+
+    /// The value as a Double if it is a float or an integer.
+    public var doubleValue: Double? {
+        switch self {
+        case .float32(let v): return Double(v)
+        case .float64(let v): return v
+        default: return intValue.map(Double.init)
+        }
+    }
+}
+
+/// A homogeneous metadata array.
+public enum GGUFArray: Sendable, Equatable {
+    case uint8([UInt8])
+    case int8([Int8])
+    case uint16([UInt16])
+    case int16([Int16])
+    case uint32([UInt32])
+    case int32([Int32])
+    case float32([Float])
+    case bool([Bool])
+    case string([String])
+    case uint64([UInt64])
+    case int64([Int64])
+    case float64([Double])
+    /// An array of arrays (rare; GGUF allows it).
+    case array([GGUFArray])
+
+    public var elementType: GGUFValueType {
+        switch self {
+        case .uint8: return .uint8
+        case .int8: return .int8
+        case .uint16: return .uint16
+        case .int16: return .int16
+        case .uint32: return .uint32
+        case .int32: return .int32
+        case .float32: return .float32
+        case .bool: return .bool
+        case .string: return .string
+        case .uint64: return .uint64
+        case .int64: return .int64
+        case .float64: return .float64
+        case .array: return .array
+        }
+    }
+
+    public var count: Int {
+        switch self {
+        case .uint8(let a): return a.count
+        case .int8(let a): return a.count
+        case .uint16(let a): return a.count
+        case .int16(let a): return a.count
+        case .uint32(let a): return a.count
+        case .int32(let a): return a.count
+        case .float32(let a): return a.count
+        case .bool(let a): return a.count
+        case .string(let a): return a.count
+        case .uint64(let a): return a.count
+        case .int64(let a): return a.count
+        case .float64(let a): return a.count
+        case .array(let a): return a.count
+        }
+    }
+
+    /// Element `i` as a scalar value (arrays of arrays give `.array`).
+    public subscript(i: Int) -> GGUFValue {
+        switch self {
+        case .uint8(let a): return .uint8(a[i])
+        case .int8(let a): return .int8(a[i])
+        case .uint16(let a): return .uint16(a[i])
+        case .int16(let a): return .int16(a[i])
+        case .uint32(let a): return .uint32(a[i])
+        case .int32(let a): return .int32(a[i])
+        case .float32(let a): return .float32(a[i])
+        case .bool(let a): return .bool(a[i])
+        case .string(let a): return .string(a[i])
+        case .uint64(let a): return .uint64(a[i])
+        case .int64(let a): return .int64(a[i])
+        case .float64(let a): return .float64(a[i])
+        case .array(let a): return .array(a[i])
+        }
+    }
+
+    /// Integer elements widened to Int, or nil when the elements are not integers or one
+    /// does not fit.
+    public var intValues: [Int]? {
+        switch self {
+        case .uint8(let a): return a.map(Int.init)
+        case .int8(let a): return a.map(Int.init)
+        case .uint16(let a): return a.map(Int.init)
+        case .int16(let a): return a.map(Int.init)
+        case .uint32(let a): return a.map(Int.init)
+        case .int32(let a): return a.map(Int.init)
+        case .uint64(let a):
+            var out: [Int] = []
+            out.reserveCapacity(a.count)
+            for v in a { guard let i = Int(exactly: v) else { return nil }; out.append(i) }
+            return out
+        case .int64(let a):
+            return a.map { Int($0) }
+        default: return nil
+        }
+    }
+
+    /// Float elements (or integer elements converted), or nil.
+    public var floatValues: [Float]? {
+        switch self {
+        case .float32(let a): return a
+        case .float64(let a): return a.map(Float.init)
+        default: return intValues?.map(Float.init)
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import GGUF
+import LeapJSON
+
+/// `leap-ref inspect`: what a GGUF file holds.
+struct Inspect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a GGUF file's architecture, hyper-parameters, tokenizer, chat template and tensor table."
+    )
+
+    @Argument(help: "The GGUF file (default: the model installed by scripts/setup.sh).")
+    var model: String?
+
+    @Flag(help: "Print one JSON object {version, metadata, tensors} instead of text.")
+    var json = false
+
+    func run() async throws {
+        try await runReportingErrors {
+            let path = try ModelCache.resolve(model)
+            let file = try GGUFFile(path: path)
+            if json {
+                writeOut(Inspect.jsonReport(file).serialized(JSONFormat(itemSeparator: ", ", keySeparator: ": ", indent: 1)) + "\n")
+            } else {
+                writeOut(Inspect.textReport(file, path: path))
+            }
+        }
+    }
+
+    /// Arrays longer than this are summarized as `{"type", "count"}` in JSON output.
+    static let arraySummaryThreshold = 16
+
+    static func jsonReport(_ file: GGUFFile) -> JSONValue {
+        var metadata = JSONObject()
+        for (key, value) in file.metadata.pairs { metadata[key] = jsonValue(value) }
+        let tensors: [JSONValue] = file.tensors.map { t in
+            .object(JSONObject([
+                ("name", .string(t.name)),
+                ("type", .string(t.type.name)),
+                ("shape", .array(t.shape.map { .integer($0) })),
+                ("offset", .integer(file.dataOffset + t.offset)),
+                ("bytes", .integer(t.byteCount)),
+            ]))
+        }
+        return .object(JSONObject([
+            ("version", .integer(Int(file.version))),
+            ("metadata", .object(metadata)),
+            ("tensors", .array(tensors)),
+        ]))
+    }
+
+    static func jsonValue(_ value: GGUFValue) -> JSONValue {
+        switch value {
+        case .bool(let b): return .bool(b)
+        case .string(let s): return .string(s)
+        case .float32(let f): return .double(Double(f))
+        case .float64(let d): return .double(d)
+        case .uint64(let u): return Int(exactly: u).map { .integer($0) } ?? .double(Double(u))
+        case .array(let a):
+            if a.count > arraySummaryThreshold {
+                return .object(JSONObject([("type", .string(a.elementType.description)), ("count", .integer(a.count))]))
+            }
+            return .array((0..<a.count).map { jsonValue(a[$0]) })
+        default: return value.intValue.map { .integer($0) } ?? .null
+        }
+    }
+
+    static func textReport(_ file: GGUFFile, path: String) -> String {
+        let m = file.metadata
+        var out = ""
+        let arch = (try? m.string("general.architecture")) ?? "(none)"
+        out += "file:          \(path)\n"
+        out += "GGUF version:  \(file.version), \(m.count) metadata keys, \(file.tensors.count) tensors, \(formatBytes(file.fileSize))\n"
+        if let name = try? m.string("general.name") { out += "name:          \(name)\n" }
+        out += "architecture:  \(arch)\n"
+        let params = file.tensors.reduce(0) { $0 + $1.elementCount }
+        out += "parameters:    \(params) (\(String(format: "%.1f", Double(params) / 1e6)) M)\n"
+        if let ft = m["general.file_type"]?.intValue { out += "file type:     \(ft)\n" }
+
+        out += "\nhyper-parameters:\n"
+        for (key, value) in m.pairs where key.hasPrefix(arch + ".") {
+            out += "  \(String(key.dropFirst(arch.count + 1)).padding(toLength: 34, withPad: " ", startingAt: 0)) \(describe(value))\n"
+        }
+
+        out += "\ntokenizer:\n"
+        if let model = try? m.string("tokenizer.ggml.model") { out += "  model:        \(model)\n" }
+        if let pre = try? m.string("tokenizer.ggml.pre") { out += "  pre:          \(pre)\n" }
+        if let tokens = try? m.array("tokenizer.ggml.tokens") { out += "  vocabulary:   \(tokens.count) tokens\n" }
+        if let merges = try? m.array("tokenizer.ggml.merges") { out += "  merges:       \(merges.count)\n" }
+        let tokenList = try? m.stringArray("tokenizer.ggml.tokens")
+        for (label, key) in [("bos", "bos_token_id"), ("eos", "eos_token_id"), ("eot", "eot_token_id"),
+                             ("unknown", "unknown_token_id"), ("padding", "padding_token_id")]
+        {
+            if let id = m["tokenizer.ggml.\(key)"]?.intValue {
+                let piece = tokenList.flatMap { id >= 0 && id < $0.count ? $0[id] : nil } ?? "?"
+                out += "  \(label):".padding(toLength: 16, withPad: " ", startingAt: 0) + "\(id) \(piece.debugDescription)\n"
+            }
+        }
+        if let addBOS = try? m.bool("tokenizer.ggml.add_bos_token") { out += "  add_bos:      \(addBOS)\n" }
+        if let template = try? m.string("tokenizer.chat_template") {
+            out += "  chat template: present (\(template.utf8.count) bytes)\n"
+        } else {
+            out += "  chat template: absent\n"
+        }
+
+        out += "\ntensors (shape in ggml order: row length first; offset = byte offset in the file):\n"
+        let nameWidth = max(28, file.tensors.map { $0.name.count }.max() ?? 0)
+        out += "  " + "name".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            + "  type     " + "shape".padding(toLength: 20, withPad: " ", startingAt: 0) + "       bytes      offset\n"
+        for t in file.tensors {
+            let shape = t.shape.map(String.init).joined(separator: " x ")
+            out += "  " + t.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+                + "  " + t.type.name.padding(toLength: 7, withPad: " ", startingAt: 0)
+                + "  " + shape.padding(toLength: 20, withPad: " ", startingAt: 0)
+                + String(format: " %11d %11d", t.byteCount, file.dataOffset + t.offset) + "\n"
+        }
+        var byType: [String: (count: Int, bytes: Int)] = [:]
+        for t in file.tensors { byType[t.type.name, default: (0, 0)].count += 1; byType[t.type.name]!.bytes += t.byteCount }
+        out += "\n" + byType.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.count) tensors, \(formatBytes($0.value.bytes))" }.joined(separator: "; ") + "\n"
+        return out
+    }
+
+    static func describe(_ value: GGUFValue) -> String {
+        switch value {
+        case .string(let s): return s.debugDescription
+        case .float32(let f): return "\(f)"
+        case .float64(let d): return "\(d)"
+        case .bool(let b): return "\(b)"
+        case .array(let a):
+            if a.count <= 16 { return "[" + (0..<a.count).map { describe(a[$0]) }.joined(separator: ", ") + "]" }
+            return "[\(a.count) x \(a.elementType)]"
+        default: return value.intValue.map(String.init) ?? "?"
+        }
+    }
+}
+
+func formatBytes(_ n: Int) -> String {
+    if n >= 1 << 30 { return String(format: "%.2f GiB", Double(n) / Double(1 << 30)) }
+    if n >= 1 << 20 { return String(format: "%.2f MiB", Double(n) / Double(1 << 20)) }
+    if n >= 1 << 10 { return String(format: "%.1f KiB", Double(n) / Double(1 << 10)) }
+    return "\(n) B"
+}
