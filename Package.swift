@@ -79,8 +79,9 @@ let package = Package(
             path: "Benchmarks/KernelBench",
             swiftSettings: kernelSwiftSettings
         ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
-        .testTarget(name: "GGUFTests", dependencies: ["GGUF"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),

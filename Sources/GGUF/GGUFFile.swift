@@ -66,7 +66,9 @@ public final class GGUFFile: Sendable {
 
         // Header: magic, version, counts.
         guard storage.count >= 4 else {
-            throw storage.count == 0 ? .truncated(offset: 0, reading: "the magic") : .badMagic(found: Array(storage.buffer))
+            let found = Array(storage.buffer)
+            // A short prefix of the magic is a truncated file; anything else is not GGUF.
+            throw found == Array("GGUF".utf8.prefix(found.count)) ? .truncated(offset: found.count, reading: "the magic") : .badMagic(found: found)
         }
         let magic = Array(storage.buffer[0..<4])
         guard magic == Array("GGUF".utf8) else { throw .badMagic(found: magic) }
