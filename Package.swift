@@ -80,6 +80,7 @@ let package = Package(
             swiftSettings: kernelSwiftSettings
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
