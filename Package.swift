@@ -51,6 +51,7 @@ let package = Package(
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
+        .library(name: "Models", targets: ["Models"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -66,10 +67,11 @@ let package = Package(
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Tokenizers", "ChatTemplates",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Tokenizers", "ChatTemplates",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

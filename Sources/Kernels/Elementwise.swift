@@ -1,0 +1,167 @@
+// The element-wise operations of a transformer layer: RMS normalization, rotary position
+// embedding, softmax, SiLU gating. Each has a plain scalar form that reads like its
+// formula; they are memory-light (a few thousand floats per token), so portable SIMD is
+// enough and no architecture-specific path is kept.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Element-wise kernels on float rows.
+public enum Elementwise {
+    /// RMSNorm: `y[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]`, as ggml's `rms_norm`
+    /// followed by a multiplication with the norm weight. `y` may equal `x`.
+    @inlinable
+    public static func rmsNorm(_ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>,
+                               count n: Int, eps: Float)
+    {
+        var acc = SIMD16<Float>()
+        var i = 0
+        let xr = UnsafeRawPointer(x)
+        while i + 16 <= n {
+            let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            acc.addProduct(v, v)
+            i += 16
+        }
+        // ggml accumulates the sum of squares in double; so does the tail here, and the
+        // SIMD partial sums are widened before adding.
+        var sum: Double = 0
+        for lane in 0..<16 { sum += Double(acc[lane]) }
+        while i < n { sum += Double(x[i]) * Double(x[i]); i += 1 }
+        let scale = Float(1.0 / (sum / Double(n) + Double(eps)).squareRoot())
+        let wr = UnsafeRawPointer(weight)
+        let yr = UnsafeMutableRawPointer(y)
+        i = 0
+        while i + 16 <= n {
+            let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let w = wr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            yr.storeBytes(of: v * scale * w, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < n { y[i] = x[i] * scale * weight[i]; i += 1 }
+    }
+
+    /// How a rotary embedding pairs the dimensions of a head.
+    public enum RopeStyle: Sendable {
+        /// Adjacent pairs `(x[2i], x[2i+1])`: ggml's "normal" mode, used by `llama` GGUFs
+        /// (whose Q/K weights the converter permuted for it).
+        case adjacentPairs
+        /// Halves `(x[i], x[i + n/2])`: GPT-NeoX style, used by `lfm2`.
+        case neox
+    }
+
+    /// Fills `cache` with `(cos θ_i, sin θ_i)` for the `pairs` rotation angles of position
+    /// `position`: `θ_i = position · thetaScale^i` with `thetaScale = base^(-2/dims)`.
+    /// The angle is formed as ggml forms it (start at the position, multiply by
+    /// `thetaScale` once per pair, in float), so angles agree with llama.cpp to the bit.
+    @inlinable
+    public static func ropeCache(position: Int, thetaScale: Float, pairs: Int, into cache: UnsafeMutablePointer<Float>) {
+        var theta = Float(position)
+        for i in 0..<pairs {
+            cache[2 * i] = cos(theta)
+            cache[2 * i + 1] = sin(theta)
+            theta *= thetaScale
+        }
+    }
+
+    /// `base^(-2/dims)`, the ratio between successive rotary frequencies.
+    public static func ropeThetaScale(base: Float, dimensions: Int) -> Float {
+        powf(base, -2.0 / Float(dimensions))
+    }
+
+    /// Rotates the first `2 * pairs` dimensions of each of `heads` heads of `headDim`
+    /// floats in `x` by the angles in `cache` (from `ropeCache`).
+    @inlinable
+    public static func rope(_ x: UnsafeMutablePointer<Float>, heads: Int, headDim: Int,
+                            cache: UnsafePointer<Float>, pairs: Int, style: RopeStyle)
+    {
+        for h in 0..<heads {
+            let base = x + h * headDim
+            for p in 0..<pairs {
+                let c = cache[2 * p], s = cache[2 * p + 1]
+                let (i, j) = style == .adjacentPairs ? (2 * p, 2 * p + 1) : (p, p + pairs)
+                let a = base[i], b = base[j]
+                base[i] = a * c - b * s
+                base[j] = a * s + b * c
+            }
+        }
+    }
+
+    /// In-place softmax over `n` floats; returns nothing, leaves the probabilities in `x`.
+    @inlinable
+    public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) {
+        guard n > 0 else { return }
+        var maxValue = x[0]
+        for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
+        var sum: Float = 0
+        for i in 0..<n {
+            let e = expf(x[i] - maxValue)
+            x[i] = e
+            sum += e
+        }
+        let inv = 1 / sum
+        for i in 0..<n { x[i] *= inv }
+    }
+
+    /// SwiGLU gating: `gate[i] = silu(gate[i]) * up[i]`, with `silu(g) = g / (1 + e^-g)`.
+    @inlinable
+    public static func siluMultiply(_ gate: UnsafeMutablePointer<Float>, _ up: UnsafePointer<Float>, count n: Int) {
+        for i in 0..<n {
+            let g = gate[i]
+            gate[i] = g / (1 + expf(-g)) * up[i]
+        }
+    }
+
+    /// `y[i] += x[i]`.
+    @inlinable
+    public static func add(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count n: Int) {
+        var i = 0
+        let xr = UnsafeRawPointer(x), yr = UnsafeMutableRawPointer(y)
+        while i + 16 <= n {
+            let a = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let b = yr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            yr.storeBytes(of: a + b, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < n { y[i] += x[i]; i += 1 }
+    }
+
+    /// `y[i] *= x[i]`.
+    @inlinable
+    public static func multiply(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count n: Int) {
+        for i in 0..<n { y[i] *= x[i] }
+    }
+
+    /// Dot product of two float vectors.
+    @inlinable
+    public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count n: Int) -> Float {
+        var acc = SIMD16<Float>()
+        var i = 0
+        let ar = UnsafeRawPointer(a), br = UnsafeRawPointer(b)
+        while i + 16 <= n {
+            acc.addProduct(ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self),
+                           br.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+            i += 16
+        }
+        var sum = acc.sum()
+        while i < n { sum += a[i] * b[i]; i += 1 }
+        return sum
+    }
+
+    /// `y[i] += alpha * x[i]`.
+    @inlinable
+    public static func axpy(_ alpha: Float, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count n: Int) {
+        var i = 0
+        let xr = UnsafeRawPointer(x), yr = UnsafeMutableRawPointer(y)
+        let a = SIMD16<Float>(repeating: alpha)
+        while i + 16 <= n {
+            var b = yr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            b.addProduct(a, xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+            yr.storeBytes(of: b, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < n { y[i] += alpha * x[i]; i += 1 }
+    }
+}

@@ -1,0 +1,264 @@
+import CBLAS
+import Kernels
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One sequence being evaluated by a model: the attention and convolution caches for a
+/// context window, and every buffer the forward pass needs, allocated once. Evaluating
+/// tokens allocates nothing.
+///
+/// Not thread-safe: one evaluation at a time (the SDK layer serializes work per model).
+public final class InferenceSession: @unchecked Sendable {
+    public let model: TransformerModel
+    /// Capacity of the caches in tokens.
+    public let contextLength: Int
+    /// Most tokens evaluated in one forward batch; longer inputs are split.
+    public let maxBatch: Int
+    /// Tokens currently in the caches; the next token is evaluated at this position.
+    public private(set) var position = 0
+
+    let hp: Hyperparameters
+    let kv: KVCache
+    let conv: ConvCache
+    let scratch: Scratch
+
+    // Activations, `maxBatch` rows each.
+    let x: UnsafeMutablePointer<Float>  // residual stream [n][d]
+    let xb: UnsafeMutablePointer<Float>  // normalized input to a block [n][d]
+    let xb2: UnsafeMutablePointer<Float>  // block output [n][d]
+    let q: UnsafeMutablePointer<Float>  // [n][heads·hd]
+    let k: UnsafeMutablePointer<Float>  // [n][kvHeads·hd]
+    let v: UnsafeMutablePointer<Float>  // [n][kvHeads·hd]
+    let attnOut: UnsafeMutablePointer<Float>  // [n][heads·hd]
+    let bcx: UnsafeMutablePointer<Float>  // [n][3d]
+    let gate: UnsafeMutablePointer<Float>  // [n][ff]
+    let up: UnsafeMutablePointer<Float>  // [n][ff]
+    let scores: UnsafeMutablePointer<Float>  // [queryBlock][context]
+    let ropeCache: UnsafeMutablePointer<Float>  // [n][ropeDims] (cos, sin) pairs
+    let lastLogits: UnsafeMutablePointer<Float>  // [vocab]
+    let ropeThetaScale: Float
+    static let queryBlock = 64
+
+    /// Creates the caches and buffers. `contextLength` defaults to the model's trained
+    /// context, capped at 4096 tokens to bound memory (pass more if you need it).
+    public init(model: TransformerModel, contextLength: Int? = nil, maxBatch: Int = 512) {
+        let hp = model.hyperparameters
+        self.model = model
+        self.hp = hp
+        self.contextLength = max(1, contextLength ?? min(hp.trainedContextLength, 4096))
+        self.maxBatch = max(1, maxBatch)
+        let n = self.maxBatch
+        let d = hp.embeddingLength, qw = hp.headCount * hp.headDim
+        let kvMax = hp.layers.map { if case .attention(let kv) = $0 { return kv } else { return 0 } }.max() ?? 0
+        kv = KVCache(layers: hp.layers, contextLength: self.contextLength, headDim: hp.headDim)
+        conv = ConvCache(layers: hp.layers, width: d, contextLength: self.contextLength)
+        scratch = Scratch(maxCols: model.maxColumns)
+        x = .allocate(capacity: n * d)
+        xb = .allocate(capacity: n * d)
+        xb2 = .allocate(capacity: n * d)
+        q = .allocate(capacity: n * qw)
+        k = .allocate(capacity: n * max(1, kvMax * hp.headDim))
+        v = .allocate(capacity: n * max(1, kvMax * hp.headDim))
+        attnOut = .allocate(capacity: n * qw)
+        bcx = .allocate(capacity: n * 3 * d)
+        gate = .allocate(capacity: n * hp.feedForwardLength)
+        up = .allocate(capacity: n * hp.feedForwardLength)
+        scores = .allocate(capacity: min(n, Self.queryBlock) * self.contextLength)
+        ropeCache = .allocate(capacity: n * hp.ropeDimensions)
+        lastLogits = .allocate(capacity: hp.vocabularySize)
+        ropeThetaScale = Elementwise.ropeThetaScale(base: hp.ropeFreqBase, dimensions: hp.ropeDimensions)
+    }
+
+    deinit {
+        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits] { p.deallocate() }
+    }
+
+    /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
+    /// next evaluation.
+    public var logits: UnsafeBufferPointer<Float> { UnsafeBufferPointer(start: lastLogits, count: hp.vocabularySize) }
+
+    /// Forgets every token (an empty sequence).
+    public func reset() { position = 0 }
+
+    /// Forgets the tokens from `newPosition` on, keeping the caches of the prefix: the next
+    /// evaluation continues from there exactly as if the later tokens were never seen.
+    public func truncate(to newPosition: Int) {
+        position = max(0, min(position, newPosition))
+    }
+
+    /// Evaluates `tokens` at the current position, appending them to the caches, and
+    /// leaves the last token's logits in `logits`.
+    public func evaluate(_ tokens: [Int]) throws(ModelError) {
+        try evaluate(tokens, allLogits: nil)
+    }
+
+    /// Evaluates `tokens` and returns the logits of every one of them (`tokens.count`
+    /// rows of `vocabularySize`). For tests and tools; allocates the result.
+    public func evaluateAllLogits(_ tokens: [Int]) throws(ModelError) -> [[Float]] {
+        var rows: [[Float]] = []
+        try evaluate(tokens, allLogits: { rows.append(Array($0)) })
+        return rows
+    }
+
+    private func evaluate(_ tokens: [Int], allLogits: ((UnsafeBufferPointer<Float>) -> Void)?) throws(ModelError) {
+        guard !tokens.isEmpty else { throw .invalidBatch(count: 0, maximum: maxBatch) }
+        guard position + tokens.count <= contextLength else {
+            throw .contextOverflow(position: position, tokens: tokens.count, contextLength: contextLength)
+        }
+        for t in tokens where t < 0 || t >= hp.vocabularySize {
+            throw .invalidToken(id: t, vocabularySize: hp.vocabularySize)
+        }
+        var start = 0
+        while start < tokens.count {
+            let end = min(tokens.count, start + maxBatch)
+            tokens.withUnsafeBufferPointer { buf in
+                forward(UnsafeBufferPointer(rebasing: buf[start..<end]), allLogits: allLogits)
+            }
+            start = end
+        }
+    }
+
+    // MARK: - The forward pass
+
+    /// Runs a batch of `n` tokens at positions `position ..< position+n`.
+    private func forward(_ tokens: UnsafeBufferPointer<Int>, allLogits: ((UnsafeBufferPointer<Float>) -> Void)?) {
+        let n = tokens.count, d = hp.embeddingLength, w = model.weights
+
+        // x = embed(tokens)
+        for (i, t) in tokens.enumerated() { w.tokenEmbedding.row(t, into: x + i * d) }
+        for i in 0..<n {
+            Elementwise.ropeCache(position: position + i, thetaScale: ropeThetaScale, pairs: hp.ropeDimensions / 2,
+                                  into: ropeCache + i * hp.ropeDimensions)
+        }
+
+        for (l, layer) in w.layers.enumerated() {
+            // h = x + mixer(norm(x))
+            rmsNormRows(x, layer.mixerNorm, xb, n)
+            switch layer.mixer {
+            case .attention(let a): attention(a, layer: l, n: n)
+            case .shortConv(let c): shortConv(c, layer: l, n: n)
+            }
+            Elementwise.add(xb2, into: x, count: n * d)
+            // out = h + ffn(norm(h))
+            rmsNormRows(x, layer.ffnNorm, xb, n)
+            feedForward(layer.ffn, n: n)
+            Elementwise.add(xb2, into: x, count: n * d)
+        }
+
+        // logits = output(norm(x)) for the last row, or every row when asked
+        let vocab = hp.vocabularySize
+        if let allLogits {
+            for i in 0..<n {
+                rmsNormRows(x + i * d, w.outputNorm, xb, 1)
+                w.output.apply(xb, lastLogits, scratch: scratch)
+                allLogits(UnsafeBufferPointer(start: lastLogits, count: vocab))
+            }
+        } else {
+            rmsNormRows(x + (n - 1) * d, w.outputNorm, xb, 1)
+            w.output.apply(xb, lastLogits, scratch: scratch)
+        }
+        position += n
+    }
+
+    private func rmsNormRows(_ src: UnsafeMutablePointer<Float>, _ weight: [Float], _ dst: UnsafeMutablePointer<Float>, _ n: Int) {
+        let d = hp.embeddingLength
+        weight.withUnsafeBufferPointer { wb in
+            for i in 0..<n { Elementwise.rmsNorm(src + i * d, weight: wb.baseAddress!, dst + i * d, count: d, eps: hp.rmsEpsilon) }
+        }
+    }
+
+    /// SwiGLU: xb2 = down(silu(gate·xb) * (up·xb)).
+    private func feedForward(_ f: FeedForwardWeights, n: Int) {
+        let ff = hp.feedForwardLength
+        f.gate.apply(batch: xb, count: n, gate, scratch: scratch)
+        f.up.apply(batch: xb, count: n, up, scratch: scratch)
+        Elementwise.siluMultiply(gate, up, count: n * ff)
+        f.down.apply(batch: gate, count: n, xb2, scratch: scratch)
+    }
+
+    /// Grouped-query causal self-attention over the cache: xb2 = wo · attention(xb).
+    private func attention(_ a: AttentionWeights, layer l: Int, n: Int) {
+        let hd = hp.headDim, heads = hp.headCount, kvHeads = a.kvHeads
+        let qw = heads * hd, kw = kvHeads * hd
+        a.wq.apply(batch: xb, count: n, q, scratch: scratch)
+        a.wk.apply(batch: xb, count: n, k, scratch: scratch)
+        a.wv.apply(batch: xb, count: n, v, scratch: scratch)
+
+        for i in 0..<n {
+            let qi = q + i * qw, ki = k + i * kw
+            if let qn = a.qNorm, let kn = a.kNorm {
+                qn.withUnsafeBufferPointer { w in
+                    for h in 0..<heads { Elementwise.rmsNorm(qi + h * hd, weight: w.baseAddress!, qi + h * hd, count: hd, eps: hp.rmsEpsilon) }
+                }
+                kn.withUnsafeBufferPointer { w in
+                    for h in 0..<kvHeads { Elementwise.rmsNorm(ki + h * hd, weight: w.baseAddress!, ki + h * hd, count: hd, eps: hp.rmsEpsilon) }
+                }
+            }
+            let rc = ropeCache + i * hp.ropeDimensions
+            Elementwise.rope(qi, heads: heads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
+            Elementwise.rope(ki, heads: kvHeads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
+            // Append k, v to the cache at this token's position.
+            for h in 0..<kvHeads {
+                (kv.keys(layer: l, head: h) + (position + i) * hd).update(from: ki + h * hd, count: hd)
+                (kv.values(layer: l, head: h) + (position + i) * hd).update(from: v + i * kw + h * hd, count: hd)
+            }
+        }
+
+        // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
+        let scale = 1 / Float(hd).squareRoot()
+        let group = heads / kvHeads
+        for h in 0..<heads {
+            let keys = kv.keys(layer: l, head: h / group), values = kv.values(layer: l, head: h / group)
+            var i0 = 0
+            while i0 < n {
+                let m = min(Self.queryBlock, n - i0)
+                let span = position + i0 + m  // keys visible to the last query of the block
+                // scores[m][span] = scale · Q_h[i0..<i0+m] · K[0..<span]ᵀ
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(span), Int32(hd),
+                            scale, q + i0 * qw + h * hd, Int32(qw), keys, Int32(hd), 0, scores, Int32(span))
+                for r in 0..<m {
+                    let visible = position + i0 + r + 1
+                    let row = scores + r * span
+                    Elementwise.softmax(row, count: visible)
+                    for j in visible..<span { row[j] = 0 }
+                }
+                // attnOut[i0..<i0+m, head h] = scores · V[0..<span]
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hd), Int32(span),
+                            1, scores, Int32(span), values, Int32(hd), 0, attnOut + i0 * qw + h * hd, Int32(qw))
+                i0 += m
+            }
+        }
+        a.wo.apply(batch: attnOut, count: n, xb2, scratch: scratch)
+    }
+
+    /// LFM2's gated short convolution: xb2 = out_proj(C * conv(B * x)).
+    private func shortConv(_ c: ShortConvWeights, layer l: Int, n: Int) {
+        let d = hp.embeddingLength, L = hp.convKernelLength
+        c.inProj.apply(batch: xb, count: n, bcx, scratch: scratch)
+        c.kernel.withUnsafeBufferPointer { kernel in
+            for i in 0..<n {
+                let row = bcx + i * 3 * d
+                let b = row, cGate = row + d, xIn = row + 2 * d
+                let p = position + i
+                // Store B * x as this position's convolution input.
+                let input = conv.row(layer: l, position: p)
+                for ch in 0..<d { input[ch] = b[ch] * xIn[ch] }
+                // y[ch] = C[ch] * Σ_k kernel[ch][k] · input[p - (L-1) + k][ch]
+                let y = xb + i * d  // xb's row i is no longer needed: reuse it for y
+                for ch in 0..<d { y[ch] = 0 }
+                for tap in 0..<L {
+                    let src = p - (L - 1) + tap
+                    guard src >= 0 else { continue }
+                    let past = conv.row(layer: l, position: src)
+                    for ch in 0..<d { y[ch] += kernel[ch * L + tap] * past[ch] }
+                }
+                for ch in 0..<d { y[ch] *= cGate[ch] }
+            }
+        }
+        c.outProj.apply(batch: xb, count: n, xb2, scratch: scratch)
+    }
+}
