@@ -9,6 +9,7 @@ struct LeapRef: AsyncParsableCommand {
         subcommands: [
             Inspect.self,
             Logits.self,
+            Quantize.self,
         ]
     )
 }
