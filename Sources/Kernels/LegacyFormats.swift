@@ -1,0 +1,549 @@
+// The 32-value formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (ggml-common.h, ggml-quants.c).
+//
+//   block_q8_0 { d: fp16;          qs[32]: int8 }                  34 bytes, x = d * q
+//   block_q4_0 { d: fp16;          qs[16]: nibbles }               18 bytes, x = d * (q - 8)
+//   block_q4_1 { d: fp16; m: fp16; qs[16]: nibbles }               20 bytes, x = d * q + m
+//   block_q5_0 { d: fp16;          qh: uint32; qs[16]: nibbles }   22 bytes, x = d * (q - 16)
+//   block_q5_1 { d: fp16; m: fp16; qh: uint32; qs[16]: nibbles }   24 bytes, x = d * q + m
+//
+// Nibble order: value j (j < 16) is the low nibble of qs[j], value j + 16 the high nibble.
+// Q5: bit j of qh is the fifth bit of value j.
+//
+// Dot products use the activations' 8-bit blocks (see Activations.swift): for a weight
+// block with scale d (and min m) and an activation block with scale da (sum sa = da * sum(a)),
+//   d * (q - o) . da * a  =  d * da * sum(q * a) - o * d * sa      (o = 8 or 16)
+//   (d * q + m) . da * a  =  d * da * sum(q * a) + m * sa
+// so the inner loop multiplies unsigned weights with signed activations, as the x86
+// instructions want.
+
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+#endif
+import GGUF
+
+/// Truncates `v` toward zero into 0...maxValue, as ggml's `MIN(max, (int8_t)v)` does for the
+/// in-range values the quantizers produce; NaN gives 0 (C leaves it undefined).
+@inline(__always)
+func truncatedLevel(_ v: Float, max maxValue: UInt8) -> UInt8 {
+    if v >= Float(maxValue) { return maxValue }
+    if v > 0 { return UInt8(v) }
+    return 0
+}
+
+// MARK: - Q8_0
+
+enum Q8_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q8_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = loadHalfReference(b, 0)
+            for j in 0..<32 {
+                y[32 * i + j] = Float(Int8(bitPattern: byte(b, 2 + j))) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
+            let q0 = b.loadUnaligned(fromByteOffset: 2, as: SIMD16<Int8>.self)
+            let q1 = b.loadUnaligned(fromByteOffset: 18, as: SIMD16<Int8>.self)
+            let out = UnsafeMutableRawPointer(y + 32 * i)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q0)) * d, as: SIMD16<Float>.self)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q1)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
+        }
+    }
+
+    /// ggml's `quantize_row_q8_0_ref`: d = max|x| / 127, q = roundf(x / d) (ties away).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0
+            for j in 0..<32 { amax = max(amax, abs(x[32 * i + j])) }
+            let d = amax / 127
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 34 * i
+            storeHalf(b, 0, d)
+            for j in 0..<32 {
+                let x0 = (x[32 * i + j] * id).rounded(.toNearestOrAwayFromZero)
+                let q: Int8 = x0.isNaN ? 0 : Int8(max(-128, min(127, x0)))
+                b.storeBytes(of: q, toByteOffset: 2 + j, as: Int8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 34 * i
+            var sumi: Int32 = 0
+            for j in 0..<32 {
+                sumi += Int32(Int8(bitPattern: byte(b, 2 + j))) * Int32(a.qs[32 * i + j])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var offset: Float = 0
+        let aq = UnsafeRawPointer(a.qs)
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = loadHalf(b, 0)
+            let w = load256(b, 2)
+            let av = load256(aq, 32 * i)
+            #if LEAP_X86_AVX512VNNI
+            // Bias the weights to unsigned (w + 128) and take 128 * sum(a) off afterwards.
+            let p = mulSumU8S8(_mm256_xor_si256(w, _mm256_set1_epi8(-128)), av)
+            offset += d * a.s[i]
+            #else
+            // Sign trick: |w| * (a with w's sign) keeps the unsigned operand <= 128.
+            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
+                                      _mm256_set1_epi16(1))
+            #endif
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+        }
+        return hsum(acc) - 128 * offset
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let w = SIMD32<Int16>(truncatingIfNeeded: b.loadUnaligned(fromByteOffset: 2, as: SIMD32<Int8>.self))
+            let q = SIMD32<Int16>(truncatingIfNeeded: UnsafeRawPointer(a.qs + 32 * i).loadUnaligned(as: SIMD32<Int8>.self))
+            sumf += Float(widenedSum(w &* q)) * (loadHalf(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+}
+
+/// Sum of 32 Int16 products, widened to Int32 before adding (each |product| <= 127 * 255).
+@inline(__always)
+func widenedSum(_ p: SIMD32<Int16>) -> Int32 {
+    let lo = SIMD16<Int32>(truncatingIfNeeded: p.lowHalf)
+    let hi = SIMD16<Int32>(truncatingIfNeeded: p.highHalf)
+    return (lo &+ hi).wrappedSum()
+}
+
+/// The 32 values of a nibble block (no offset), in ggml's order, as Int16 lanes.
+@inline(__always)
+func nibbles32(_ b: UnsafeRawPointer, _ offset: Int) -> SIMD32<Int16> {
+    let qs = b.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self)
+    let lo = SIMD16<Int16>(truncatingIfNeeded: qs & 0x0F)
+    let hi = SIMD16<Int16>(truncatingIfNeeded: qs &>> 4)
+    return SIMD32(lowHalf: lo, highHalf: hi)
+}
+
+/// The fifth bits of a Q5 block, as 0 or 16 per value, as Int16 lanes.
+@inline(__always)
+func fifthBits32(_ qh: UInt32) -> SIMD32<Int16> {
+    var v = SIMD32<Int16>()
+    for j in 0..<32 { v[j] = Int16(truncatingIfNeeded: (qh >> UInt32(j)) & 1) &<< 4 }
+    return v
+}
+
+@inline(__always)
+func activations32(_ a: ActivationView, _ i: Int) -> SIMD32<Int16> {
+    SIMD32<Int16>(truncatingIfNeeded: UnsafeRawPointer(a.qs + 32 * i).loadUnaligned(as: SIMD32<Int8>.self))
+}
+
+// MARK: - Q4_0
+
+enum Q4_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q4_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = loadHalfReference(b, 0)
+            for j in 0..<16 {
+                let x0 = Int32(byte(b, 2 + j) & 0x0F) - 8
+                let x1 = Int32(byte(b, 2 + j) >> 4) - 8
+                y[32 * i + j] = Float(x0) * d
+                y[32 * i + j + 16] = Float(x1) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
+            let q = nibbles32(b, 2) &- 8
+            let out = UnsafeMutableRawPointer(y + 32 * i)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
+        }
+    }
+
+    /// ggml's `quantize_row_q4_0_ref`: d = (value of largest magnitude) / -8,
+    /// q = min(15, trunc(x / d + 8.5)).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0, maxValue: Float = 0
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if amax < abs(v) { amax = abs(v); maxValue = v }
+            }
+            let d = maxValue / -8
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 18 * i
+            storeHalf(b, 0, d)
+            for j in 0..<16 {
+                let xi0 = truncatedLevel(x[32 * i + j] * id + 8.5, max: 15)
+                let xi1 = truncatedLevel(x[32 * i + 16 + j] * id + 8.5, max: 15)
+                b.storeBytes(of: xi0 | (xi1 << 4), toByteOffset: 2 + j, as: UInt8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 18 * i
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let v0 = Int32(byte(b, 2 + j) & 0x0F) - 8
+                let v1 = Int32(byte(b, 2 + j) >> 4) - 8
+                sumi += v0 * Int32(a.qs[32 * i + j]) + v1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var offset: Float = 0
+        let aq = UnsafeRawPointer(a.qs)
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = loadHalf(b, 0)
+            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+            offset += d * a.s[i]
+        }
+        return hsum(acc) - 8 * offset
+        #else
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 18 * i
+            sumf += Float(widenedSum((nibbles32(b, 2) &- 8) &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
+        }
+        return sumf
+        #endif
+    }
+}
+
+// MARK: - Q4_1
+
+enum Q4_1: QuantizableBlockFormat {
+    static var type: GGMLType { .q4_1 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = loadHalfReference(b, 0)
+            let m = loadHalfReference(b, 2)
+            for j in 0..<16 {
+                let x0 = Float(byte(b, 4 + j) & 0x0F)
+                let x1 = Float(byte(b, 4 + j) >> 4)
+                y[32 * i + j] = x0 * d + m
+                y[32 * i + j + 16] = x1 * d + m
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
+            let m = SIMD16<Float>(repeating: loadHalf(b, 2))
+            let q = nibbles32(b, 4)
+            let out = UnsafeMutableRawPointer(y + 32 * i)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
+        }
+    }
+
+    /// ggml's `quantize_row_q4_1_ref`: d = (max - min) / 15, m = min,
+    /// q = min(15, trunc((x - min) / d + 0.5)).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var minValue = Float.greatestFiniteMagnitude, maxValue = -Float.greatestFiniteMagnitude
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if v < minValue { minValue = v }
+                if v > maxValue { maxValue = v }
+            }
+            let d = (maxValue - minValue) / 15
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 20 * i
+            storeHalf(b, 0, d)
+            storeHalf(b, 2, minValue)
+            for j in 0..<16 {
+                let xi0 = truncatedLevel((x[32 * i + j] - minValue) * id + 0.5, max: 15)
+                let xi1 = truncatedLevel((x[32 * i + 16 + j] - minValue) * id + 0.5, max: 15)
+                b.storeBytes(of: xi0 | (xi1 << 4), toByteOffset: 4 + j, as: UInt8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 20 * i
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                sumi += Int32(byte(b, 4 + j) & 0x0F) * Int32(a.qs[32 * i + j])
+                    + Int32(byte(b, 4 + j) >> 4) * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i]) + loadHalfReference(b, 2) * a.s[i]
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var mins: Float = 0
+        let aq = UnsafeRawPointer(a.qs)
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = loadHalf(b, 0)
+            let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+            mins += loadHalf(b, 2) * a.s[i]
+        }
+        return hsum(acc) + mins
+        #else
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 20 * i
+            sumf += Float(widenedSum(nibbles32(b, 4) &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
+                + loadHalf(b, 2) * a.s[i]
+        }
+        return sumf
+        #endif
+    }
+}
+
+// MARK: - Q5_0
+
+enum Q5_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q5_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = loadHalfReference(b, 0)
+            let qh = b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 6 + j) & 0x0F) | xh_0) - 16
+                let x1 = Int32((byte(b, 6 + j) >> 4) | xh_1) - 16
+                y[32 * i + j] = Float(x0) * d
+                y[32 * i + j + 16] = Float(x1) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
+            let q = (nibbles32(b, 6) | fifthBits32(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))) &- 16
+            let out = UnsafeMutableRawPointer(y + 32 * i)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
+        }
+    }
+
+    /// ggml's `quantize_row_q5_0_ref`: d = (value of largest magnitude) / -16,
+    /// q = min(31, trunc(x / d + 16.5)); low 4 bits in qs, the fifth in qh.
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0, maxValue: Float = 0
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if amax < abs(v) { amax = abs(v); maxValue = v }
+            }
+            let d = maxValue / -16
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 22 * i
+            storeHalf(b, 0, d)
+            var qh: UInt32 = 0
+            for j in 0..<16 {
+                let xi0 = truncatedLevel(x[32 * i + j] * id + 16.5, max: 31)
+                let xi1 = truncatedLevel(x[32 * i + 16 + j] * id + 16.5, max: 31)
+                b.storeBytes(of: (xi0 & 0x0F) | ((xi1 & 0x0F) << 4), toByteOffset: 6 + j, as: UInt8.self)
+                qh |= UInt32((xi0 & 0x10) >> 4) << UInt32(j)
+                qh |= UInt32((xi1 & 0x10) >> 4) << UInt32(j + 16)
+            }
+            b.storeBytes(of: qh, toByteOffset: 2, as: UInt32.self)
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let qh = b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 6 + j) & 0x0F) | xh_0) - 16
+                let x1 = Int32((byte(b, 6 + j) >> 4) | xh_1) - 16
+                sumi += x0 * Int32(a.qs[32 * i + j]) + x1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var offset: Float = 0
+        let aq = UnsafeRawPointer(a.qs)
+        let bit4 = _mm256_set1_epi8(0x10)
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), bit4)
+            let q = _mm256_or_si256(unpackNibbles16(b, 6), hi)
+            let p = mulSumU8S8(q, load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+            offset += d * a.s[i]
+        }
+        return hsum(acc) - 16 * offset
+        #else
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let q = (nibbles32(b, 6) | fifthBits32(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))) &- 16
+            sumf += Float(widenedSum(q &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
+        }
+        return sumf
+        #endif
+    }
+}
+
+// MARK: - Q5_1
+
+enum Q5_1: QuantizableBlockFormat {
+    static var type: GGMLType { .q5_1 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = loadHalfReference(b, 0)
+            let m = loadHalfReference(b, 2)
+            let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Float((byte(b, 8 + j) & 0x0F) | xh_0)
+                let x1 = Float((byte(b, 8 + j) >> 4) | xh_1)
+                y[32 * i + j] = x0 * d + m
+                y[32 * i + j + 16] = x1 * d + m
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
+            let m = SIMD16<Float>(repeating: loadHalf(b, 2))
+            let q = nibbles32(b, 8) | fifthBits32(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            let out = UnsafeMutableRawPointer(y + 32 * i)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
+            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
+        }
+    }
+
+    /// ggml's `quantize_row_q5_1_ref`: d = (max - min) / 31, m = min,
+    /// q = trunc((x - min) / d + 0.5) (at most 31).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var minValue = Float.greatestFiniteMagnitude, maxValue = -Float.greatestFiniteMagnitude
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if v < minValue { minValue = v }
+                if v > maxValue { maxValue = v }
+            }
+            let d = (maxValue - minValue) / 31
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 24 * i
+            storeHalf(b, 0, d)
+            storeHalf(b, 2, minValue)
+            var qh: UInt32 = 0
+            for j in 0..<16 {
+                let xi0 = truncatedLevel((x[32 * i + j] - minValue) * id + 0.5, max: 31)
+                let xi1 = truncatedLevel((x[32 * i + 16 + j] - minValue) * id + 0.5, max: 31)
+                b.storeBytes(of: (xi0 & 0x0F) | ((xi1 & 0x0F) << 4), toByteOffset: 8 + j, as: UInt8.self)
+                qh |= UInt32((xi0 & 0x10) >> 4) << UInt32(j)
+                qh |= UInt32((xi1 & 0x10) >> 4) << UInt32(j + 16)
+            }
+            b.storeBytes(of: qh, toByteOffset: 4, as: UInt32.self)
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 8 + j) & 0x0F) | xh_0)
+                let x1 = Int32((byte(b, 8 + j) >> 4) | xh_1)
+                sumi += x0 * Int32(a.qs[32 * i + j]) + x1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i]) + loadHalfReference(b, 2) * a.s[i]
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var mins: Float = 0
+        let aq = UnsafeRawPointer(a.qs)
+        let bit4 = _mm256_set1_epi8(0x10)
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bit4)
+            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
+            let p = mulSumU8S8(q, load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+            mins += loadHalf(b, 2) * a.s[i]
+        }
+        return hsum(acc) + mins
+        #else
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let q = nibbles32(b, 8) | fifthBits32(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            sumf += Float(widenedSum(q &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
+        }
+        return sumf
+        #endif
+    }
+}
