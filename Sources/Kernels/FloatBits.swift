@@ -20,7 +20,10 @@ public enum FloatBits {
     @inline(__always)
     public static func halfToFloat(_ h: UInt16) -> Float {
         #if LEAP_X86_AVX2
-        return _cvtsh_ss(h)
+        // Through a GPR -> vmovd (which zeroes the vector register) rather than
+        // `_cvtsh_ss`, whose vpinsrw merges into a stale register: that false dependency
+        // chained each block's scale to the previous block's accumulator.
+        return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(Int32(h))))
         #else
         return halfToFloatReference(h)
         #endif

@@ -59,6 +59,23 @@ enum Q4_K: BlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        let m4 = _mm256_set1_epi8(0x0F)
+        for i in 0..<nb {
+            let b = x + 144 * i
+            let d = loadHalf(b, 0)
+            let dmin = loadHalf(b, 2)
+            for k in 0..<4 {
+                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
+                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
+                let raw = load256(b, 16 + 32 * k)
+                let d1 = d * Float(sc1), d2 = d * Float(sc2)
+                storeLevels32(_mm256_and_si256(raw, m4), scale0: d1, scale1: d1, add: -(dmin * Float(m1)), y + 256 * i + 64 * k)
+                storeLevels32(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), scale0: d2, scale1: d2, add: -(dmin * Float(m2)),
+                              y + 256 * i + 64 * k + 32)
+            }
+        }
+        #else
         for i in 0..<nb {
             let b = x + 144 * i
             let d = loadHalf(b, 0)
@@ -71,6 +88,7 @@ enum Q4_K: BlockFormat {
                 storeLevels(raw &>> 4, scale: d * Float(sc2), minus: dmin * Float(m2), y + 256 * i + 64 * k + 32)
             }
         }
+        #endif
     }
 
     static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
@@ -97,28 +115,32 @@ enum Q4_K: BlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins: Float = 0
-        let aq = UnsafeRawPointer(a.qs)
+        let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d), asum = UnsafeRawPointer(a.s)
         let m4 = _mm256_set1_epi8(0x0F)
         for i in 0..<nb {
             let b = x + 144 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
-            var minSum: Float = 0
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = load256(b, 16 + 32 * k)
-                let ab = 8 * i + 2 * k
-                let p0 = mulSumU8S8(_mm256_and_si256(raw, m4), load256(aq, 32 * ab))
-                let p1 = mulSumU8S8(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), load256(aq, 32 * ab + 32))
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * Float(sc1) * a.d[ab]), _mm256_cvtepi32_ps(p0), acc)
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * Float(sc2) * a.d[ab + 1]), _mm256_cvtepi32_ps(p1), acc)
-                minSum += Float(m1) * a.s[ab] + Float(m2) * a.s[ab + 1]
-            }
-            mins += dmin * minSum
+            let (sc, m) = scalesMinsK4(b + 4)
+            let ab = 256 * i
+            // Sub-block 2k is in the low nibbles of qs[32k..<32k+32], 2k+1 in the high ones.
+            let r0 = load256(b, 16), r1 = load256(b, 48), r2 = load256(b, 80), r3 = load256(b, 112)
+            let p0 = mulSumU8S8(_mm256_and_si256(r0, m4), load256(aq, ab))
+            let p1 = mulSumU8S8(_mm256_and_si256(_mm256_srli_epi16(r0, 4), m4), load256(aq, ab + 32))
+            let p2 = mulSumU8S8(_mm256_and_si256(r1, m4), load256(aq, ab + 64))
+            let p3 = mulSumU8S8(_mm256_and_si256(_mm256_srli_epi16(r1, 4), m4), load256(aq, ab + 96))
+            let p4 = mulSumU8S8(_mm256_and_si256(r2, m4), load256(aq, ab + 128))
+            let p5 = mulSumU8S8(_mm256_and_si256(_mm256_srli_epi16(r2, 4), m4), load256(aq, ab + 160))
+            let p6 = mulSumU8S8(_mm256_and_si256(r3, m4), load256(aq, ab + 192))
+            let p7 = mulSumU8S8(_mm256_and_si256(_mm256_srli_epi16(r3, 4), m4), load256(aq, ab + 224))
+            // Lane j: sum(q * a) of sub-block j, times d * sc_j * da_j; minus dmin * m_j * sa_j.
+            let sums = _mm256_cvtepi32_ps(transposeSum8(p0, p1, p2, p3, p4, p5, p6, p7))
+            let da = ad.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
+            let sa = asum.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
+            let scale = _mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 0)), _mm256_mul_ps(_mm256_cvtepi32_ps(sc), da))
+            acc = _mm256_fmadd_ps(scale, sums, acc)
+            let mins = _mm256_mul_ps(_mm256_cvtepi32_ps(m), sa)
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(loadHalf(b, 2)), mins, acc)
         }
-        return hsum(acc) - mins
+        return hsum(acc)
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -185,6 +207,30 @@ enum Q5_K: BlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        let m4 = _mm256_set1_epi8(0x0F)
+        let bit4 = _mm256_set1_epi8(0x10)
+        for i in 0..<nb {
+            let b = x + 176 * i
+            let d = loadHalf(b, 0)
+            let dmin = loadHalf(b, 2)
+            let hbits = load256(b, 16)
+            for k in 0..<4 {
+                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
+                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
+                let raw = load256(b, 48 + 32 * k)
+                let mask1 = _mm256_set1_epi8(Int8(bitPattern: UInt8(1) << UInt8(2 * k)))
+                let mask2 = _mm256_set1_epi8(Int8(bitPattern: UInt8(2) << UInt8(2 * k)))
+                let h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask1), mask1), bit4)
+                let h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask2), mask2), bit4)
+                let d1 = d * Float(sc1), d2 = d * Float(sc2)
+                storeLevels32(_mm256_or_si256(_mm256_and_si256(raw, m4), h1), scale0: d1, scale1: d1,
+                              add: -(dmin * Float(m1)), y + 256 * i + 64 * k)
+                storeLevels32(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h2), scale0: d2, scale1: d2,
+                              add: -(dmin * Float(m2)), y + 256 * i + 64 * k + 32)
+            }
+        }
+        #else
         for i in 0..<nb {
             let b = x + 176 * i
             let d = loadHalf(b, 0)
@@ -200,6 +246,7 @@ enum Q5_K: BlockFormat {
                 storeLevels((raw &>> 4) | h2, scale: d * Float(sc2), minus: dmin * Float(m2), y + 256 * i + 64 * k + 32)
             }
         }
+        #endif
     }
 
     static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
@@ -227,36 +274,35 @@ enum Q5_K: BlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins: Float = 0
-        let aq = UnsafeRawPointer(a.qs)
+        let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d), asum = UnsafeRawPointer(a.s)
         let m4 = _mm256_set1_epi8(0x0F)
         let bit4 = _mm256_set1_epi8(0x10)
         for i in 0..<nb {
             let b = x + 176 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
+            let (sc, m) = scalesMinsK4(b + 4)
+            let ab = 256 * i
             let hbits = load256(b, 16)
-            var minSum: Float = 0
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = load256(b, 48 + 32 * k)
-                let mask1 = _mm256_set1_epi8(Int8(bitPattern: UInt8(1) << UInt8(2 * k)))
-                let mask2 = _mm256_set1_epi8(Int8(bitPattern: UInt8(2) << UInt8(2 * k)))
-                let h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask1), mask1), bit4)
-                let h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask2), mask2), bit4)
-                let q1 = _mm256_or_si256(_mm256_and_si256(raw, m4), h1)
-                let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h2)
-                let ab = 8 * i + 2 * k
-                let p0 = mulSumU8S8(q1, load256(aq, 32 * ab))
-                let p1 = mulSumU8S8(q2, load256(aq, 32 * ab + 32))
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * Float(sc1) * a.d[ab]), _mm256_cvtepi32_ps(p0), acc)
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(d * Float(sc2) * a.d[ab + 1]), _mm256_cvtepi32_ps(p1), acc)
-                minSum += Float(m1) * a.s[ab] + Float(m2) * a.s[ab + 1]
+            // Fifth bit of sub-block j: bit j of qh[l], as 0x10 in each byte.
+            @inline(__always) func high(_ j: Int) -> __m256i {
+                let mask = _mm256_set1_epi8(Int8(bitPattern: UInt8(1) << UInt8(j)))
+                return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask), mask), bit4)
             }
-            mins += dmin * minSum
+            @inline(__always) func pair(_ k: Int) -> (__m256i, __m256i) {
+                let raw = load256(b, 48 + 32 * k)
+                let q1 = _mm256_or_si256(_mm256_and_si256(raw, m4), high(2 * k))
+                let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), high(2 * k + 1))
+                return (mulSumU8S8(q1, load256(aq, ab + 64 * k)), mulSumU8S8(q2, load256(aq, ab + 64 * k + 32)))
+            }
+            let (p0, p1) = pair(0), (p2, p3) = pair(1), (p4, p5) = pair(2), (p6, p7) = pair(3)
+            let sums = _mm256_cvtepi32_ps(transposeSum8(p0, p1, p2, p3, p4, p5, p6, p7))
+            let da = ad.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
+            let sa = asum.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
+            let scale = _mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 0)), _mm256_mul_ps(_mm256_cvtepi32_ps(sc), da))
+            acc = _mm256_fmadd_ps(scale, sums, acc)
+            let mins = _mm256_mul_ps(_mm256_cvtepi32_ps(m), sa)
+            acc = _mm256_fnmadd_ps(_mm256_set1_ps(loadHalf(b, 2)), mins, acc)
         }
-        return hsum(acc) - mins
+        return hsum(acc)
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -323,6 +369,22 @@ enum Q6_K: BlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 210 * i
+            let d = loadHalf(b, 208)
+            for n in 0..<2 {
+                let (q0, q1, q2, q3) = q6Levels(b, n)
+                @inline(__always) func store(_ q: __m256i, _ t: Int) {
+                    let sc0 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t)))
+                    let sc1 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t + 1)))
+                    storeLevels32(_mm256_sub_epi8(q, _mm256_set1_epi8(32)), scale0: d * sc0, scale1: d * sc1, add: nil,
+                                  y + 256 * i + 128 * n + 32 * t)
+                }
+                store(q0, 0); store(q1, 1); store(q2, 2); store(q3, 3)
+            }
+        }
+        #else
         for i in 0..<nb {
             let b = x + 210 * i
             let d = loadHalf(b, 208)
@@ -340,6 +402,7 @@ enum Q6_K: BlockFormat {
                 }
             }
         }
+        #endif
     }
 
     static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
@@ -369,36 +432,31 @@ enum Q6_K: BlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offsets = _mm256_setzero_ps()
-        let aq = UnsafeRawPointer(a.qs)
-        let ad = UnsafeRawPointer(a.d)
+        let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d)
         let bsums = UnsafeRawPointer(a.bsums)
-        let m4 = _mm256_set1_epi8(0x0F)
-        let m2 = _mm256_set1_epi8(0x30)
+        // Picks scales 2j and 2j+1 (16-bit, from the dword j of a permuted vector) into the
+        // low and high 128-bit halves: bytes 0,1 repeated in the low lane, 2,3 in the high.
+        let pairShuffle = unsafeBitCast(SIMD32<Int8>(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                                                     2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3), to: __m256i.self)
         for i in 0..<nb {
             let b = x + 210 * i
-            let d = loadHalf(b, 208)
             let sc16 = _mm256_cvtepi8_epi16(b.loadUnaligned(fromByteOffset: 192, as: __m128i.self))
-            // The -32 offsets of the 8 activation blocks at once: lane k is
-            // sc[2k] * bsum[2k] + sc[2k+1] * bsum[2k+1], weighted by da_k.
-            let off = _mm256_cvtepi32_ps(_mm256_madd_epi16(sc16, load256(bsums, 32 * i)))
-            offsets = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_mul_ps(off, ad.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)), offsets)
-            for n in 0..<2 {
-                let l0 = load256(b, 64 * n)
-                let l1 = load256(b, 64 * n + 32)
-                let h = load256(b, 128 + 32 * n)
-                let q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2))
-                let q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2))
-                let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2))
-                let q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2))
-                let ab = 8 * i + 4 * n
-                acc = q6Step(acc, q0, aq, ab, b, 8 * n, d, a)
-                acc = q6Step(acc, q1, aq, ab + 1, b, 8 * n + 2, d, a)
-                acc = q6Step(acc, q2, aq, ab + 2, b, 8 * n + 4, d, a)
-                acc = q6Step(acc, q3, aq, ab + 3, b, 8 * n + 6, d, a)
+            let ab = 256 * i
+            @inline(__always) func step(_ q: __m256i, _ j: Int) -> __m256i {
+                let scales = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(Int32(j))), pairShuffle)
+                return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(aq, ab + 32 * j)), scales)
             }
+            let (q0, q1, q2, q3) = q6Levels(b, 0)
+            let p0 = step(q0, 0), p1 = step(q1, 1), p2 = step(q2, 2), p3 = step(q3, 3)
+            let (q4, q5, q6, q7) = q6Levels(b, 1)
+            let p4 = step(q4, 4), p5 = step(q5, 5), p6 = step(q6, 6), p7 = step(q7, 7)
+            // Lane j: sum_g sc_g * (sum(q * a) - 32 * bsum_g) over the two halves of block j.
+            let offsets = _mm256_madd_epi16(sc16, load256(bsums, 32 * i))
+            let isum = _mm256_sub_epi32(transposeSum8(p0, p1, p2, p3, p4, p5, p6, p7), _mm256_slli_epi32(offsets, 5))
+            let da = ad.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 208)), da), _mm256_cvtepi32_ps(isum), acc)
         }
-        return hsum(acc) - 32 * hsum(offsets)
+        return hsum(acc)
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -421,16 +479,20 @@ enum Q6_K: BlockFormat {
     }
 
     #if LEAP_X86_AVX2
-    /// One activation block of Q6_K: levels `q` (0...63) times activations, weighted by the
-    /// int8 scales of its two 16-value halves (scale index `s` and `s + 1`).
+    /// The 6-bit levels (0...63) of the four 32-value activation blocks of half `n` of the
+    /// super-block at `b` (see `dequantizeReference` for the bit layout).
     @inline(__always)
-    static func q6Step(_ acc: __m256, _ q: __m256i, _ aq: UnsafeRawPointer, _ ab: Int,
-                       _ b: UnsafeRawPointer, _ s: Int, _ d: Float, _ a: ActivationView) -> __m256 {
-        let sc0 = Int16(Int8(bitPattern: byte(b, 192 + s)))
-        let sc1 = Int16(Int8(bitPattern: byte(b, 193 + s)))
-        let scales = _mm256_set_m128i(_mm_set1_epi16(sc1), _mm_set1_epi16(sc0))
-        let p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, load256(aq, 32 * ab)), scales)
-        return _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[ab]), _mm256_cvtepi32_ps(p), acc)
+    static func q6Levels(_ b: UnsafeRawPointer, _ n: Int) -> (__m256i, __m256i, __m256i, __m256i) {
+        let m4 = _mm256_set1_epi8(0x0F)
+        let m2 = _mm256_set1_epi8(0x30)
+        let l0 = load256(b, 64 * n)
+        let l1 = load256(b, 64 * n + 32)
+        let h = load256(b, 128 + 32 * n)
+        let q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m2))
+        let q1 = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m2))
+        let q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m2))
+        let q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m2))
+        return (q0, q1, q2, q3)
     }
     #endif
 }

@@ -199,3 +199,17 @@ func dotRows(_ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Ra
     default: preconditionFailure("no kernels for \(type)")
     }
 }
+
+/// Which kernel implementations this build compiled in.
+public enum KernelBuild {
+    /// A one-line description, e.g. "x86-64 AVX2+FMA+F16C, AVX-512 VNNI".
+    public static var description: String {
+        #if LEAP_X86_AVX512VNNI
+        return "x86-64 AVX2+FMA+F16C intrinsics, AVX-512 VNNI dot products"
+        #elseif LEAP_X86_AVX2
+        return "x86-64 AVX2+FMA+F16C intrinsics"
+        #else
+        return "portable Swift (LEAP_REF_PORTABLE or a CPU/OS without the x86 fast paths)"
+        #endif
+    }
+}

@@ -46,6 +46,13 @@ enum Q8_0: QuantizableBlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = loadHalf(b, 0)
+            storeLevels32(load256(b, 2), scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
         for i in 0..<nb {
             let b = x + 34 * i
             let d = SIMD16<Float>(repeating: loadHalf(b, 0))
@@ -55,6 +62,7 @@ enum Q8_0: QuantizableBlockFormat {
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q0)) * d, as: SIMD16<Float>.self)
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q1)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
         }
+        #endif
     }
 
     /// ggml's `quantize_row_q8_0_ref`: d = max|x| / 127, q = roundf(x / d) (ties away).
@@ -90,25 +98,32 @@ enum Q8_0: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offset: Float = 0
         let aq = UnsafeRawPointer(a.qs)
+        #if LEAP_X86_AVX512VNNI
+        var offset = _mm256_setzero_ps()
+        #endif
         for i in 0..<nb {
             let b = x + 34 * i
-            let d = loadHalf(b, 0)
+            let d = broadcastHalf(b, 0)
             let w = load256(b, 2)
             let av = load256(aq, 32 * i)
             #if LEAP_X86_AVX512VNNI
             // Bias the weights to unsigned (w + 128) and take 128 * sum(a) off afterwards.
             let p = mulSumU8S8(_mm256_xor_si256(w, _mm256_set1_epi8(-128)), av)
-            offset += d * a.s[i]
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
             #else
             // Sign trick: |w| * (a with w's sign) keeps the unsigned operand <= 128.
             let p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
                                       _mm256_set1_epi16(1))
             #endif
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
         }
-        return hsum(acc) - 128 * offset
+        #if LEAP_X86_AVX512VNNI
+        // offset holds d * sa in every lane: take one lane.
+        return hsum(acc) - 128 * offset[0]
+        #else
+        return hsum(acc)
+        #endif
         #else
         return dotPortable(x, a, nb: nb)
         #endif
@@ -175,6 +190,14 @@ enum Q4_0: QuantizableBlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = loadHalf(b, 0)
+            let q = _mm256_sub_epi8(unpackNibbles16(b, 2), _mm256_set1_epi8(8))
+            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
         for i in 0..<nb {
             let b = x + 18 * i
             let d = SIMD16<Float>(repeating: loadHalf(b, 0))
@@ -183,6 +206,7 @@ enum Q4_0: QuantizableBlockFormat {
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
         }
+        #endif
     }
 
     /// ggml's `quantize_row_q4_0_ref`: d = (value of largest magnitude) / -8,
@@ -224,16 +248,16 @@ enum Q4_0: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offset: Float = 0
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
         let aq = UnsafeRawPointer(a.qs)
         for i in 0..<nb {
             let b = x + 18 * i
-            let d = loadHalf(b, 0)
+            let d = broadcastHalf(b, 0)
             let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
-            offset += d * a.s[i]
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
         }
-        return hsum(acc) - 8 * offset
+        return hsum(acc) - 8 * offset[0]
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -265,6 +289,13 @@ enum Q4_1: QuantizableBlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = loadHalf(b, 0)
+            storeLevels32(unpackNibbles16(b, 4), scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
+        }
+        #else
         for i in 0..<nb {
             let b = x + 20 * i
             let d = SIMD16<Float>(repeating: loadHalf(b, 0))
@@ -274,6 +305,7 @@ enum Q4_1: QuantizableBlockFormat {
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
         }
+        #endif
     }
 
     /// ggml's `quantize_row_q4_1_ref`: d = (max - min) / 15, m = min,
@@ -316,16 +348,15 @@ enum Q4_1: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins: Float = 0
+        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
         let aq = UnsafeRawPointer(a.qs)
         for i in 0..<nb {
             let b = x + 20 * i
-            let d = loadHalf(b, 0)
             let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
-            mins += loadHalf(b, 2) * a.s[i]
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
         }
-        return hsum(acc) + mins
+        return hsum(acc) + mins[0]
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -360,6 +391,15 @@ enum Q5_0: QuantizableBlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let q = _mm256_sub_epi8(_mm256_or_si256(unpackNibbles16(b, 6), hi), _mm256_set1_epi8(16))
+            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
         for i in 0..<nb {
             let b = x + 22 * i
             let d = SIMD16<Float>(repeating: loadHalf(b, 0))
@@ -368,6 +408,7 @@ enum Q5_0: QuantizableBlockFormat {
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
         }
+        #endif
     }
 
     /// ggml's `quantize_row_q5_0_ref`: d = (value of largest magnitude) / -16,
@@ -416,19 +457,19 @@ enum Q5_0: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offset: Float = 0
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
         let aq = UnsafeRawPointer(a.qs)
         let bit4 = _mm256_set1_epi8(0x10)
         for i in 0..<nb {
             let b = x + 22 * i
-            let d = loadHalf(b, 0)
+            let d = broadcastHalf(b, 0)
             let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), bit4)
             let q = _mm256_or_si256(unpackNibbles16(b, 6), hi)
             let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
-            offset += d * a.s[i]
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
         }
-        return hsum(acc) - 16 * offset
+        return hsum(acc) - 16 * offset[0]
         #else
         var sumf: Float = 0
         for i in 0..<nb {
@@ -464,6 +505,15 @@ enum Q5_1: QuantizableBlockFormat {
     }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
+            storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
+        }
+        #else
         for i in 0..<nb {
             let b = x + 24 * i
             let d = SIMD16<Float>(repeating: loadHalf(b, 0))
@@ -473,6 +523,7 @@ enum Q5_1: QuantizableBlockFormat {
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
             out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
         }
+        #endif
     }
 
     /// ggml's `quantize_row_q5_1_ref`: d = (max - min) / 31, m = min,
@@ -523,19 +574,18 @@ enum Q5_1: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins: Float = 0
+        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
         let aq = UnsafeRawPointer(a.qs)
         let bit4 = _mm256_set1_epi8(0x10)
         for i in 0..<nb {
             let b = x + 24 * i
-            let d = loadHalf(b, 0)
             let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bit4)
             let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
             let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(d * a.d[i]), _mm256_cvtepi32_ps(p), acc)
-            mins += loadHalf(b, 2) * a.s[i]
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
         }
-        return hsum(acc) + mins
+        return hsum(acc) + mins[0]
         #else
         var sumf: Float = 0
         for i in 0..<nb {
