@@ -39,7 +39,10 @@ import Testing
             chunks.add(1, ordering: .relaxed)
             let id = UInt(bitPattern: ObjectIdentifier(Thread.current).hashValue)
             threadIDs.withLock { _ = $0.insert(id) }
-            Thread.sleep(forTimeInterval: 0.001 * Double(range.count))
+            // Hold this chunk until the other thread has joined (it may be asleep, or
+            // descheduled on a busy machine), at most 5 s.
+            let deadline = Date().addingTimeInterval(5)
+            while threadIDs.withLock({ $0.count }) < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.0005) }
         }
         #expect(chunks.load(ordering: .relaxed) >= 2)
         #expect(inner.load(ordering: .relaxed) == 10 * chunks.load(ordering: .relaxed))
