@@ -24,8 +24,10 @@ public enum FloatBits {
         // `_cvtsh_ss`, whose vpinsrw merges into a stale register: that false dependency
         // chained each block's scale to the previous block's accumulator.
         return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(Int32(h))))
+        #elseif arch(arm64)
+        return Float(Float16(bitPattern: h))
         #else
-        return halfToFloatReference(h)
+        return halfTable[Int(h)]
         #endif
     }
 
@@ -111,3 +113,9 @@ public enum FloatBits {
         return UInt16(truncatingIfNeeded: (UInt64(u) + 0x7FFF + UInt64((u >> 16) & 1)) >> 16)
     }
 }
+
+#if !LEAP_X86_AVX2 && !arch(arm64)
+/// Every half value as a Float (256 KiB), for CPUs without a conversion instruction in
+/// this build, as ggml does (`ggml_table_f32_f16`).
+let halfTable: [Float] = (0...UInt16.max).map { FloatBits.halfToFloatReference($0) }
+#endif

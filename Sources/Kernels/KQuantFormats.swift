@@ -76,18 +76,7 @@ enum Q4_K: BlockFormat {
             }
         }
         #else
-        for i in 0..<nb {
-            let b = x + 144 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = b.loadUnaligned(fromByteOffset: 16 + 32 * k, as: SIMD32<UInt8>.self)
-                storeLevels(raw & 0x0F, scale: d * Float(sc1), minus: dmin * Float(m1), y + 256 * i + 64 * k)
-                storeLevels(raw &>> 4, scale: d * Float(sc2), minus: dmin * Float(m2), y + 256 * i + 64 * k + 32)
-            }
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -142,35 +131,9 @@ enum Q4_K: BlockFormat {
         }
         return hsum(acc)
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 144 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = SIMD32<Int16>(truncatingIfNeeded: b.loadUnaligned(fromByteOffset: 16 + 32 * k, as: SIMD32<UInt8>.self))
-                let ab = 8 * i + 2 * k
-                let s0 = widenedSum((raw & 0x0F) &* activations32(a, ab))
-                let s1 = widenedSum((raw &>> 4) &* activations32(a, ab + 1))
-                sumf += d * Float(sc1) * a.d[ab] * Float(s0) - dmin * Float(m1) * a.s[ab]
-                sumf += d * Float(sc2) * a.d[ab + 1] * Float(s1) - dmin * Float(m2) * a.s[ab + 1]
-            }
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
-}
-
-/// Stores `scale * q - minus` for 32 levels.
-@inline(__always)
-func storeLevels(_ q: SIMD32<UInt8>, scale: Float, minus: Float, _ y: UnsafeMutablePointer<Float>) {
-    let s = SIMD16<Float>(repeating: scale), m = SIMD16<Float>(repeating: minus)
-    let lo = SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf))
-    let hi = SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf))
-    UnsafeMutableRawPointer(y).storeBytes(of: s * lo - m, as: SIMD16<Float>.self)
-    UnsafeMutableRawPointer(y).storeBytes(of: s * hi - m, toByteOffset: 64, as: SIMD16<Float>.self)
 }
 
 // MARK: - Q5_K
@@ -231,21 +194,7 @@ enum Q5_K: BlockFormat {
             }
         }
         #else
-        for i in 0..<nb {
-            let b = x + 176 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
-            let qh = b.loadUnaligned(fromByteOffset: 16, as: SIMD32<UInt8>.self)
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = b.loadUnaligned(fromByteOffset: 48 + 32 * k, as: SIMD32<UInt8>.self)
-                let h1 = ((qh &>> UInt8(2 * k)) & 1) &<< 4
-                let h2 = ((qh &>> UInt8(2 * k + 1)) & 1) &<< 4
-                storeLevels((raw & 0x0F) | h1, scale: d * Float(sc1), minus: dmin * Float(m1), y + 256 * i + 64 * k)
-                storeLevels((raw &>> 4) | h2, scale: d * Float(sc2), minus: dmin * Float(m2), y + 256 * i + 64 * k + 32)
-            }
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -304,26 +253,7 @@ enum Q5_K: BlockFormat {
         }
         return hsum(acc)
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 176 * i
-            let d = loadHalf(b, 0)
-            let dmin = loadHalf(b, 2)
-            let qh = SIMD32<Int16>(truncatingIfNeeded: b.loadUnaligned(fromByteOffset: 16, as: SIMD32<UInt8>.self))
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let raw = SIMD32<Int16>(truncatingIfNeeded: b.loadUnaligned(fromByteOffset: 48 + 32 * k, as: SIMD32<UInt8>.self))
-                let h1 = ((qh &>> Int16(2 * k)) & 1) &<< 4
-                let h2 = ((qh &>> Int16(2 * k + 1)) & 1) &<< 4
-                let ab = 8 * i + 2 * k
-                let s0 = widenedSum(((raw & 0x0F) | h1) &* activations32(a, ab))
-                let s1 = widenedSum(((raw &>> 4) | h2) &* activations32(a, ab + 1))
-                sumf += d * Float(sc1) * a.d[ab] * Float(s0) - dmin * Float(m1) * a.s[ab]
-                sumf += d * Float(sc2) * a.d[ab + 1] * Float(s1) - dmin * Float(m2) * a.s[ab + 1]
-            }
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 }
@@ -358,16 +288,6 @@ enum Q6_K: BlockFormat {
         }
     }
 
-    /// The 6-bit levels (0...63) of the 32 values of activation block `t` (0..<4) of half
-    /// `n` (0..<2) of the super-block at `b`.
-    @inline(__always)
-    static func levels(_ b: UnsafeRawPointer, half n: Int, part t: Int) -> SIMD32<UInt8> {
-        let ql = b.loadUnaligned(fromByteOffset: 64 * n + 32 * (t & 1), as: SIMD32<UInt8>.self)
-        let qh = b.loadUnaligned(fromByteOffset: 128 + 32 * n, as: SIMD32<UInt8>.self)
-        let low = t < 2 ? ql & 0x0F : ql &>> 4
-        return low | (((qh &>> UInt8(2 * t)) & 3) &<< 4)
-    }
-
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         #if LEAP_X86_AVX2
         for i in 0..<nb {
@@ -385,23 +305,7 @@ enum Q6_K: BlockFormat {
             }
         }
         #else
-        for i in 0..<nb {
-            let b = x + 210 * i
-            let d = loadHalf(b, 208)
-            for n in 0..<2 {
-                for t in 0..<4 {
-                    let q = SIMD32<Int16>(truncatingIfNeeded: levels(b, half: n, part: t)) &- 32
-                    let sc0 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t)))
-                    let sc1 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t + 1)))
-                    let out = UnsafeMutableRawPointer(y + 256 * i + 128 * n + 32 * t)
-                    // Same product order as the reference: (d * sc) * q.
-                    out.storeBytes(of: SIMD16<Float>(repeating: d * sc0) * SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)),
-                                   as: SIMD16<Float>.self)
-                    out.storeBytes(of: SIMD16<Float>(repeating: d * sc1) * SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)),
-                                   toByteOffset: 64, as: SIMD16<Float>.self)
-                }
-            }
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -458,23 +362,7 @@ enum Q6_K: BlockFormat {
         }
         return hsum(acc)
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 210 * i
-            let d = loadHalf(b, 208)
-            for n in 0..<2 {
-                for t in 0..<4 {
-                    let ab = 8 * i + 4 * n + t
-                    let p = (SIMD32<Int16>(truncatingIfNeeded: levels(b, half: n, part: t)) &- 32) &* activations32(a, ab)
-                    let sc0 = Int32(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t)))
-                    let sc1 = Int32(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t + 1)))
-                    let s0 = SIMD16<Int32>(truncatingIfNeeded: p.lowHalf).wrappedSum()
-                    let s1 = SIMD16<Int32>(truncatingIfNeeded: p.highHalf).wrappedSum()
-                    sumf += d * a.d[ab] * Float(sc0 * s0 + sc1 * s1)
-                }
-            }
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 

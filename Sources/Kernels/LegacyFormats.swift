@@ -53,15 +53,7 @@ enum Q8_0: QuantizableBlockFormat {
             storeLevels32(load256(b, 2), scale0: d, scale1: d, add: nil, y + 32 * i)
         }
         #else
-        for i in 0..<nb {
-            let b = x + 34 * i
-            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
-            let q0 = b.loadUnaligned(fromByteOffset: 2, as: SIMD16<Int8>.self)
-            let q1 = b.loadUnaligned(fromByteOffset: 18, as: SIMD16<Int8>.self)
-            let out = UnsafeMutableRawPointer(y + 32 * i)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q0)) * d, as: SIMD16<Float>.self)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q1)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -100,7 +92,7 @@ enum Q8_0: QuantizableBlockFormat {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs)
         #if LEAP_X86_AVX512VNNI
-        var offset = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
         #endif
         for i in 0..<nb {
             let b = x + 34 * i
@@ -119,7 +111,6 @@ enum Q8_0: QuantizableBlockFormat {
             acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
         }
         #if LEAP_X86_AVX512VNNI
-        // offset holds d * sa in every lane: take one lane.
         return hsum(acc) - 128 * offset[0]
         #else
         return hsum(acc)
@@ -128,47 +119,6 @@ enum Q8_0: QuantizableBlockFormat {
         return dotPortable(x, a, nb: nb)
         #endif
     }
-
-    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 34 * i
-            let w = SIMD32<Int16>(truncatingIfNeeded: b.loadUnaligned(fromByteOffset: 2, as: SIMD32<Int8>.self))
-            let q = SIMD32<Int16>(truncatingIfNeeded: UnsafeRawPointer(a.qs + 32 * i).loadUnaligned(as: SIMD32<Int8>.self))
-            sumf += Float(widenedSum(w &* q)) * (loadHalf(b, 0) * a.d[i])
-        }
-        return sumf
-    }
-}
-
-/// Sum of 32 Int16 products, widened to Int32 before adding (each |product| <= 127 * 255).
-@inline(__always)
-func widenedSum(_ p: SIMD32<Int16>) -> Int32 {
-    let lo = SIMD16<Int32>(truncatingIfNeeded: p.lowHalf)
-    let hi = SIMD16<Int32>(truncatingIfNeeded: p.highHalf)
-    return (lo &+ hi).wrappedSum()
-}
-
-/// The 32 values of a nibble block (no offset), in ggml's order, as Int16 lanes.
-@inline(__always)
-func nibbles32(_ b: UnsafeRawPointer, _ offset: Int) -> SIMD32<Int16> {
-    let qs = b.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self)
-    let lo = SIMD16<Int16>(truncatingIfNeeded: qs & 0x0F)
-    let hi = SIMD16<Int16>(truncatingIfNeeded: qs &>> 4)
-    return SIMD32(lowHalf: lo, highHalf: hi)
-}
-
-/// The fifth bits of a Q5 block, as 0 or 16 per value, as Int16 lanes.
-@inline(__always)
-func fifthBits32(_ qh: UInt32) -> SIMD32<Int16> {
-    var v = SIMD32<Int16>()
-    for j in 0..<32 { v[j] = Int16(truncatingIfNeeded: (qh >> UInt32(j)) & 1) &<< 4 }
-    return v
-}
-
-@inline(__always)
-func activations32(_ a: ActivationView, _ i: Int) -> SIMD32<Int16> {
-    SIMD32<Int16>(truncatingIfNeeded: UnsafeRawPointer(a.qs + 32 * i).loadUnaligned(as: SIMD32<Int8>.self))
 }
 
 // MARK: - Q4_0
@@ -198,14 +148,7 @@ enum Q4_0: QuantizableBlockFormat {
             storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
         }
         #else
-        for i in 0..<nb {
-            let b = x + 18 * i
-            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
-            let q = nibbles32(b, 2) &- 8
-            let out = UnsafeMutableRawPointer(y + 32 * i)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -259,12 +202,7 @@ enum Q4_0: QuantizableBlockFormat {
         }
         return hsum(acc) - 8 * offset[0]
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 18 * i
-            sumf += Float(widenedSum((nibbles32(b, 2) &- 8) &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 }
@@ -296,15 +234,7 @@ enum Q4_1: QuantizableBlockFormat {
             storeLevels32(unpackNibbles16(b, 4), scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
         }
         #else
-        for i in 0..<nb {
-            let b = x + 20 * i
-            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
-            let m = SIMD16<Float>(repeating: loadHalf(b, 2))
-            let q = nibbles32(b, 4)
-            let out = UnsafeMutableRawPointer(y + 32 * i)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -358,13 +288,7 @@ enum Q4_1: QuantizableBlockFormat {
         }
         return hsum(acc) + mins[0]
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 20 * i
-            sumf += Float(widenedSum(nibbles32(b, 4) &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
-                + loadHalf(b, 2) * a.s[i]
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 }
@@ -400,14 +324,7 @@ enum Q5_0: QuantizableBlockFormat {
             storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
         }
         #else
-        for i in 0..<nb {
-            let b = x + 22 * i
-            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
-            let q = (nibbles32(b, 6) | fifthBits32(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))) &- 16
-            let out = UnsafeMutableRawPointer(y + 32 * i)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d, as: SIMD16<Float>.self)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d, toByteOffset: 64, as: SIMD16<Float>.self)
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -471,13 +388,7 @@ enum Q5_0: QuantizableBlockFormat {
         }
         return hsum(acc) - 16 * offset[0]
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 22 * i
-            let q = (nibbles32(b, 6) | fifthBits32(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))) &- 16
-            sumf += Float(widenedSum(q &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i])
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 }
@@ -514,15 +425,7 @@ enum Q5_1: QuantizableBlockFormat {
             storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
         }
         #else
-        for i in 0..<nb {
-            let b = x + 24 * i
-            let d = SIMD16<Float>(repeating: loadHalf(b, 0))
-            let m = SIMD16<Float>(repeating: loadHalf(b, 2))
-            let q = nibbles32(b, 8) | fifthBits32(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            let out = UnsafeMutableRawPointer(y + 32 * i)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.lowHalf)) * d + m, as: SIMD16<Float>.self)
-            out.storeBytes(of: SIMD16<Float>(SIMD16<Int32>(truncatingIfNeeded: q.highHalf)) * d + m, toByteOffset: 64, as: SIMD16<Float>.self)
-        }
+        return dequantizeReference(x, y, nb: nb)
         #endif
     }
 
@@ -587,13 +490,7 @@ enum Q5_1: QuantizableBlockFormat {
         }
         return hsum(acc) + mins[0]
         #else
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 24 * i
-            let q = nibbles32(b, 8) | fifthBits32(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            sumf += Float(widenedSum(q &* activations32(a, i))) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
-        }
-        return sumf
+        return dotPortable(x, a, nb: nb)
         #endif
     }
 }
