@@ -171,3 +171,42 @@ import GGUF
         }
     }
 }
+
+@Suite struct DequantizeFastTests {
+    /// Fast dequantization equals the reference bit for bit on random bytes (every bit
+    /// pattern of levels, scales and mins; fp16 fields kept finite).
+    @Test(arguments: GGMLType.kernelTypes)
+    func fastEqualsReferenceOnRandomBytes(_ type: GGMLType) {
+        var rng = SeededRandom(seed: 1000 + UInt64(type.rawValue))
+        let count = type.blockSize == 256 ? 256 * 5 : 32 * 13 + (type.blockSize == 1 ? 7 : 0)
+        var bytes = (0..<type.rowBytes(count: count)!).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // Clear the exponent's top bit of every fp16 field so no scale is inf/NaN.
+        func tame(_ offset: Int) { bytes[offset + 1] &= 0xBF }
+        for b in 0..<(count / type.blockSize) {
+            let base = b * type.typeSize
+            switch type {
+            case .f16: tame(base)
+            case .q8_0, .q4_0, .q5_0: tame(base)
+            case .q4_1, .q5_1, .q4_K, .q5_K: tame(base); tame(base + 2)
+            case .q6_K: tame(base + 208)
+            default: break
+            }
+        }
+        if type == .f32 || type == .bf16 {
+            // Random floats instead of random bits (NaN payloads are not the point here).
+            bytes = []
+            for _ in 0..<count {
+                let f = Float.random(in: -100...100, using: &rng)
+                if type == .f32 { withUnsafeBytes(of: f) { bytes += $0 } }
+                else { withUnsafeBytes(of: FloatBits.floatToBF16(f)) { bytes += $0 } }
+            }
+        }
+        var fast = [Float](repeating: .nan, count: count), reference = fast
+        bytes.withUnsafeBytes { src in
+            fast.withUnsafeMutableBufferPointer { type.dequantizeRow(src.baseAddress!, into: $0.baseAddress!, count: count) }
+            reference.withUnsafeMutableBufferPointer { type.dequantizeRowReference(src.baseAddress!, into: $0.baseAddress!, count: count) }
+        }
+        #expect(sameBits(fast, reference), "\(type): \(firstDifference(fast, reference))")
+        #expect(reference.allSatisfy { $0.isFinite })
+    }
+}
