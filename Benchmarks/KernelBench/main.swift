@@ -1,1 +1,280 @@
-print("bench")
+// KernelBench: throughput of the Kernels module, printed as markdown tables.
+//
+//     swift run -c release KernelBench [--quick] [--types q4_0,q6_K] [--seconds 0.3]
+//
+// Measures, best of several timed runs each:
+//   1. the machine's memory read bandwidth (SIMD sum over a 512 MiB buffer, 1 and 2
+//      threads): the ceiling for a decode step that streams every weight once;
+//   2. matvec GB/s of weight bytes per type and shape, on 1 and 2 threads, "hot" (the same
+//      matrix again and again, cache-resident when it fits) and "cold" (cycling through
+//      copies totalling >= 256 MiB, as a decode step that touches every layer does);
+//   3. dequantization GB/s (bytes of blocks read) per type;
+//   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
+//   5. sgemm GFLOP/s and the dequantize+sgemm matmul used for prompt processing.
+
+import Dispatch
+import Foundation
+import GGUF
+import Kernels
+
+// MARK: - Options
+
+
+var quick = false
+var seconds = 0.25
+var onlyTypes: [GGMLType]? = nil
+var args = CommandLine.arguments.dropFirst()
+while let a = args.popFirst() {
+    switch a {
+    case "--quick": quick = true; seconds = 0.08
+    case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
+    case "--types": onlyTypes = (args.popFirst() ?? "").split(separator: ",").compactMap { GGMLType(name: String($0)) }
+    default: print("usage: KernelBench [--quick] [--seconds S] [--types q4_0,q6_K,...]"); exit(2)
+    }
+}
+let types = onlyTypes ?? GGMLType.kernelTypes
+let shapes: [(rows: Int, cols: Int)] = [(576, 1536), (1536, 576), (1024, 4608), (49152, 576)]
+
+// MARK: - Timing
+
+@inline(never)
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+/// Runs `body` repeatedly for about `seconds`, in `runs` separate timed runs, and returns
+/// the best time per call in seconds.
+@MainActor func bestTime(runs: Int = 5, seconds: Double = seconds, _ body: () -> Void) -> Double {
+    body()  // warm up
+    var best = Double.infinity
+    for _ in 0..<runs {
+        var calls = 0
+        let start = now()
+        var elapsed: UInt64 = 0
+        repeat {
+            body(); calls += 1
+            elapsed = now() - start
+        } while Double(elapsed) < seconds * 1e9 / Double(runs)
+        best = min(best, Double(elapsed) / 1e9 / Double(calls))
+    }
+    return best
+}
+
+func fmt(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
+
+let pools = [1: ThreadPool(threads: 1), 2: ThreadPool(threads: 2)]
+
+// MARK: - Machine
+
+func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+}
+
+print("# KernelBench")
+print("")
+#if arch(x86_64)
+let arch = "x86_64"
+#else
+let arch = "arm64"
+#endif
+print("- \(ProcessInfo.processInfo.activeProcessorCount) cores, \(arch), load average before: \(loadAverage())")
+print("- kernels: \(KernelBuild.description)")
+print("")
+
+// MARK: - 1. Memory bandwidth
+
+@MainActor func memoryBandwidth(threads: Int, bytes: Int) -> Double {
+    let count = bytes / 4
+    let buffer = UnsafeMutablePointer<Float>.allocate(capacity: count)
+    defer { buffer.deallocate() }
+    // Touch every page first (and give it non-zero content).
+    for i in stride(from: 0, to: count, by: 1024) { buffer[i] = 1 }
+    let pool = pools[threads]!
+    let chunks = 64
+    let per = count / chunks
+    let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
+    defer { partial.deallocate() }
+    let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2) {
+        pool.parallelFor(count: chunks) { range in
+            for c in range {
+                var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
+                let p = UnsafeRawPointer(buffer + c * per)
+                var i = 0
+                while i + 64 <= per {
+                    a0 += p.load(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
+                    a1 += p.load(fromByteOffset: 4 * i + 64, as: SIMD16<Float>.self)
+                    a2 += p.load(fromByteOffset: 4 * i + 128, as: SIMD16<Float>.self)
+                    a3 += p.load(fromByteOffset: 4 * i + 192, as: SIMD16<Float>.self)
+                    i += 64
+                }
+                partial[c] = ((a0 + a1) + (a2 + a3)).sum()
+            }
+        }
+    }
+    return Double(per * chunks * 4) / t / 1e9
+}
+
+let bandwidthBytes = quick ? 128 << 20 : 512 << 20
+let bw1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes)
+let bw2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes)
+print("## Memory read bandwidth (SIMD sum over \(bandwidthBytes >> 20) MiB)")
+print("")
+print("| threads | GB/s |")
+print("|---:|---:|")
+print("| 1 | \(fmt(bw1)) |")
+print("| 2 | \(fmt(bw2)) |")
+print("")
+
+// MARK: - Weights
+
+/// Random weights of `type`: quantized from random floats where a quantizer exists, random
+/// bytes with plausible fp16 scales for the K-quants.
+func makeWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> UnsafeMutableRawPointer {
+    let rowBytes = type.rowBytes(count: cols)!
+    let bytes = UnsafeMutableRawPointer.allocate(byteCount: rows * rowBytes, alignment: 64)
+    var state = seed
+    func next() -> UInt64 {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return state >> 11
+    }
+    if type.canQuantize {
+        let row = UnsafeMutablePointer<Float>.allocate(capacity: cols)
+        defer { row.deallocate() }
+        // Quantizing is slow-ish; make 64 distinct rows and repeat them.
+        let distinct = min(rows, 64)
+        for r in 0..<distinct {
+            for j in 0..<cols { row[j] = Float(Int(next() % 2001) - 1000) / 50_000 }
+            type.quantizeRow(row, into: bytes + r * rowBytes, count: cols)
+        }
+        for r in distinct..<rows { (bytes + r * rowBytes).copyMemory(from: bytes + (r % distinct) * rowBytes, byteCount: rowBytes) }
+        return bytes
+    }
+    let words = bytes.bindMemory(to: UInt8.self, capacity: rows * rowBytes)
+    for i in 0..<(rows * rowBytes) { words[i] = UInt8(truncatingIfNeeded: next()) }
+    let half: UInt16 = 0x1400  // ~0.001
+    for r in 0..<rows {
+        for b in 0..<(cols / 256) {
+            let base = bytes + r * rowBytes + b * type.typeSize
+            switch type {
+            case .q4_K, .q5_K:
+                base.storeBytes(of: half, as: UInt16.self)
+                base.storeBytes(of: half, toByteOffset: 2, as: UInt16.self)
+            case .q6_K:
+                base.storeBytes(of: half, toByteOffset: 208, as: UInt16.self)
+            default: break
+            }
+        }
+    }
+    return bytes
+}
+
+// MARK: - 2. Matvec
+
+print("## Matvec throughput (GB/s of weight bytes; hot = same matrix repeated, cold = cycling through >= 256 MiB of copies)")
+print("")
+print("| type | rows x cols | MiB | 1T hot | 2T hot | 1T cold | 2T cold | 2T cold % of 2T bandwidth |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+var summary: [(GGMLType, String, Double)] = []
+for type in types {
+    for shape in shapes {
+        guard let rowBytes = type.rowBytes(count: shape.cols) else {
+            print("| \(type) | \(shape.rows) x \(shape.cols) | | n/a: \(shape.cols) is not a multiple of \(type.blockSize) | | | | |")
+            continue
+        }
+        let matrixBytes = shape.rows * rowBytes
+        let copies = max(2, (quick ? 64 << 20 : 256 << 20) / matrixBytes)
+        let first = makeWeights(type, rows: shape.rows, cols: shape.cols, seed: 1)
+        var buffers = [first]
+        for _ in 1..<copies {
+            let b = UnsafeMutableRawPointer.allocate(byteCount: matrixBytes, alignment: 64)
+            b.copyMemory(from: first, byteCount: matrixBytes)
+            buffers.append(b)
+        }
+        let matrices = buffers.map { try! WeightMatrix(type: type, rows: shape.rows, cols: shape.cols, data: $0) }
+        let x = (0..<shape.cols).map { Float(sin(Double($0))) }
+        let acts = QuantizedActivations(capacity: shape.cols)
+        acts.quantize(x)
+        let y = UnsafeMutablePointer<Float>.allocate(capacity: shape.rows)
+        var results: [Double] = []
+        for cold in [false, true] {
+            for threads in [1, 2] {
+                let pool = pools[threads]!
+                var k = 0
+                let t = bestTime {
+                    let m = cold ? matrices[k % matrices.count] : matrices[0]
+                    k += 1
+                    m.matvec(acts, into: y, pool: pool)
+                }
+                results.append(Double(matrixBytes) / t / 1e9)
+            }
+        }
+        y.deallocate()
+        buffers.forEach { $0.deallocate() }
+        let shapeText = "\(shape.rows) x \(shape.cols)"
+        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[3] / bw2, 0))% |")
+        summary.append((type, shapeText, results[3]))
+    }
+}
+print("")
+
+// MARK: - 3. Dequantization
+
+print("## Dequantization (1024 x 4608, one thread; GB/s of blocks read, G values/s written)")
+print("")
+print("| type | GB/s | Gvalues/s |")
+print("|---|---:|---:|")
+for type in types {
+    let rows = 1024, cols = 4608
+    let rowBytes = type.rowBytes(count: cols)!
+    let w = makeWeights(type, rows: rows, cols: cols, seed: 3)
+    let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+    let out = UnsafeMutablePointer<Float>.allocate(capacity: cols * 8)
+    let t = bestTime {
+        for r in stride(from: 0, to: rows, by: 8) { m.dequantize(rows: r..<(r + 8), into: out) }
+    }
+    print("| \(type) | \(fmt(Double(rows * rowBytes) / t / 1e9)) | \(fmt(Double(rows * cols) / t / 1e9, 2)) |")
+    out.deallocate(); w.deallocate()
+}
+print("")
+
+// MARK: - 4. Dispatch latency
+
+print("## Dispatch latency (an empty parallel loop of 2 chunks)")
+print("")
+print("| mechanism | µs per loop |")
+print("|---|---:|")
+do {
+    let pool = pools[2]!
+    let tPool = bestTime { pool.parallelFor(count: 2) { _ in } }
+    let tDispatch = bestTime { DispatchQueue.concurrentPerform(iterations: 2) { _ in } }
+    print("| ThreadPool(threads: 2).parallelFor | \(fmt(tPool * 1e6, 2)) |")
+    print("| DispatchQueue.concurrentPerform | \(fmt(tDispatch * 1e6, 2)) |")
+}
+print("")
+
+// MARK: - 5. Prompt processing
+
+print("## sgemm and matmul (prompt processing)")
+print("")
+print("| operation | GFLOP/s |")
+print("|---|---:|")
+do {
+    let n = 1024
+    let a = UnsafeMutablePointer<Float>.allocate(capacity: n * n); a.initialize(repeating: 0.5, count: n * n)
+    let b = UnsafeMutablePointer<Float>.allocate(capacity: n * n); b.initialize(repeating: 0.25, count: n * n)
+    let c = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
+    let t = bestTime(runs: 3) { BLAS.sgemm(m: n, n: n, k: n, a: a, lda: n, b: b, ldb: n, c: c, ldc: n) }
+    print("| sgemm 1024 x 1024 x 1024 | \(fmt(2 * Double(n * n * n) / t / 1e9)) |")
+    a.deallocate(); b.deallocate(); c.deallocate()
+    for type in [GGMLType.f32, .q4_0, .q4_K, .q6_K] where types.contains(type) {
+        let rows = 576, cols = 1536, tokens = 128
+        let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
+        let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+        let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols); x.initialize(repeating: 0.1, count: tokens * cols)
+        let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: m.matmulScratchCount)
+        let t = bestTime(runs: 3) { m.matmul(x, count: tokens, into: y, scratch: scratch, pool: pools[2]!) }
+        print("| matmul \(type) \(rows) x \(cols), \(tokens) tokens | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
+        x.deallocate(); y.deallocate(); scratch.deallocate(); w.deallocate()
+    }
+}
+print("")
+print("load average after: \(loadAverage())")

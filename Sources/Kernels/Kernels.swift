@@ -1,1 +1,215 @@
-// The Kernels module; see docs/architecture.md.
+// The public face of the kernels: row operations on GGMLType, the WeightMatrix view with
+// matvec / matmul, and the errors at the boundary.
+//
+// Fast paths are chosen here and only here: `dequantizeRow`, `dot` and `matvec` call each
+// format's fast kernel (x86 intrinsics when the build defines LEAP_X86_AVX2, portable
+// Swift otherwise); the `...Reference` variants call the scalar references.
+
+import GGUF
+
+/// Errors for weights the kernels cannot use, raised when a ``WeightMatrix`` is described.
+public enum KernelError: Error, Equatable, CustomStringConvertible {
+    /// The kernels have no implementation for this type.
+    case unsupportedType(GGMLType)
+    /// A row of `cols` values is not a whole number of blocks of `type`.
+    case rowNotWholeBlocks(type: GGMLType, cols: Int)
+    /// Negative or overflowing dimensions.
+    case badShape(rows: Int, cols: Int)
+
+    public var description: String {
+        switch self {
+        case .unsupportedType(let type):
+            return "tensor type \(type) is not supported by the kernels (supported: \(GGMLType.kernelTypes.map(\.name).joined(separator: ", "))); re-quantize the model to one of them"
+        case .rowNotWholeBlocks(let type, let cols):
+            return "a row of \(cols) values is not a whole number of \(type) blocks of \(type.blockSize)"
+        case .badShape(let rows, let cols):
+            return "bad matrix shape \(rows) x \(cols)"
+        }
+    }
+}
+
+extension GGMLType {
+    /// The types the kernels can dequantize and multiply.
+    public static let kernelTypes: [GGMLType] = [.f32, .f16, .bf16, .q8_0, .q4_0, .q4_1, .q5_0, .q5_1, .q4_K, .q5_K, .q6_K]
+
+    /// Whether the kernels can dequantize rows of this type and multiply them.
+    public var hasKernels: Bool { blockFormat(for: self) != nil }
+
+    /// Whether ``quantizeRow(_:into:count:)`` supports this type (F32, F16, BF16, Q8_0,
+    /// Q4_0, Q4_1, Q5_0, Q5_1; the K-quants are read-only here).
+    public var canQuantize: Bool { quantizableFormat(for: self) != nil }
+
+    /// Whether dot products with this type use the 8-bit activation blocks (true for the
+    /// quantized types) or the float activations (F32, F16, BF16).
+    public var usesQuantizedActivations: Bool { blockSize > 1 }
+
+    /// Dequantizes `count` values (a whole number of blocks) from `src` into `dst`.
+    /// Bit-identical to ``dequantizeRowReference(_:into:count:)``.
+    public func dequantizeRow(_ src: UnsafeRawPointer, into dst: UnsafeMutablePointer<Float>, count: Int) {
+        let format = checkedFormat(count)
+        format.dequantize(src, dst, nb: count / blockSize)
+    }
+
+    /// The scalar reference dequantization (ggml's `dequantize_row_*`).
+    public func dequantizeRowReference(_ src: UnsafeRawPointer, into dst: UnsafeMutablePointer<Float>, count: Int) {
+        let format = checkedFormat(count)
+        format.dequantizeReference(src, dst, nb: count / blockSize)
+    }
+
+    /// Quantizes `count` floats (a whole number of blocks) into `type.rowBytes(count:)`
+    /// bytes at `dst`, bit-identical to ggml's `quantize_row_*_ref`. Requires ``canQuantize``.
+    public func quantizeRow(_ src: UnsafePointer<Float>, into dst: UnsafeMutableRawPointer, count: Int) {
+        guard let format = quantizableFormat(for: self) else {
+            preconditionFailure("quantizeRow: no quantizer for \(self)")
+        }
+        precondition(count >= 0 && count % blockSize == 0, "quantizeRow: \(count) values are not whole \(self) blocks")
+        format.quantizeReference(src, dst, nb: count / blockSize)
+    }
+
+    /// Dot product of one row (`x.count` values of this type at `row`) with the
+    /// activations. Fast path; equals ``dotReference(_:_:)`` up to float summation order.
+    public func dot(_ row: UnsafeRawPointer, _ x: QuantizedActivations) -> Float {
+        let format = checkedFormat(x.count)
+        checkActivations(x)
+        return format.dot(row, x.view, nb: x.count / blockSize)
+    }
+
+    /// The scalar reference dot product (the integer sums of ggml's `vec_dot_*` generic
+    /// code, on leap-ref's activation blocks).
+    public func dotReference(_ row: UnsafeRawPointer, _ x: QuantizedActivations) -> Float {
+        let format = checkedFormat(x.count)
+        checkActivations(x)
+        return format.dotReference(row, x.view, nb: x.count / blockSize)
+    }
+
+    private func checkedFormat(_ count: Int) -> any BlockFormat.Type {
+        guard let format = blockFormat(for: self) else {
+            preconditionFailure("no kernels for \(self); check GGMLType.hasKernels first")
+        }
+        precondition(count >= 0 && count % blockSize == 0, "\(count) values are not whole \(self) blocks")
+        return format
+    }
+
+    fileprivate func checkActivations(_ x: QuantizedActivations) {
+        if usesQuantizedActivations {
+            precondition(x.blockCount * QuantizedActivations.blockSize == x.count,
+                         "activations of \(x.count) values are not whole blocks of 32")
+        }
+    }
+}
+
+/// A read-only view of a row-major weight matrix in one of the ggml formats: `rows` rows of
+/// `cols` values, each row `type.rowBytes(count: cols)` bytes, the first at `data` (for
+/// example a tensor in a memory-mapped GGUF file, which must outlive the view).
+///
+/// In ggml's terms this is a tensor with `ne[0] = cols`, `ne[1] = rows`; `matvec` computes
+/// `y = W x` with `x` of `cols` values and `y` of `rows` values.
+public struct WeightMatrix: @unchecked Sendable {
+    // @unchecked: a view of immutable bytes; the owner keeps them alive and unchanged.
+
+    /// The storage type.
+    public let type: GGMLType
+    /// Number of rows (outputs of a matvec).
+    public let rows: Int
+    /// Number of values per row (inputs of a matvec).
+    public let cols: Int
+    /// Bytes per row.
+    public let rowBytes: Int
+    /// The first byte of row 0.
+    public let data: UnsafeRawPointer
+
+    /// Describes a matrix, checking that the kernels support its type and shape.
+    public init(type: GGMLType, rows: Int, cols: Int, data: UnsafeRawPointer) throws(KernelError) {
+        guard type.hasKernels else { throw .unsupportedType(type) }
+        guard rows >= 0, cols >= 0 else { throw .badShape(rows: rows, cols: cols) }
+        guard let rowBytes = type.rowBytes(count: cols) else { throw .rowNotWholeBlocks(type: type, cols: cols) }
+        guard !rows.multipliedReportingOverflow(by: rowBytes).overflow else { throw .badShape(rows: rows, cols: cols) }
+        self.type = type
+        self.rows = rows
+        self.cols = cols
+        self.rowBytes = rowBytes
+        self.data = data
+    }
+
+    /// Total size in bytes.
+    public var byteCount: Int { rows * rowBytes }
+
+    /// The first byte of row `r`.
+    @inline(__always)
+    public func row(_ r: Int) -> UnsafeRawPointer { data + r * rowBytes }
+
+    /// `y[r] = dot(row r, x)` for every row, split over the pool's threads (on the calling
+    /// thread when `pool` is nil). `x` must hold `cols` values; `y` room for `rows`.
+    public func matvec(_ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
+        precondition(x.count == cols, "matvec: \(x.count) activations for \(cols) columns")
+        type.checkActivations(x)
+        let view = x.view
+        let nb = cols / type.blockSize
+        let t = type, base = data, stride = rowBytes
+        guard let pool, pool.threads > 1, rows > 1 else {
+            dotRows(t, base, rowBytes: stride, rows: 0..<rows, nb: nb, view, y)
+            return
+        }
+        // Chunks of at least ~16 KiB of weights: smaller ones cost more to hand out than
+        // they take to compute.
+        let minChunk = max(1, 16_384 / max(1, rowBytes))
+        pool.parallelFor(count: rows, minChunk: minChunk) { range in
+            dotRows(t, base, rowBytes: stride, rows: range, nb: nb, view, y)
+        }
+    }
+
+    /// Quantizes `x` (`cols` floats) into `scratch`, then runs ``matvec(_:into:pool:)``.
+    public func matvec(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
+                       scratch: QuantizedActivations, pool: ThreadPool? = nil) {
+        scratch.quantize(x, count: cols)
+        matvec(scratch, into: y, pool: pool)
+    }
+
+    /// The scalar reference matvec: ``GGMLType/dotReference(_:_:)`` per row, one thread.
+    public func matvecReference(_ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>) {
+        precondition(x.count == cols, "matvec: \(x.count) activations for \(cols) columns")
+        for r in 0..<rows { y[r] = type.dotReference(row(r), x) }
+    }
+
+    /// Dequantizes rows `rows` into `dst` (`rows.count * cols` floats, row-major).
+    public func dequantize(rows range: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= rows, "dequantize: rows \(range) out of 0..<\(rows)")
+        for (k, r) in range.enumerated() {
+            type.dequantizeRow(row(r), into: dst + k * cols, count: cols)
+        }
+    }
+}
+
+/// Dispatches a run of rows to the fast dot of `type`; the switch makes each case a
+/// specialized loop around that format's kernel.
+func dotRows(_ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+             _ a: ActivationView, _ y: UnsafeMutablePointer<Float>) {
+    switch type {
+    case .f32: F32Format.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .f16: F16Format.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .bf16: BF16Format.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q8_0: Q8_0.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q4_0: Q4_0.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q4_1: Q4_1.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q5_0: Q5_0.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q5_1: Q5_1.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q4_K: Q4_K.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q5_K: Q5_K.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    case .q6_K: Q6_K.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
+    default: preconditionFailure("no kernels for \(type)")
+    }
+}
+
+/// Which kernel implementations this build compiled in.
+public enum KernelBuild {
+    /// A one-line description, e.g. "x86-64 AVX2+FMA+F16C, AVX-512 VNNI".
+    public static var description: String {
+        #if LEAP_X86_AVX512VNNI
+        return "x86-64 AVX2+FMA+F16C intrinsics, AVX-512 VNNI dot products"
+        #elseif LEAP_X86_AVX2
+        return "x86-64 AVX2+FMA+F16C intrinsics"
+        #else
+        return "portable Swift (LEAP_REF_PORTABLE or a CPU/OS without the x86 fast paths)"
+        #endif
+    }
+}

@@ -1,0 +1,78 @@
+// Matrix-matrix products through OpenBLAS, for prompt processing (many tokens at once),
+// where the weights are dequantized tile by tile into F32 and multiplied with sgemm.
+
+import CBLAS
+import GGUF
+
+/// Row-major wrappers of the BLAS routines the engine uses.
+public enum BLAS {
+    /// `C = alpha * op(A) * op(B) + beta * C`, all row-major, with `op(A)` of `m x k`,
+    /// `op(B)` of `k x n` and `C` of `m x n`. `transA`/`transB` say that `A`/`B` are stored
+    /// transposed (`A` as `k x m`, `B` as `n x k`). `lda`, `ldb`, `ldc` are the row strides
+    /// of the matrices as stored.
+    public static func sgemm(transA: Bool = false, transB: Bool = false,
+                             m: Int, n: Int, k: Int, alpha: Float = 1,
+                             a: UnsafePointer<Float>, lda: Int,
+                             b: UnsafePointer<Float>, ldb: Int,
+                             beta: Float = 0,
+                             c: UnsafeMutablePointer<Float>, ldc: Int) {
+        precondition(m >= 0 && n >= 0 && k >= 0, "sgemm: negative size")
+        precondition(m <= Int(Int32.max) && n <= Int(Int32.max) && k <= Int(Int32.max)
+                     && lda <= Int(Int32.max) && ldb <= Int(Int32.max) && ldc <= Int(Int32.max),
+                     "sgemm: size exceeds the BLAS integer range")
+        if m == 0 || n == 0 { return }
+        cblas_sgemm(CblasRowMajor,
+                    transA ? CblasTrans : CblasNoTrans,
+                    transB ? CblasTrans : CblasNoTrans,
+                    blasint(m), blasint(n), blasint(k), alpha,
+                    a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc))
+    }
+}
+
+extension WeightMatrix {
+    /// Rows of weights dequantized per sgemm call in ``matmul(_:count:into:scratch:pool:)``.
+    public static let matmulTileRows = 256
+
+    /// Floats of scratch ``matmul(_:count:into:scratch:pool:)`` needs for this matrix.
+    public var matmulScratchCount: Int { Swift.min(rows, Self.matmulTileRows) * cols }
+
+    /// `Y = X W^T` for `count` activation vectors at once (prompt processing): `x` holds
+    /// `count x cols` floats row-major, `y` receives `count x rows`. The weights are
+    /// dequantized ``matmulTileRows`` rows at a time into `scratch` (at least
+    /// ``matmulScratchCount`` floats; allocated per call when nil), split over `pool`, and
+    /// multiplied with OpenBLAS's sgemm (which uses its own threads). F32 weights are used
+    /// in place.
+    public func matmul(_ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,
+                       scratch: UnsafeMutablePointer<Float>? = nil, pool: ThreadPool? = nil) {
+        precondition(count >= 0)
+        if count == 0 || rows == 0 { return }
+        if type == .f32 && (Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0) {
+            BLAS.sgemm(transB: true, m: count, n: rows, k: cols,
+                       a: x, lda: cols, b: data.assumingMemoryBound(to: Float.self), ldb: cols,
+                       c: y, ldc: rows)
+            return
+        }
+        let owned: UnsafeMutablePointer<Float>? = scratch == nil ? .allocate(capacity: matmulScratchCount) : nil
+        defer { owned?.deallocate() }
+        let tile = scratch ?? owned!
+        var r0 = 0
+        while r0 < rows {
+            let r1 = Swift.min(rows, r0 + Self.matmulTileRows)
+            let n = r1 - r0
+            if let pool, pool.threads > 1 {
+                let start = r0, columns = cols
+                pool.parallelFor(count: n, minChunk: 8) { range in
+                    self.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound),
+                                    into: tile + range.lowerBound * columns)
+                }
+            } else {
+                dequantize(rows: r0..<r1, into: tile)
+            }
+            // Y[:, r0..<r1] = X (count x cols) * tile^T (cols x n)
+            BLAS.sgemm(transB: true, m: count, n: n, k: cols,
+                       a: x, lda: cols, b: tile, ldb: cols,
+                       c: y + r0, ldc: rows)
+            r0 = r1
+        }
+    }
+}

@@ -1,0 +1,106 @@
+// The block formats as one protocol, and the dispatch from GGMLType to a format.
+//
+// Every format has scalar reference kernels (`...Reference`, written to be checked line by
+// line against ggml's C, never optimized) and fast kernels (SIMD where the build allows,
+// otherwise portable Swift). The tests check fast == reference for each.
+
+import GGUF
+
+/// One of ggml's tensor storage formats: `blockSize` values stored in `typeSize` bytes.
+///
+/// All pointers are raw: blocks are packed without padding, so multi-byte fields are read
+/// unaligned. Values are little-endian, as in GGUF files. `nb` is a number of blocks.
+protocol BlockFormat {
+    /// The ggml type this format implements.
+    static var type: GGMLType { get }
+
+    /// Scalar reference dequantization of `nb` blocks at `x` into `nb * blockSize` floats.
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int)
+    /// Fast dequantization; equals the reference exactly.
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int)
+
+    /// Scalar reference dot product of `nb` blocks with the activations (float activations
+    /// for float formats, the 8-bit blocks otherwise).
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float
+    /// Fast dot product; equals the reference up to float summation order.
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float
+}
+
+/// A format with a deterministic reference quantizer, bit-identical to ggml's
+/// `quantize_row_*_ref`.
+protocol QuantizableBlockFormat: BlockFormat {
+    /// Quantizes `nb * blockSize` floats into `nb` blocks.
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int)
+}
+
+extension BlockFormat {
+    static var blockSize: Int { type.blockSize }
+    static var typeSize: Int { type.typeSize }
+
+    /// Dot products of consecutive rows `rows` (each `rowBytes` apart, `nb` blocks long)
+    /// with the activations, into `y[row]`.
+    @inline(__always)
+    static func dotRows(_ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+                        _ a: ActivationView, _ y: UnsafeMutablePointer<Float>) {
+        for r in rows {
+            y[r] = dot(base + r * rowBytes, a, nb: nb)
+        }
+    }
+}
+
+/// The format implementing `type`, or nil when the kernels do not support it.
+func blockFormat(for type: GGMLType) -> (any BlockFormat.Type)? {
+    switch type {
+    case .f32: return F32Format.self
+    case .f16: return F16Format.self
+    case .bf16: return BF16Format.self
+    case .q8_0: return Q8_0.self
+    case .q4_0: return Q4_0.self
+    case .q4_1: return Q4_1.self
+    case .q5_0: return Q5_0.self
+    case .q5_1: return Q5_1.self
+    case .q4_K: return Q4_K.self
+    case .q5_K: return Q5_K.self
+    case .q6_K: return Q6_K.self
+    default: return nil
+    }
+}
+
+/// The quantizer for `type`, or nil when there is none.
+func quantizableFormat(for type: GGMLType) -> (any QuantizableBlockFormat.Type)? {
+    switch type {
+    case .f32: return F32Format.self
+    case .f16: return F16Format.self
+    case .bf16: return BF16Format.self
+    case .q8_0: return Q8_0.self
+    case .q4_0: return Q4_0.self
+    case .q4_1: return Q4_1.self
+    case .q5_0: return Q5_0.self
+    case .q5_1: return Q5_1.self
+    default: return nil
+    }
+}
+
+// MARK: - Small helpers shared by the formats
+
+/// Reads an fp16 field at `offset` and widens it.
+@inline(__always)
+func loadHalf(_ p: UnsafeRawPointer, _ offset: Int) -> Float {
+    FloatBits.halfToFloat(p.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+}
+
+/// Reads an fp16 field with the software conversion (for the reference kernels).
+@inline(__always)
+func loadHalfReference(_ p: UnsafeRawPointer, _ offset: Int) -> Float {
+    FloatBits.halfToFloatReference(p.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+}
+
+@inline(__always)
+func storeHalf(_ p: UnsafeMutableRawPointer, _ offset: Int, _ value: Float) {
+    p.storeBytes(of: FloatBits.floatToHalf(value), toByteOffset: offset, as: UInt16.self)
+}
+
+@inline(__always)
+func byte(_ p: UnsafeRawPointer, _ offset: Int) -> UInt8 {
+    p.load(fromByteOffset: offset, as: UInt8.self)
+}

@@ -1,0 +1,155 @@
+// F32, F16 and BF16: one value per "block"; dot products use the float activations.
+
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+#endif
+import GGUF
+
+enum F32Format: QuantizableBlockFormat {
+    static var type: GGMLType { .f32 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb { y[i] = x.loadUnaligned(fromByteOffset: 4 * i, as: Float.self) }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        UnsafeMutableRawPointer(y).copyMemory(from: x, byteCount: 4 * nb)
+    }
+
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        y.copyMemory(from: x, byteCount: 4 * nb)
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sum: Float = 0
+        for i in 0..<nb { sum += x.loadUnaligned(fromByteOffset: 4 * i, as: Float.self) * a.x[i] }
+        return sum
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        floatDot(nb, a.x) { x.loadUnaligned(fromByteOffset: 4 * $0, as: SIMD8<Float>.self) } scalar: {
+            x.loadUnaligned(fromByteOffset: 4 * $0, as: Float.self)
+        }
+    }
+}
+
+enum F16Format: QuantizableBlockFormat {
+    static var type: GGMLType { .f16 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb { y[i] = loadHalfReference(x, 2 * i) }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        var i = 0
+        #if LEAP_X86_AVX2
+        while i + 8 <= nb {
+            let h = x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self)
+            UnsafeMutableRawPointer(y + i).storeBytes(of: _mm256_cvtph_ps(h), as: __m256.self)
+            i += 8
+        }
+        #endif
+        while i < nb { y[i] = loadHalf(x, 2 * i); i += 1 }
+    }
+
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb { storeHalf(y, 2 * i, x[i]) }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sum: Float = 0
+        for i in 0..<nb { sum += loadHalfReference(x, 2 * i) * a.x[i] }
+        return sum
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        floatDot(nb, a.x) { i in
+            #if LEAP_X86_AVX2
+            return _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self))
+            #else
+            let h = x.loadUnaligned(fromByteOffset: 2 * i, as: SIMD8<UInt16>.self)
+            var v = SIMD8<Float>()
+            for k in 0..<8 { v[k] = FloatBits.halfToFloat(h[k]) }
+            return v
+            #endif
+        } scalar: { loadHalf(x, 2 * $0) }
+    }
+}
+
+enum BF16Format: QuantizableBlockFormat {
+    static var type: GGMLType { .bf16 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb { y[i] = FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)) }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        var i = 0
+        while i + 8 <= nb {
+            UnsafeMutableRawPointer(y + i).storeBytes(of: loadBF16x8(x, i), as: SIMD8<Float>.self)
+            i += 8
+        }
+        while i < nb { y[i] = FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)); i += 1 }
+    }
+
+    @inline(__always)
+    static func loadBF16x8(_ x: UnsafeRawPointer, _ i: Int) -> SIMD8<Float> {
+        let h = x.loadUnaligned(fromByteOffset: 2 * i, as: SIMD8<UInt16>.self)
+        let w = SIMD8<UInt32>(truncatingIfNeeded: h) &<< 16
+        return unsafeBitCast(w, to: SIMD8<Float>.self)
+    }
+
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb { y.storeBytes(of: FloatBits.floatToBF16(x[i]), toByteOffset: 2 * i, as: UInt16.self) }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sum: Float = 0
+        for i in 0..<nb {
+            sum += FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)) * a.x[i]
+        }
+        return sum
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        floatDot(nb, a.x) { loadBF16x8(x, $0) } scalar: {
+            FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * $0, as: UInt16.self))
+        }
+    }
+}
+
+/// A float dot product over `n` values: `load8(i)` gives weights i..<i+8, `scalar(i)` one
+/// weight; four independent accumulators hide the FMA latency.
+@inline(__always)
+func floatDot(_ n: Int, _ x: UnsafePointer<Float>, load8: (Int) -> SIMD8<Float>, scalar: (Int) -> Float) -> Float {
+    let xr = UnsafeRawPointer(x)
+    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>(), acc2 = SIMD8<Float>(), acc3 = SIMD8<Float>()
+    var i = 0
+    while i + 32 <= n {
+        acc0 = fma8(acc0, load8(i), xr.loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self))
+        acc1 = fma8(acc1, load8(i + 8), xr.loadUnaligned(fromByteOffset: 4 * (i + 8), as: SIMD8<Float>.self))
+        acc2 = fma8(acc2, load8(i + 16), xr.loadUnaligned(fromByteOffset: 4 * (i + 16), as: SIMD8<Float>.self))
+        acc3 = fma8(acc3, load8(i + 24), xr.loadUnaligned(fromByteOffset: 4 * (i + 24), as: SIMD8<Float>.self))
+        i += 32
+    }
+    while i + 8 <= n {
+        acc0 = fma8(acc0, load8(i), xr.loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self))
+        i += 8
+    }
+    var sum = ((acc0 + acc1) + (acc2 + acc3)).sum()
+    while i < n { sum += scalar(i) * x[i]; i += 1 }
+    return sum
+}
+
+/// `acc + a * b`, fused where the build has FMA (an unfused multiply-add otherwise: on x86
+/// without FMA, a fused `addProduct` would become a library call per lane).
+@inline(__always)
+func fma8(_ acc: SIMD8<Float>, _ a: SIMD8<Float>, _ b: SIMD8<Float>) -> SIMD8<Float> {
+    #if LEAP_X86_AVX2
+    return _mm256_fmadd_ps(a, b, acc)
+    #elseif arch(arm64)
+    return acc.addingProduct(a, b)
+    #else
+    return acc + a * b
+    #endif
+}

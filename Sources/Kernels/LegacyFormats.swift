@@ -1,0 +1,496 @@
+// The 32-value formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (ggml-common.h, ggml-quants.c).
+//
+//   block_q8_0 { d: fp16;          qs[32]: int8 }                  34 bytes, x = d * q
+//   block_q4_0 { d: fp16;          qs[16]: nibbles }               18 bytes, x = d * (q - 8)
+//   block_q4_1 { d: fp16; m: fp16; qs[16]: nibbles }               20 bytes, x = d * q + m
+//   block_q5_0 { d: fp16;          qh: uint32; qs[16]: nibbles }   22 bytes, x = d * (q - 16)
+//   block_q5_1 { d: fp16; m: fp16; qh: uint32; qs[16]: nibbles }   24 bytes, x = d * q + m
+//
+// Nibble order: value j (j < 16) is the low nibble of qs[j], value j + 16 the high nibble.
+// Q5: bit j of qh is the fifth bit of value j.
+//
+// Dot products use the activations' 8-bit blocks (see Activations.swift): for a weight
+// block with scale d (and min m) and an activation block with scale da (sum sa = da * sum(a)),
+//   d * (q - o) . da * a  =  d * da * sum(q * a) - o * d * sa      (o = 8 or 16)
+//   (d * q + m) . da * a  =  d * da * sum(q * a) + m * sa
+// so the inner loop multiplies unsigned weights with signed activations, as the x86
+// instructions want.
+
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+#endif
+import GGUF
+
+/// Truncates `v` toward zero into 0...maxValue, as ggml's `MIN(max, (int8_t)v)` does for the
+/// in-range values the quantizers produce; NaN gives 0 (C leaves it undefined).
+@inline(__always)
+func truncatedLevel(_ v: Float, max maxValue: UInt8) -> UInt8 {
+    if v >= Float(maxValue) { return maxValue }
+    if v > 0 { return UInt8(v) }
+    return 0
+}
+
+// MARK: - Q8_0
+
+enum Q8_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q8_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = loadHalfReference(b, 0)
+            for j in 0..<32 {
+                y[32 * i + j] = Float(Int8(bitPattern: byte(b, 2 + j))) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = loadHalf(b, 0)
+            storeLevels32(load256(b, 2), scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+
+    /// ggml's `quantize_row_q8_0_ref`: d = max|x| / 127, q = roundf(x / d) (ties away).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0
+            for j in 0..<32 { amax = max(amax, abs(x[32 * i + j])) }
+            let d = amax / 127
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 34 * i
+            storeHalf(b, 0, d)
+            for j in 0..<32 {
+                let x0 = (x[32 * i + j] * id).rounded(.toNearestOrAwayFromZero)
+                let q: Int8 = x0.isNaN ? 0 : Int8(max(-128, min(127, x0)))
+                b.storeBytes(of: q, toByteOffset: 2 + j, as: Int8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 34 * i
+            var sumi: Int32 = 0
+            for j in 0..<32 {
+                sumi += Int32(Int8(bitPattern: byte(b, 2 + j))) * Int32(a.qs[32 * i + j])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        let aq = UnsafeRawPointer(a.qs)
+        #if LEAP_X86_AVX512VNNI
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        #endif
+        for i in 0..<nb {
+            let b = x + 34 * i
+            let d = broadcastHalf(b, 0)
+            let w = load256(b, 2)
+            let av = load256(aq, 32 * i)
+            #if LEAP_X86_AVX512VNNI
+            // Bias the weights to unsigned (w + 128) and take 128 * sum(a) off afterwards.
+            let p = mulSumU8S8(_mm256_xor_si256(w, _mm256_set1_epi8(-128)), av)
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
+            #else
+            // Sign trick: |w| * (a with w's sign) keeps the unsigned operand <= 128.
+            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
+                                      _mm256_set1_epi16(1))
+            #endif
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+        }
+        #if LEAP_X86_AVX512VNNI
+        return hsum(acc) - 128 * offset[0]
+        #else
+        return hsum(acc)
+        #endif
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+}
+
+// MARK: - Q4_0
+
+enum Q4_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q4_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = loadHalfReference(b, 0)
+            for j in 0..<16 {
+                let x0 = Int32(byte(b, 2 + j) & 0x0F) - 8
+                let x1 = Int32(byte(b, 2 + j) >> 4) - 8
+                y[32 * i + j] = Float(x0) * d
+                y[32 * i + j + 16] = Float(x1) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = loadHalf(b, 0)
+            let q = _mm256_sub_epi8(unpackNibbles16(b, 2), _mm256_set1_epi8(8))
+            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+
+    /// ggml's `quantize_row_q4_0_ref`: d = (value of largest magnitude) / -8,
+    /// q = min(15, trunc(x / d + 8.5)).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0, maxValue: Float = 0
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if amax < abs(v) { amax = abs(v); maxValue = v }
+            }
+            let d = maxValue / -8
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 18 * i
+            storeHalf(b, 0, d)
+            for j in 0..<16 {
+                let xi0 = truncatedLevel(x[32 * i + j] * id + 8.5, max: 15)
+                let xi1 = truncatedLevel(x[32 * i + 16 + j] * id + 8.5, max: 15)
+                b.storeBytes(of: xi0 | (xi1 << 4), toByteOffset: 2 + j, as: UInt8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 18 * i
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let v0 = Int32(byte(b, 2 + j) & 0x0F) - 8
+                let v1 = Int32(byte(b, 2 + j) >> 4) - 8
+                sumi += v0 * Int32(a.qs[32 * i + j]) + v1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        let aq = UnsafeRawPointer(a.qs)
+        for i in 0..<nb {
+            let b = x + 18 * i
+            let d = broadcastHalf(b, 0)
+            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
+        }
+        return hsum(acc) - 8 * offset[0]
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+}
+
+// MARK: - Q4_1
+
+enum Q4_1: QuantizableBlockFormat {
+    static var type: GGMLType { .q4_1 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = loadHalfReference(b, 0)
+            let m = loadHalfReference(b, 2)
+            for j in 0..<16 {
+                let x0 = Float(byte(b, 4 + j) & 0x0F)
+                let x1 = Float(byte(b, 4 + j) >> 4)
+                y[32 * i + j] = x0 * d + m
+                y[32 * i + j + 16] = x1 * d + m
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let d = loadHalf(b, 0)
+            storeLevels32(unpackNibbles16(b, 4), scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+
+    /// ggml's `quantize_row_q4_1_ref`: d = (max - min) / 15, m = min,
+    /// q = min(15, trunc((x - min) / d + 0.5)).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var minValue = Float.greatestFiniteMagnitude, maxValue = -Float.greatestFiniteMagnitude
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if v < minValue { minValue = v }
+                if v > maxValue { maxValue = v }
+            }
+            let d = (maxValue - minValue) / 15
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 20 * i
+            storeHalf(b, 0, d)
+            storeHalf(b, 2, minValue)
+            for j in 0..<16 {
+                let xi0 = truncatedLevel((x[32 * i + j] - minValue) * id + 0.5, max: 15)
+                let xi1 = truncatedLevel((x[32 * i + 16 + j] - minValue) * id + 0.5, max: 15)
+                b.storeBytes(of: xi0 | (xi1 << 4), toByteOffset: 4 + j, as: UInt8.self)
+            }
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 20 * i
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                sumi += Int32(byte(b, 4 + j) & 0x0F) * Int32(a.qs[32 * i + j])
+                    + Int32(byte(b, 4 + j) >> 4) * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i]) + loadHalfReference(b, 2) * a.s[i]
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
+        let aq = UnsafeRawPointer(a.qs)
+        for i in 0..<nb {
+            let b = x + 20 * i
+            let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
+        }
+        return hsum(acc) + mins[0]
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+}
+
+// MARK: - Q5_0
+
+enum Q5_0: QuantizableBlockFormat {
+    static var type: GGMLType { .q5_0 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = loadHalfReference(b, 0)
+            let qh = b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 6 + j) & 0x0F) | xh_0) - 16
+                let x1 = Int32((byte(b, 6 + j) >> 4) | xh_1) - 16
+                y[32 * i + j] = Float(x0) * d
+                y[32 * i + j + 16] = Float(x1) * d
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let q = _mm256_sub_epi8(_mm256_or_si256(unpackNibbles16(b, 6), hi), _mm256_set1_epi8(16))
+            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+
+    /// ggml's `quantize_row_q5_0_ref`: d = (value of largest magnitude) / -16,
+    /// q = min(31, trunc(x / d + 16.5)); low 4 bits in qs, the fifth in qh.
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var amax: Float = 0, maxValue: Float = 0
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if amax < abs(v) { amax = abs(v); maxValue = v }
+            }
+            let d = maxValue / -16
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 22 * i
+            storeHalf(b, 0, d)
+            var qh: UInt32 = 0
+            for j in 0..<16 {
+                let xi0 = truncatedLevel(x[32 * i + j] * id + 16.5, max: 31)
+                let xi1 = truncatedLevel(x[32 * i + 16 + j] * id + 16.5, max: 31)
+                b.storeBytes(of: (xi0 & 0x0F) | ((xi1 & 0x0F) << 4), toByteOffset: 6 + j, as: UInt8.self)
+                qh |= UInt32((xi0 & 0x10) >> 4) << UInt32(j)
+                qh |= UInt32((xi1 & 0x10) >> 4) << UInt32(j + 16)
+            }
+            b.storeBytes(of: qh, toByteOffset: 2, as: UInt32.self)
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let qh = b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 6 + j) & 0x0F) | xh_0) - 16
+                let x1 = Int32((byte(b, 6 + j) >> 4) | xh_1) - 16
+                sumi += x0 * Int32(a.qs[32 * i + j]) + x1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i])
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        let aq = UnsafeRawPointer(a.qs)
+        let bit4 = _mm256_set1_epi8(0x10)
+        for i in 0..<nb {
+            let b = x + 22 * i
+            let d = broadcastHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), bit4)
+            let q = _mm256_or_si256(unpackNibbles16(b, 6), hi)
+            let p = mulSumU8S8(q, load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
+        }
+        return hsum(acc) - 16 * offset[0]
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+}
+
+// MARK: - Q5_1
+
+enum Q5_1: QuantizableBlockFormat {
+    static var type: GGMLType { .q5_1 }
+
+    static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = loadHalfReference(b, 0)
+            let m = loadHalfReference(b, 2)
+            let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Float((byte(b, 8 + j) & 0x0F) | xh_0)
+                let x1 = Float((byte(b, 8 + j) >> 4) | xh_1)
+                y[32 * i + j] = x0 * d + m
+                y[32 * i + j + 16] = x1 * d + m
+            }
+        }
+    }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let d = loadHalf(b, 0)
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
+            storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+
+    /// ggml's `quantize_row_q5_1_ref`: d = (max - min) / 31, m = min,
+    /// q = trunc((x - min) / d + 0.5) (at most 31).
+    static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
+        for i in 0..<nb {
+            var minValue = Float.greatestFiniteMagnitude, maxValue = -Float.greatestFiniteMagnitude
+            for j in 0..<32 {
+                let v = x[32 * i + j]
+                if v < minValue { minValue = v }
+                if v > maxValue { maxValue = v }
+            }
+            let d = (maxValue - minValue) / 31
+            let id: Float = d != 0 ? 1 / d : 0
+            let b = y + 24 * i
+            storeHalf(b, 0, d)
+            storeHalf(b, 2, minValue)
+            var qh: UInt32 = 0
+            for j in 0..<16 {
+                let xi0 = truncatedLevel((x[32 * i + j] - minValue) * id + 0.5, max: 31)
+                let xi1 = truncatedLevel((x[32 * i + 16 + j] - minValue) * id + 0.5, max: 31)
+                b.storeBytes(of: (xi0 & 0x0F) | ((xi1 & 0x0F) << 4), toByteOffset: 8 + j, as: UInt8.self)
+                qh |= UInt32((xi0 & 0x10) >> 4) << UInt32(j)
+                qh |= UInt32((xi1 & 0x10) >> 4) << UInt32(j + 16)
+            }
+            b.storeBytes(of: qh, toByteOffset: 4, as: UInt32.self)
+        }
+    }
+
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+            var sumi: Int32 = 0
+            for j in 0..<16 {
+                let xh_0 = UInt8(truncatingIfNeeded: ((qh >> UInt32(j)) << 4) & 0x10)
+                let xh_1 = UInt8(truncatingIfNeeded: (qh >> UInt32(j + 12)) & 0x10)
+                let x0 = Int32((byte(b, 8 + j) & 0x0F) | xh_0)
+                let x1 = Int32((byte(b, 8 + j) >> 4) | xh_1)
+                sumi += x0 * Int32(a.qs[32 * i + j]) + x1 * Int32(a.qs[32 * i + j + 16])
+            }
+            sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i]) + loadHalfReference(b, 2) * a.s[i]
+        }
+        return sumf
+    }
+
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        var acc = _mm256_setzero_ps()
+        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
+        let aq = UnsafeRawPointer(a.qs)
+        let bit4 = _mm256_set1_epi8(0x10)
+        for i in 0..<nb {
+            let b = x + 24 * i
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bit4)
+            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
+            let p = mulSumU8S8(q, load256(aq, 32 * i))
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
+        }
+        return hsum(acc) + mins[0]
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+}

@@ -1,0 +1,147 @@
+// Small x86 building blocks shared by the fast dot products. Compiled only when the build
+// enables AVX2/FMA/F16C (LEAP_X86_AVX2); VNNI variants when LEAP_X86_AVX512VNNI is set.
+
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+
+/// Sums of products of 32 unsigned bytes `u` with 32 signed bytes `s`, four at a time:
+/// 8 Int32 lanes, lane k = sum of bytes 4k..4k+3. Requires u <= 255 and no 16-bit
+/// saturation on the AVX2 path, i.e. u * |s| pairs below 32768: callers keep u <= 127
+/// (the sign trick) or u <= 63 (4-, 5- and 6-bit weights).
+@inline(__always)
+func mulSumU8S8(_ u: __m256i, _ s: __m256i) -> __m256i {
+    #if LEAP_X86_AVX512VNNI
+    // vpdpbusd; the all-ones mask makes LLVM emit the unmasked instruction.
+    return _mm256_mask_dpbusd_epi32(_mm256_setzero_si256(), 0xFF, u, s)
+    #else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+    #endif
+}
+
+/// Accumulating form of ``mulSumU8S8(_:_:)``: `acc + mulSum(u, s)`.
+@inline(__always)
+func mulSumU8S8(_ acc: __m256i, _ u: __m256i, _ s: __m256i) -> __m256i {
+    #if LEAP_X86_AVX512VNNI
+    return _mm256_mask_dpbusd_epi32(acc, 0xFF, u, s)
+    #else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)))
+    #endif
+}
+
+/// Loads 16 bytes of packed nibbles at `p + offset` and spreads them over 32 bytes: bytes
+/// 0..15 get the low nibbles, bytes 16..31 the high nibbles (the order of ggml's 32-value
+/// blocks, where value j is in the low nibble of qs[j] and value j+16 in the high one).
+@inline(__always)
+func unpackNibbles16(_ p: UnsafeRawPointer, _ offset: Int) -> __m256i {
+    let tmp = p.loadUnaligned(fromByteOffset: offset, as: __m128i.self)
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(tmp, 4), tmp), _mm256_set1_epi8(0x0F))
+}
+
+/// Turns the 32 bits of `bits` into 32 bytes: byte j is 0xFF when bit j is set, else 0.
+@inline(__always)
+func expandBitsToBytes(_ bits: UInt32) -> __m256i {
+    let v = _mm256_set1_epi32(Int32(bitPattern: bits))
+    // Byte j takes byte j/8 of the 32-bit word (shuffle indices are per 128-bit lane, and
+    // every lane holds the word four times).
+    let index = unsafeBitCast(SIMD32<Int8>(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), to: __m256i.self)
+    let bytes = _mm256_shuffle_epi8(v, index)
+    let bit = _mm256_set1_epi64x(Int64(bitPattern: 0x8040_2010_0804_0201))
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit)
+}
+
+/// Loads 32 bytes.
+@inline(__always)
+func load256(_ p: UnsafeRawPointer, _ offset: Int = 0) -> __m256i {
+    p.loadUnaligned(fromByteOffset: offset, as: __m256i.self)
+}
+
+/// Horizontal sum of 8 floats (halving: 4 + 2 + 1 additions).
+@inline(__always)
+func hsum(_ v: __m256) -> Float {
+    let s4 = v.lowHalf + v.highHalf
+    let s2 = s4.lowHalf + s4.highHalf
+    return s2[0] + s2[1]
+}
+#endif
+
+#if LEAP_X86_AVX2
+/// Converts 32 signed byte levels to floats and stores `Float(q) * scale` (two 16-value
+/// halves may have different scales: `scale0` for bytes 0..15, `scale1` for 16..31),
+/// then `+ add` when `add` is not nil. Multiplies and adds are separate (not fused), so
+/// the result is bit-identical to the scalar reference `Float(q) * d + m`.
+@inline(__always)
+func storeLevels32(_ q: __m256i, scale0: Float, scale1: Float, add: Float?, _ y: UnsafeMutablePointer<Float>) {
+    let v = unsafeBitCast(q, to: SIMD32<Int8>.self)
+    storeLevels16(unsafeBitCast(v.lowHalf, to: __m128i.self), scale: scale0, add: add, y)
+    storeLevels16(unsafeBitCast(v.highHalf, to: __m128i.self), scale: scale1, add: add, y + 16)
+}
+
+@inline(__always)
+func storeLevels16(_ x: __m128i, scale: Float, add: Float?, _ y: UnsafeMutablePointer<Float>) {
+    let s = _mm256_set1_ps(scale)
+    var f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x)), s)
+    var f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(x, x))), s)
+    if let add {
+        let m = _mm256_set1_ps(add)
+        f0 = _mm256_add_ps(f0, m)
+        f1 = _mm256_add_ps(f1, m)
+    }
+    let out = UnsafeMutableRawPointer(y)
+    out.storeBytes(of: f0, as: __m256.self)
+    out.storeBytes(of: f1, toByteOffset: 32, as: __m256.self)
+}
+
+/// Horizontal sums of eight Int32x8 vectors: lane j of the result is the sum of the
+/// lanes of `p[j]`.
+@inline(__always)
+func transposeSum8(_ p0: __m256i, _ p1: __m256i, _ p2: __m256i, _ p3: __m256i,
+                   _ p4: __m256i, _ p5: __m256i, _ p6: __m256i, _ p7: __m256i) -> __m256i {
+    let s01 = _mm256_hadd_epi32(p0, p1)
+    let s23 = _mm256_hadd_epi32(p2, p3)
+    let s45 = _mm256_hadd_epi32(p4, p5)
+    let s67 = _mm256_hadd_epi32(p6, p7)
+    // Per 128-bit lane: [p0, p1, p2, p3] partial sums (low lane: lanes 0-3 of each p,
+    // high lane: lanes 4-7).
+    let s0123 = unsafeBitCast(_mm256_hadd_epi32(s01, s23), to: SIMD8<Int32>.self)
+    let s4567 = unsafeBitCast(_mm256_hadd_epi32(s45, s67), to: SIMD8<Int32>.self)
+    let lo = SIMD8<Int32>(lowHalf: s0123.lowHalf, highHalf: s4567.lowHalf)
+    let hi = SIMD8<Int32>(lowHalf: s0123.highHalf, highHalf: s4567.highHalf)
+    return unsafeBitCast(lo &+ hi, to: __m256i.self)
+}
+
+/// The 8 scales and 8 mins of a Q4_K/Q5_K super-block (12 packed bytes at `q`), as two
+/// Int32x8 vectors: the same values as ``scaleMinK4(_:_:)``, computed on 32-bit words.
+@inline(__always)
+func scalesMinsK4(_ q: UnsafeRawPointer) -> (sc: __m256i, m: __m256i) {
+    let w0 = q.loadUnaligned(as: UInt32.self)
+    let w1 = q.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
+    let w2 = q.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
+    // Bytes 0-3: sc[j] = q[j] & 63, m[j] = q[j+4] & 63.
+    // Bytes 4-7: sc = low nibble of q[j+8] | top 2 bits of q[j] << 4;
+    //            m  = high nibble of q[j+8] | top 2 bits of q[j+4] << 4.
+    let scLow = w0 & 0x3F3F_3F3F
+    let mLow = w1 & 0x3F3F_3F3F
+    let scHigh = (w2 & 0x0F0F_0F0F) | (((w0 >> 6) & 0x0303_0303) << 4)
+    let mHigh = ((w2 >> 4) & 0x0F0F_0F0F) | (((w1 >> 6) & 0x0303_0303) << 4)
+    let sc = _mm_cvtsi64_si128(Int64(bitPattern: UInt64(scLow) | UInt64(scHigh) << 32))
+    let m = _mm_cvtsi64_si128(Int64(bitPattern: UInt64(mLow) | UInt64(mHigh) << 32))
+    return (_mm256_cvtepu8_epi32(sc), _mm256_cvtepu8_epi32(m))
+}
+#endif
+
+#if LEAP_X86_AVX2
+/// The fp16 field at `p + offset`, widened and broadcast to 8 lanes (vpbroadcastw from
+/// memory + vcvtph2ps: no scalar round trip, and no merge into a stale register, which a
+/// scalar `_cvtsh_ss` compiles to and which chained each block to the previous one).
+@inline(__always)
+func broadcastHalf(_ p: UnsafeRawPointer, _ offset: Int) -> __m256 {
+    _mm256_cvtph_ps(_mm_set1_epi16(p.loadUnaligned(fromByteOffset: offset, as: Int16.self)))
+}
+
+/// `p[i]` broadcast to 8 lanes.
+@inline(__always)
+func broadcastFloat(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
+    _mm256_set1_ps(p[i])
+}
+#endif
