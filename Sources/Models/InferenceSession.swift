@@ -24,7 +24,14 @@ public final class InferenceSession: @unchecked Sendable {
     let hp: Hyperparameters
     let kv: KVCache
     let conv: ConvCache
-    let scratch: Scratch
+    let pool: ThreadPool
+    /// Dequantized weight tiles for the prefill matmuls.
+    let tile: UnsafeMutablePointer<Float>
+    /// 8-bit activations for the decode matvecs: the model width, the attention width and
+    /// the feed-forward width.
+    let actsModel: QuantizedActivations
+    let actsAttention: QuantizedActivations
+    let actsHidden: QuantizedActivations
 
     // Activations, `maxBatch` rows each.
     let x: UnsafeMutablePointer<Float>  // residual stream [n][d]
@@ -56,7 +63,11 @@ public final class InferenceSession: @unchecked Sendable {
         let kvMax = hp.layers.map { if case .attention(let kv) = $0 { return kv } else { return 0 } }.max() ?? 0
         kv = KVCache(layers: hp.layers, contextLength: self.contextLength, headDim: hp.headDim)
         conv = ConvCache(layers: hp.layers, width: d, contextLength: self.contextLength)
-        scratch = Scratch(maxCols: model.maxColumns)
+        pool = model.pool
+        tile = .allocate(capacity: model.linears.map(\.tileCount).max() ?? 1)
+        actsModel = QuantizedActivations(capacity: d)
+        actsAttention = QuantizedActivations(capacity: qw)
+        actsHidden = QuantizedActivations(capacity: hp.feedForwardLength)
         x = .allocate(capacity: n * d)
         xb = .allocate(capacity: n * d)
         xb2 = .allocate(capacity: n * d)
@@ -74,7 +85,7 @@ public final class InferenceSession: @unchecked Sendable {
     }
 
     deinit {
-        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits] { p.deallocate() }
+        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits, tile] { p.deallocate() }
     }
 
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
@@ -154,12 +165,12 @@ public final class InferenceSession: @unchecked Sendable {
         if let allLogits {
             for i in 0..<n {
                 rmsNormRows(x + i * d, w.outputNorm, xb, 1)
-                w.output.apply(xb, lastLogits, scratch: scratch)
+                project(w.output, xb, 1, lastLogits, actsModel)
                 allLogits(UnsafeBufferPointer(start: lastLogits, count: vocab))
             }
         } else {
             rmsNormRows(x + (n - 1) * d, w.outputNorm, xb, 1)
-            w.output.apply(xb, lastLogits, scratch: scratch)
+            project(w.output, xb, 1, lastLogits, actsModel)
         }
         position += n
     }
@@ -171,22 +182,36 @@ public final class InferenceSession: @unchecked Sendable {
         }
     }
 
+    /// `out = input · Wᵀ` for `n` rows: one quantized matvec when `n == 1` (the input is
+    /// quantized into `acts` unless `quantized` says it already is), else a BLAS matmul.
+    @inline(__always)
+    private func project(_ w: Linear, _ input: UnsafeMutablePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>,
+                         _ acts: QuantizedActivations, quantized: Bool = false)
+    {
+        if n == 1 {
+            if !quantized { acts.quantize(input, count: w.cols) }
+            w.apply(acts, out, pool: pool)
+        } else {
+            w.apply(batch: input, count: n, out, tile: tile, pool: pool)
+        }
+    }
+
     /// SwiGLU: xb2 = down(silu(gate·xb) * (up·xb)).
     private func feedForward(_ f: FeedForwardWeights, n: Int) {
         let ff = hp.feedForwardLength
-        f.gate.apply(batch: xb, count: n, gate, scratch: scratch)
-        f.up.apply(batch: xb, count: n, up, scratch: scratch)
+        project(f.gate, xb, n, gate, actsModel)
+        project(f.up, xb, n, up, actsModel, quantized: true)
         Elementwise.siluMultiply(gate, up, count: n * ff)
-        f.down.apply(batch: gate, count: n, xb2, scratch: scratch)
+        project(f.down, gate, n, xb2, actsHidden)
     }
 
     /// Grouped-query causal self-attention over the cache: xb2 = wo · attention(xb).
     private func attention(_ a: AttentionWeights, layer l: Int, n: Int) {
         let hd = hp.headDim, heads = hp.headCount, kvHeads = a.kvHeads
         let qw = heads * hd, kw = kvHeads * hd
-        a.wq.apply(batch: xb, count: n, q, scratch: scratch)
-        a.wk.apply(batch: xb, count: n, k, scratch: scratch)
-        a.wv.apply(batch: xb, count: n, v, scratch: scratch)
+        project(a.wq, xb, n, q, actsModel)
+        project(a.wk, xb, n, k, actsModel, quantized: true)
+        project(a.wv, xb, n, v, actsModel, quantized: true)
 
         for i in 0..<n {
             let qi = q + i * qw, ki = k + i * kw
@@ -232,13 +257,13 @@ public final class InferenceSession: @unchecked Sendable {
                 i0 += m
             }
         }
-        a.wo.apply(batch: attnOut, count: n, xb2, scratch: scratch)
+        project(a.wo, attnOut, n, xb2, actsAttention)
     }
 
     /// LFM2's gated short convolution: xb2 = out_proj(C * conv(B * x)).
     private func shortConv(_ c: ShortConvWeights, layer l: Int, n: Int) {
         let d = hp.embeddingLength, L = hp.convKernelLength
-        c.inProj.apply(batch: xb, count: n, bcx, scratch: scratch)
+        project(c.inProj, xb, n, bcx, actsModel)
         c.kernel.withUnsafeBufferPointer { kernel in
             for i in 0..<n {
                 let row = bcx + i * 3 * d
@@ -259,6 +284,6 @@ public final class InferenceSession: @unchecked Sendable {
                 for ch in 0..<d { y[ch] *= cGate[ch] }
             }
         }
-        c.outProj.apply(batch: xb, count: n, xb2, scratch: scratch)
+        project(c.outProj, xb, n, xb2, actsModel)
     }
 }

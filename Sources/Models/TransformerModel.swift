@@ -8,30 +8,41 @@ public final class TransformerModel: Sendable {
     public let file: GGUFFile
     public let hyperparameters: Hyperparameters
     let weights: TransformerWeights
+    /// The threads that run this model's matrix products.
+    public let pool: ThreadPool
 
     /// Loads the model in `file`, checking the architecture, the hyper-parameters and
-    /// every tensor's presence, shape and type.
-    public init(file: GGUFFile) throws(ModelError) {
+    /// every tensor's presence, shape and type. `threads` defaults to the number of cores.
+    public init(file: GGUFFile, threads: Int? = nil) throws(ModelError) {
         let entry = try Architectures.entry(for: file)
         let hp = try entry.hyperparameters(file.metadata)
         try hp.validate()
         self.file = file
         self.hyperparameters = hp
         self.weights = try entry.weights(WeightLoader(file: file, hp: hp))
+        self.pool = ThreadPool(threads: threads ?? ThreadPool.defaultThreads)
     }
 
     /// Opens and loads the GGUF model at `path`.
-    public convenience init(path: String) throws(ModelError) {
+    public convenience init(path: String, threads: Int? = nil) throws(ModelError) {
         let file: GGUFFile
         do { file = try GGUFFile(path: path) } catch { throw .file(error) }
-        try self.init(file: file)
+        try self.init(file: file, threads: threads)
+    }
+
+    /// Every weight matrix, for sizing scratch and reporting.
+    var linears: [Linear] {
+        var out = [weights.tokenEmbedding, weights.output]
+        for layer in weights.layers {
+            switch layer.mixer {
+            case .attention(let a): out += [a.wq, a.wk, a.wv, a.wo]
+            case .shortConv(let c): out += [c.inProj, c.outProj]
+            }
+            out += [layer.ffn.gate, layer.ffn.up, layer.ffn.down]
+        }
+        return out
     }
 
     /// Number of parameters (elements of all tensors).
     public var parameterCount: Int { file.tensors.reduce(0) { $0 + $1.elementCount } }
-
-    /// Largest row length of any weight matrix (sizes the scratch row).
-    var maxColumns: Int {
-        max(hyperparameters.embeddingLength, hyperparameters.feedForwardLength, hyperparameters.headCount * hyperparameters.headDim)
-    }
 }

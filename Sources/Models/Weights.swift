@@ -63,11 +63,14 @@ struct WeightLoader {
         let t: GGUFTensorInfo
         do { t = try file.requireTensor(name) } catch { throw .file(error) }
         guard t.elementCount == count else { throw .tensorShapeMismatch(name: name, expected: [count], found: t.shape) }
-        guard t.type == .f32 || KernelSupport.canMultiply(t.type) else { throw .unsupportedTensorType(name: name, type: t.type) }
+        guard t.type.hasKernels else { throw .unsupportedTensorType(name: name, type: t.type) }
         var out = [Float](repeating: 0, count: count)
         let src = file.data(for: t).baseAddress!
+        let rowBytes = t.type.rowBytes(count: t.rowLength)!
         out.withUnsafeMutableBufferPointer { buf in
-            KernelSupport.dequantizeRows(t.type, src, rowCount: t.rowCount, cols: t.rowLength, buf.baseAddress!)
+            for r in 0..<t.rowCount {
+                t.type.dequantizeRow(src + r * rowBytes, into: buf.baseAddress! + r * t.rowLength, count: t.rowLength)
+            }
         }
         return out
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GGUF
 import Kernels
+import Models
 
 /// `leap-ref quantize`: re-encodes a GGUF's weight matrices as another ggml type.
 struct Quantize: AsyncParsableCommand {

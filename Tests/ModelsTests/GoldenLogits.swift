@@ -37,11 +37,19 @@ struct LogitComparison {
     /// The golden top-1 id and its margin over the golden top-2.
     var goldenBest = 0
     var goldenMargin: Float = 0
+    /// Sum of |ours - golden| over the golden top-10 ids.
+    var sumError: Float = 0
     /// Our argmax over the whole vocabulary.
     var ourBest = 0
+    /// Our largest minus smallest logit.
+    var range: Float = 0
 
     init(ours: [Float], golden: [(id: Int, logit: Float)]) {
-        for (id, logit) in golden { maxError = max(maxError, abs(ours[id] - logit)) }
+        for (id, logit) in golden {
+            maxError = max(maxError, abs(ours[id] - logit))
+            sumError += abs(ours[id] - logit)
+        }
+        range = ours.max()! - ours.min()!
         goldenBest = golden[0].id
         goldenMargin = golden[0].logit - golden[1].logit
         ourBest = ours.indices.max { ours[$0] < ours[$1] }!
