@@ -89,28 +89,73 @@ public enum Elementwise {
         }
     }
 
-    /// In-place softmax over `n` floats; returns nothing, leaves the probabilities in `x`.
+    /// `e^x` for 16 floats at once, within 2 ulp of `expf` over the range where the
+    /// result is a normal float (below it, 0; above it, +inf). Cody-Waite reduction
+    /// `x = k·ln2 + r`, a degree-6 polynomial for `e^r` on |r| ≤ ln2/2, and `2^k` put
+    /// together from its exponent bits.
+    @inlinable
+    public static func exp(_ x: SIMD16<Float>) -> SIMD16<Float> {
+        let clamped = x.clamped(lowerBound: SIMD16(repeating: -87.33), upperBound: SIMD16(repeating: 88.72))
+        let k = (clamped * 1.442_695_04).rounded(.toNearestOrEven)
+        var r = clamped - k * 0.693_145_751_953_125  // ln2, high part (exact in float)
+        r = r - k * 1.428_606_765_330_187e-06  // ln2, low part
+        // e^r ≈ 1 + r + r²/2! + ... + r⁶/6!, Horner form.
+        var p = SIMD16<Float>(repeating: 1.0 / 720)
+        p = p * r + 1.0 / 120
+        p = p * r + 1.0 / 24
+        p = p * r + 1.0 / 6
+        p = p * r + 0.5
+        p = p * r + 1
+        p = p * r + 1
+        let bits = (SIMD16<Int32>(k) &+ 127) &<< 23
+        var result = p * unsafeBitCast(bits, to: SIMD16<Float>.self)
+        result.replace(with: 0, where: x .< -87.33)
+        result.replace(with: Float.infinity, where: x .> 88.72)
+        return result
+    }
+
+    /// In-place softmax over `n` floats; leaves the probabilities in `x`.
     @inlinable
     public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) {
         guard n > 0 else { return }
         var maxValue = x[0]
         for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
-        var sum: Float = 0
-        for i in 0..<n {
+        var i = 0
+        var acc = SIMD16<Float>()
+        let xr = UnsafeMutableRawPointer(x)
+        let m = SIMD16<Float>(repeating: maxValue)
+        while i + 16 <= n {
+            let e = exp(xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m)
+            xr.storeBytes(of: e, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            acc += e
+            i += 16
+        }
+        var sum = acc.sum()
+        while i < n {
             let e = expf(x[i] - maxValue)
             x[i] = e
             sum += e
+            i += 1
         }
         let inv = 1 / sum
-        for i in 0..<n { x[i] *= inv }
+        for j in 0..<n { x[j] *= inv }
     }
 
     /// SwiGLU gating: `gate[i] = silu(gate[i]) * up[i]`, with `silu(g) = g / (1 + e^-g)`.
     @inlinable
     public static func siluMultiply(_ gate: UnsafeMutablePointer<Float>, _ up: UnsafePointer<Float>, count n: Int) {
-        for i in 0..<n {
+        var i = 0
+        let gr = UnsafeMutableRawPointer(gate), ur = UnsafeRawPointer(up)
+        while i + 16 <= n {
+            let g = gr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let u = ur.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            gr.storeBytes(of: g / (1 + exp(-g)) * u, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < n {
             let g = gate[i]
             gate[i] = g / (1 + expf(-g)) * up[i]
+            i += 1
         }
     }
 

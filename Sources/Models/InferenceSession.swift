@@ -25,8 +25,10 @@ public final class InferenceSession: @unchecked Sendable {
     let kv: KVCache
     let conv: ConvCache
     let pool: ThreadPool
-    /// Dequantized weight tiles for the prefill matmuls.
+    /// Dequantized weights for the prefill matmuls: room for the largest matrix but the
+    /// output head (at least 1M floats), so each product is one sgemm call.
     let tile: UnsafeMutablePointer<Float>
+    let tileCapacity: Int
     /// 8-bit activations for the decode matvecs: the model width, the attention width and
     /// the feed-forward width.
     let actsModel: QuantizedActivations
@@ -64,7 +66,9 @@ public final class InferenceSession: @unchecked Sendable {
         kv = KVCache(layers: hp.layers, contextLength: self.contextLength, headDim: hp.headDim)
         conv = ConvCache(layers: hp.layers, width: d, contextLength: self.contextLength)
         pool = model.pool
-        tile = .allocate(capacity: model.linears.map(\.tileCount).max() ?? 1)
+        let heads = Set([model.weights.output.name, model.weights.tokenEmbedding.name])
+        tileCapacity = max(1 << 20, model.linears.filter { !heads.contains($0.name) }.map(\.elementCount).max() ?? 0)
+        tile = .allocate(capacity: tileCapacity)
         actsModel = QuantizedActivations(capacity: d)
         actsAttention = QuantizedActivations(capacity: qw)
         actsHidden = QuantizedActivations(capacity: hp.feedForwardLength)
@@ -78,7 +82,7 @@ public final class InferenceSession: @unchecked Sendable {
         bcx = .allocate(capacity: n * 3 * d)
         gate = .allocate(capacity: n * hp.feedForwardLength)
         up = .allocate(capacity: n * hp.feedForwardLength)
-        scores = .allocate(capacity: min(n, Self.queryBlock) * self.contextLength)
+        scores = .allocate(capacity: max(min(n, Self.queryBlock), hp.headCount) * self.contextLength)
         ropeCache = .allocate(capacity: n * hp.ropeDimensions)
         lastLogits = .allocate(capacity: hp.vocabularySize)
         ropeThetaScale = Elementwise.ropeThetaScale(base: hp.ropeFreqBase, dimensions: hp.ropeDimensions)
@@ -192,7 +196,7 @@ public final class InferenceSession: @unchecked Sendable {
             if !quantized { acts.quantize(input, count: w.cols) }
             w.apply(acts, out, pool: pool)
         } else {
-            w.apply(batch: input, count: n, out, tile: tile, pool: pool)
+            w.apply(batch: input, count: n, out, tile: tile, tileCapacity: tileCapacity, pool: pool)
         }
     }
 
@@ -236,6 +240,11 @@ public final class InferenceSession: @unchecked Sendable {
         // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
         let scale = 1 / Float(hd).squareRoot()
         let group = heads / kvHeads
+        if n == 1 {
+            decodeAttention(layer: l, scale: scale, group: group)
+            project(a.wo, attnOut, n, xb2, actsAttention)
+            return
+        }
         for h in 0..<heads {
             let keys = kv.keys(layer: l, head: h / group), values = kv.values(layer: l, head: h / group)
             var i0 = 0
@@ -258,6 +267,23 @@ public final class InferenceSession: @unchecked Sendable {
             }
         }
         project(a.wo, attnOut, n, xb2, actsAttention)
+    }
+
+    /// Attention of one new token over the cache, one head per task on the pool:
+    /// `out_h = Σ_j softmax_j(q_h·k_j · scale) v_j` for j in 0 ... position.
+    private func decodeAttention(layer l: Int, scale: Float, group: Int) {
+        let hd = hp.headDim, span = position + 1
+        let q = self.q, attnOut = self.attnOut, scores = self.scores, kv = self.kv
+        pool.parallelFor(count: hp.headCount) { heads in
+            for h in heads {
+                let qh = q + h * hd, out = attnOut + h * hd, row = scores + h * span
+                let keys = kv.keys(layer: l, head: h / group), values = kv.values(layer: l, head: h / group)
+                for j in 0..<span { row[j] = Elementwise.dot(qh, keys + j * hd, count: hd) * scale }
+                Elementwise.softmax(row, count: span)
+                out.update(repeating: 0, count: hd)
+                for j in 0..<span { Elementwise.axpy(row[j], values + j * hd, out, count: hd) }
+            }
+        }
     }
 
     /// LFM2's gated short convolution: xb2 = out_proj(C * conv(B * x)).

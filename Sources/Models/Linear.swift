@@ -39,14 +39,30 @@ public struct Linear: Sendable {
     }
 
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
-    /// row-major): the prefill path, through OpenBLAS with the weights dequantized a tile
-    /// of rows at a time into `tile`.
+    /// row-major): the prefill path. The weights are dequantized into `tile` (on the pool's
+    /// threads), as many rows as it holds at a time — the whole matrix when it fits, so
+    /// that OpenBLAS packs the activations once — and multiplied with `sgemm`.
     func apply(batch x: UnsafePointer<Float>, count n: Int, _ y: UnsafeMutablePointer<Float>,
-               tile: UnsafeMutablePointer<Float>, pool: ThreadPool)
+               tile: UnsafeMutablePointer<Float>, tileCapacity: Int, pool: ThreadPool)
     {
-        matrix.matmul(x, count: n, into: y, scratch: tile, pool: pool)
+        let m = matrix
+        if m.type == .f32 {
+            m.matmul(x, count: n, into: y, scratch: tile, pool: pool)
+            return
+        }
+        let tileRows = max(1, min(m.rows, tileCapacity / max(1, m.cols)))
+        var r0 = 0
+        while r0 < m.rows {
+            let r1 = min(m.rows, r0 + tileRows)
+            let start = r0, cols = m.cols
+            pool.parallelFor(count: r1 - r0, minChunk: 16) { range in
+                m.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound), into: tile + range.lowerBound * cols)
+            }
+            BLAS.sgemm(transB: true, m: n, n: r1 - r0, k: cols, a: x, lda: cols, b: tile, ldb: cols, c: y + r0, ldc: m.rows)
+            r0 = r1
+        }
     }
 
-    /// Floats of tile scratch `apply(batch:)` needs.
-    var tileCount: Int { matrix.matmulScratchCount }
+    /// Floats of tile that hold the whole matrix.
+    var elementCount: Int { matrix.rows * matrix.cols }
 }

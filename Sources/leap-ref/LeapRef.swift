@@ -10,6 +10,7 @@ struct LeapRef: AsyncParsableCommand {
             Inspect.self,
             Logits.self,
             Quantize.self,
+            Bench.self,
         ]
     )
 }

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import Kernels
+import Models
+
+/// `leap-ref bench`: prompt-processing and generation speed, in llama-bench's layout.
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure prompt processing (pp) and generation (tg) speed, printed as llama-bench's markdown table.",
+        discussion: """
+            pp N: one batch of N tokens evaluated from an empty cache (tokens/s over the batch). \
+            tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N). \
+            Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times.
+            """
+    )
+
+    @Option(help: "The GGUF model (default: the model installed by scripts/setup.sh).")
+    var model: String?
+
+    @Option(name: .shortAndLong, help: "Prompt length for the pp test (0 to skip).")
+    var prompt = 512
+
+    @Option(name: .shortAndLong, help: "Tokens to generate for the tg test (0 to skip).")
+    var n = 128
+
+    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    var threads: Int?
+
+    @Option(name: .shortAndLong, help: "Repetitions of each test.")
+    var repetitions = 3
+
+    func run() async throws {
+        try await runReportingErrors {
+            guard prompt >= 0, n >= 0, repetitions >= 1 else { throw CLIError("-p and -n must be >= 0 and -r >= 1") }
+            let path = try ModelCache.resolve(model)
+            let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
+            BLAS.setThreads(threadCount)
+            let lm = try TransformerModel(path: path, threads: threadCount)
+            let hp = lm.hyperparameters
+            let session = InferenceSession(model: lm, contextLength: max(prompt, n) + 1)
+            var rng = SplitMix64(seed: 42)
+            let tokens = (0..<max(prompt, n)).map { _ in Int(rng.next() % UInt64(hp.vocabularySize)) }
+
+            let sizeText = formatBytes(lm.file.fileSize).replacingOccurrences(of: " ", with: " ")
+            let params = String(format: "%.2f M", Double(lm.parameterCount) / 1e6)
+            let name = "\(hp.architecture) \(Bench.typeLabel(lm))"
+            print("| model | size | params | backend | threads | test | t/s |")
+            print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
+            func row(_ test: String, _ rates: [Double]) {
+                let mean = rates.reduce(0, +) / Double(rates.count)
+                let sd = rates.count > 1 ? (rates.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(rates.count - 1)).squareRoot() : 0
+                print("| \(name) | \(sizeText) | \(params) | CPU | \(threadCount) | \(test) | \(String(format: "%.2f ± %.2f", mean, sd)) |")
+            }
+            if prompt > 0 {
+                var rates: [Double] = []
+                for rep in 0...repetitions {
+                    session.reset()
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    try session.evaluate(Array(tokens[0..<prompt]))
+                    let dt = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+                    if rep > 0 { rates.append(Double(prompt) / dt) }
+                }
+                row("pp\(prompt)", rates)
+            }
+            if n > 0 {
+                var rates: [Double] = []
+                for rep in 0...repetitions {
+                    session.reset()
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    for i in 0..<n { try session.evaluate([tokens[i]]) }
+                    let dt = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+                    if rep > 0 { rates.append(Double(n) / dt) }
+                }
+                row("tg\(n)", rates)
+            }
+        }
+    }
+
+    /// "Q4_0" for a file whose large matrices are all one type, else the file type number.
+    static func typeLabel(_ lm: TransformerModel) -> String {
+        let big = lm.file.tensors.filter { $0.shape.count == 2 && !$0.name.hasPrefix("token_embd") && $0.name != "output.weight" }
+        let types = Set(big.map(\.type))
+        if types.count == 1 { return types.first!.name.uppercased() }
+        return "mixed"
+    }
+}
+
+/// A small deterministic random generator (SplitMix64) for benchmark inputs.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
