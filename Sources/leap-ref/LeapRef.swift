@@ -8,6 +8,7 @@ struct LeapRef: AsyncParsableCommand {
         abstract: "A pure-Swift LLM inference engine for GGUF models (LFM2, Llama).",
         subcommands: [
             Inspect.self,
+            Tokenize.self,
         ]
     )
 }
