@@ -70,11 +70,21 @@ struct BPEModel: Sendable {
     /// Words with at most this many symbols use the quadratic scan, longer ones the heap.
     static let heapThreshold = 48
 
+    /// How `applyMerges` finds the next pair (both give the same result; tests check it).
+    enum MergeStrategy: Sendable {
+        /// The scan for short pieces, the heap for long ones.
+        case automatic
+        /// Always the quadratic scan.
+        case scan
+        /// Always the heap.
+        case heap
+    }
+
     /// Applies merges to `symbols` in place: repeatedly merge the adjacent pair of lowest
     /// rank, the leftmost one on ties (exactly llama.cpp's priority-queue order).
-    func applyMerges(_ symbols: inout [Int32], forceHeap: Bool = false) {
+    func applyMerges(_ symbols: inout [Int32], strategy: MergeStrategy = .automatic) {
         if symbols.count < 2 { return }
-        if forceHeap || symbols.count > BPEModel.heapThreshold {
+        if strategy == .heap || (strategy == .automatic && symbols.count > BPEModel.heapThreshold) {
             applyMergesHeap(&symbols)
             return
         }

@@ -15,7 +15,7 @@ extension Tokenizer {
 
     /// Encodes valid UTF-8 bytes (see `encode(_:addSpecial:parseSpecial:)`).
     func encode(utf8 bytes: UnsafeBufferPointer<UInt8>, addSpecial: Bool, parseSpecial: Bool,
-                forceHeapMerges: Bool = false) -> [TokenID]
+                mergeStrategy: BPEModel.MergeStrategy = .automatic) -> [TokenID]
     {
         var out: [TokenID] = []
         out.reserveCapacity(bytes.count / 3 + 2)
@@ -30,7 +30,7 @@ extension Tokenizer {
                     out.append(id)
                 case .text(let offset, let length):
                     let slice = UnsafeBufferPointer(rebasing: bytes[offset..<offset + length])
-                    encodeBPE(slice, cache: &cache, forceHeap: forceHeapMerges, into: &out)
+                    encodeBPE(slice, cache: &cache, strategy: mergeStrategy, into: &out)
                 }
             }
         case .sentencePiece:
@@ -59,7 +59,7 @@ extension Tokenizer {
     }
 
     /// Pre-tokenizes one text fragment and encodes each piece.
-    private func encodeBPE(_ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, forceHeap: Bool, into out: inout [TokenID]) {
+    private func encodeBPE(_ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, strategy: BPEModel.MergeStrategy, into out: inout [TokenID]) {
         let text = CodePoints(bytes)
         var ends: [Int32] = []
         ends.reserveCapacity(text.count / 3 + 1)
@@ -73,7 +73,7 @@ extension Tokenizer {
                 start = Int(end)
                 if cache.lookup(word, into: &out) { continue }
                 let before = out.count
-                encodeWord(word, symbols: &symbols, mapped: &mapped, forceHeap: forceHeap, into: &out)
+                encodeWord(word, symbols: &symbols, mapped: &mapped, strategy: strategy, into: &out)
                 cache.store(word, out[before...])
             }
         }
@@ -81,7 +81,7 @@ extension Tokenizer {
 
     /// Encodes one pre-token piece (raw bytes) with the merges.
     private func encodeWord(_ word: UnsafeBufferPointer<UInt8>, symbols: inout [Int32], mapped: inout [UInt8],
-                            forceHeap: Bool, into out: inout [TokenID])
+                            strategy: BPEModel.MergeStrategy, into out: inout [TokenID])
     {
         let bpe = self.bpe!
         if ignoreMerges {
@@ -95,7 +95,7 @@ extension Tokenizer {
         }
         symbols.removeAll(keepingCapacity: true)
         for b in word { symbols.append(bpe.byteSymbol[Int(b)]) }
-        bpe.applyMerges(&symbols, forceHeap: forceHeap)
+        bpe.applyMerges(&symbols, strategy: strategy)
         for s in symbols {
             if s >= 0 && Int(s) < bpe.vocabularySize {
                 out.append(s)
