@@ -55,6 +55,15 @@ extension Tokenizer {
         return Array(pieceArena[Int(pieceStarts[Int(id)])..<Int(pieceStarts[Int(id) + 1])])
     }
 
+    /// Appends `tokenBytes(id, renderSpecial:)` to `out` without an intermediate array.
+    @inline(__always)
+    func appendTokenBytes(_ id: TokenID, renderSpecial: Bool, into out: inout [UInt8]) {
+        guard contains(id), renderSpecial || !isHidden(Int(id)) else { return }
+        pieceArena.withUnsafeBufferPointer { arena in
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[Int(pieceStarts[Int(id)])..<Int(pieceStarts[Int(id) + 1])]))
+        }
+    }
+
     /// `tokenBytes` of every token, indexed by id (what a grammar engine needs to test
     /// each candidate token against the bytes it accepts).
     public func allTokenBytes(renderSpecial: Bool = false) -> [[UInt8]] {
@@ -212,19 +221,29 @@ public struct StreamingDetokenizer: Sendable {
 
     /// Adds one token; returns the text that is now complete (possibly empty).
     public mutating func append(_ id: TokenID) -> String {
-        var bytes = tokenizer.tokenBytes(id, renderSpecial: renderSpecial)
+        let before = pending.count
+        tokenizer.appendTokenBytes(id, renderSpecial: renderSpecial, into: &pending)
         if isFirst {
             isFirst = false
-            if stripLeadingSpace, bytes.first == 0x20 { bytes.removeFirst() }
+            if stripLeadingSpace, pending.count > before, pending[before] == 0x20 { pending.remove(at: before) }
         }
-        return append(bytes: bytes)
+        return emitComplete()
     }
 
     /// Adds raw bytes; returns the text that is now complete.
     public mutating func append(bytes: [UInt8]) -> String {
         pending += bytes
+        return emitComplete()
+    }
+
+    private mutating func emitComplete() -> String {
         let cut = StreamingDetokenizer.completePrefixLength(pending)
         if cut == 0 { return "" }
+        if cut == pending.count {
+            let text = String(decoding: pending, as: UTF8.self)
+            pending.removeAll(keepingCapacity: true)
+            return text
+        }
         let text = String(decoding: pending[..<cut], as: UTF8.self)
         pending.removeFirst(cut)
         return text

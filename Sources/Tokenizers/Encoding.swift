@@ -37,6 +37,7 @@ extension Tokenizer {
             // A leading space goes before the first text and before text that follows a
             // special token (llama.cpp's `is_prev_special`).
             var previousWasSpecial = true
+            var cache = WordCache()
             for fragment in fragments {
                 switch fragment {
                 case .token(let id):
@@ -49,7 +50,7 @@ extension Tokenizer {
                     for b in UnsafeBufferPointer(rebasing: bytes[offset..<offset + length]) {
                         if b == 0x20 { escaped += [0xE2, 0x96, 0x81] } else { escaped.append(b) }
                     }
-                    spm!.tokenize(escaped, vocabulary: vocabulary, into: &out)
+                    spm!.tokenize(escaped, vocabulary: vocabulary, cache: &cache, into: &out)
                     previousWasSpecial = false
                 }
             }

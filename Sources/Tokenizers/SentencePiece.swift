@@ -9,8 +9,28 @@ struct SentencePieceModel: Sendable {
     /// The token for each byte: `<0xXX>`, else the one-byte text, else the unknown token.
     let byteTokens: [Int32?]
 
+    /// True when no token has `▁` after another character (Llama 2, Phi-3...). Then no
+    /// merge can join a character to a following `▁`, so the text can be cut before every
+    /// `▁` that follows another character and the parts tokenized separately (and cached)
+    /// with exactly the result of tokenizing the whole text, which llama.cpp does.
+    let splitsAtWords: Bool
+
     init(vocabulary: Vocabulary, scores: [Float], unknownID: Int32?) {
         self.scores = scores
+        var splits = true
+        vocabulary.arena.withUnsafeBufferPointer { arena in
+            for id in 0..<vocabulary.count where splits {
+                var i = Int(vocabulary.starts[id])
+                let end = Int(vocabulary.starts[id + 1])
+                // Skip the leading run of ▁, then look for another.
+                while i + 2 < end && arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { i += 3 }
+                while i + 2 < end {
+                    if arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { splits = false; break }
+                    i += 1
+                }
+            }
+        }
+        self.splitsAtWords = splits
         var byteTokens = [Int32?](repeating: nil, count: 256)
         let hex = Array("0123456789ABCDEF".utf8)
         for b in 0..<256 {
@@ -32,10 +52,39 @@ struct SentencePieceModel: Sendable {
         }
     }
 
-    /// Tokenizes `text` (already escaped: spaces are `▁`) and appends the ids to `out`.
-    func tokenize(_ text: [UInt8], vocabulary: Vocabulary, into out: inout [Int32]) {
-        if text.isEmpty { return }
+    /// Tokenizes `text` (already escaped: spaces are `▁`) and appends the ids to `out`,
+    /// word by word when `splitsAtWords`, with a cache of the words seen.
+    func tokenize(_ text: [UInt8], vocabulary: Vocabulary, cache: inout WordCache, into out: inout [Int32]) {
         text.withUnsafeBufferPointer { bytes in
+            guard splitsAtWords else {
+                tokenizeWhole(bytes, vocabulary: vocabulary, into: &out)
+                return
+            }
+            var start = 0
+            var i = 1
+            let n = bytes.count
+            while i <= n {
+                // Cut before a ▁ whose previous character is not ▁, and at the end.
+                let cut = i == n || (bytes[i] == 0xE2 && i + 2 < n && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
+                    && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81))
+                if cut {
+                    let word = UnsafeBufferPointer(rebasing: bytes[start..<i])
+                    if !cache.lookup(word, into: &out) {
+                        let before = out.count
+                        tokenizeWhole(word, vocabulary: vocabulary, into: &out)
+                        cache.store(word, out[before...])
+                    }
+                    start = i
+                }
+                i += 1
+            }
+        }
+    }
+
+    /// The SentencePiece merge loop over all of `bytes`.
+    func tokenizeWhole(_ bytes: UnsafeBufferPointer<UInt8>, vocabulary: Vocabulary, into out: inout [Int32]) {
+        if bytes.isEmpty { return }
+        do {
             var start: [Int32] = []
             var length: [Int32] = []
             start.reserveCapacity(bytes.count)

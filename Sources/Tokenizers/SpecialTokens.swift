@@ -11,6 +11,8 @@ struct SpecialTokenMatcher: Sendable {
     let candidates: [Int32]
     /// For each first byte, the candidates whose text starts with it (in candidate order).
     let byFirstByte: [[Int32]]
+    /// Whether some candidate starts with this byte (a cheap filter for the scan).
+    let isFirstByte: [Bool]
     let texts: [[UInt8]]
     let attributes: [TokenAttributes]
 
@@ -34,6 +36,7 @@ struct SpecialTokenMatcher: Sendable {
         self.texts = texts
         self.attributes = attrs
         self.byFirstByte = byFirst
+        self.isFirstByte = byFirst.map { !$0.isEmpty }
     }
 
     enum Fragment: Equatable {
@@ -49,10 +52,8 @@ struct SpecialTokenMatcher: Sendable {
         // the whole text is one fragment.
         var present = [Bool](repeating: false, count: candidates.count)
         var any = false
-        for i in 0..<bytes.count {
-            let list = byFirstByte[Int(bytes[i])]
-            if list.isEmpty { continue }
-            for k in list where !present[Int(k)] {
+        for i in 0..<bytes.count where isFirstByte[Int(bytes[i])] {
+            for k in byFirstByte[Int(bytes[i])] where !present[Int(k)] {
                 if !parseSpecial && !attributes[Int(k)].isDisjoint(with: [.control, .unknown]) { continue }
                 if matches(texts[Int(k)], bytes, at: i) {
                     present[Int(k)] = true

@@ -54,37 +54,53 @@ struct CodePoints {
 
     init() {}
 
-    /// Decodes `bytes` (valid UTF-8).
+    /// Decodes `bytes` (valid UTF-8). The three arrays are filled in one pass through
+    /// uninitialized storage (appending element by element costs a uniqueness and
+    /// capacity check per element, which dominated encoding time).
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
-        values.reserveCapacity(bytes.count)
-        flags.reserveCapacity(bytes.count)
-        offsets.reserveCapacity(bytes.count + 1)
-        let bmp = UnicodeFlags.bmp
-        var i = 0
         let n = bytes.count
+        var values: [UInt32] = []
+        var flags: [UInt8] = []
+        var offsets: [Int32] = []
+        let bmp = UnicodeFlags.bmp
         bmp.withUnsafeBufferPointer { table in
-            while i < n {
-                let b0 = UInt32(bytes[i])
-                var value: UInt32
-                var length: Int
-                if b0 < 0x80 {
-                    value = b0; length = 1
-                } else if b0 < 0xE0 {
-                    value = (b0 & 0x1F) << 6 | UInt32(bytes[i + 1] & 0x3F); length = 2
-                } else if b0 < 0xF0 {
-                    value = (b0 & 0x0F) << 12 | UInt32(bytes[i + 1] & 0x3F) << 6 | UInt32(bytes[i + 2] & 0x3F); length = 3
-                } else {
-                    value = (b0 & 0x07) << 18 | UInt32(bytes[i + 1] & 0x3F) << 12
-                        | UInt32(bytes[i + 2] & 0x3F) << 6 | UInt32(bytes[i + 3] & 0x3F)
-                    length = 4
+            values = [UInt32](unsafeUninitializedCapacity: n) { vbuf, vcount in
+                flags = [UInt8](unsafeUninitializedCapacity: n) { fbuf, fcount in
+                    offsets = [Int32](unsafeUninitializedCapacity: n + 1) { obuf, ocount in
+                        var i = 0
+                        var k = 0
+                        while i < n {
+                            let b0 = UInt32(bytes[i])
+                            var value: UInt32
+                            var length: Int
+                            if b0 < 0x80 {
+                                value = b0; length = 1
+                            } else if b0 < 0xE0 {
+                                value = (b0 & 0x1F) << 6 | UInt32(bytes[i + 1] & 0x3F); length = 2
+                            } else if b0 < 0xF0 {
+                                value = (b0 & 0x0F) << 12 | UInt32(bytes[i + 1] & 0x3F) << 6 | UInt32(bytes[i + 2] & 0x3F); length = 3
+                            } else {
+                                value = (b0 & 0x07) << 18 | UInt32(bytes[i + 1] & 0x3F) << 12
+                                    | UInt32(bytes[i + 2] & 0x3F) << 6 | UInt32(bytes[i + 3] & 0x3F)
+                                length = 4
+                            }
+                            vbuf[k] = value
+                            fbuf[k] = value < 0x10000 ? table[Int(value)] : UnicodeFlags.compute(value)
+                            obuf[k] = Int32(i)
+                            k += 1
+                            i += length
+                        }
+                        obuf[k] = Int32(n)
+                        ocount = k + 1
+                        fcount = k
+                        vcount = k
+                    }
                 }
-                values.append(value)
-                flags.append(value < 0x10000 ? table[Int(value)] : UnicodeFlags.compute(value))
-                offsets.append(Int32(i))
-                i += length
             }
         }
-        offsets.append(Int32(n))
+        self.values = values
+        self.flags = flags
+        self.offsets = offsets
     }
 
     var count: Int { values.count }

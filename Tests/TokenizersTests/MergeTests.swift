@@ -61,3 +61,30 @@ struct MergeTests {
         #expect(twice == once + once)
     }
 }
+
+@Suite("SentencePiece")
+struct SentencePieceTests {
+    static let samples = [
+        "Hello  world,\n\n  this is   a test 🚀 of words; 1234 and ▁ already-escaped ▁▁ text.",
+        String(repeating: "The quick brown fox jumps over the lazy dog.  ", count: 50),
+        " leading and trailing  ",
+        "数字 123 和 emoji 🙂🙂 and Ωmega",
+    ]
+
+    @Test("word-by-word tokenization equals whole-text tokenization", arguments: [VocabFixture.llamaSPM, .phi3])
+    func chunking(_ vocab: VocabFixture) throws {
+        let tokenizer = try vocab.tokenizer()
+        let spm = try #require(tokenizer.spm)
+        #expect(spm.splitsAtWords)
+        for sample in SentencePieceTests.samples + vocab.cases.map(\.text) {
+            let escaped = Array(("▁" + sample).utf8.flatMap { $0 == 0x20 ? [0xE2, 0x96, 0x81] : [$0] })
+            var whole: [TokenID] = []
+            escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
+            var cache = WordCache()
+            var chunked: [TokenID] = []
+            spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+            #expect(whole == chunked, "\(sample.debugDescription)")
+            if !sample.isEmpty { #expect(tokenizer.encode(sample, addSpecial: false) == chunked) }
+        }
+    }
+}
