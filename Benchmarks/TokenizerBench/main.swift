@@ -43,8 +43,11 @@ guard arguments.count >= 2 else {
 let megabytes = arguments.count >= 3 ? Double(arguments[2]) ?? 1 : 1
 
 do {
+    let openStart = Date()
+    let file = try GGUFFile(path: arguments[1])
+    let openSeconds = Date().timeIntervalSince(openStart)
     let loadStart = Date()
-    let tokenizer = try Tokenizer(gguf: GGUFFile(path: arguments[1]))
+    let tokenizer = try Tokenizer(gguf: file)
     let loadSeconds = Date().timeIntervalSince(loadStart)
     let text = makeText(bytes: Int(megabytes * 1_000_000))
     let bytes = Double(text.utf8.count)
@@ -74,7 +77,8 @@ do {
 
     let pre = tokenizer.preTokenizer?.rawValue ?? "none"
     print("model:      \(arguments[1])")
-    print("tokenizer:  \(tokenizer.model.rawValue), pre-tokenizer \(pre) ('\(tokenizer.preTokenizerName)'), \(tokenizer.vocabularySize) tokens, loaded in \(String(format: "%.0f", loadSeconds * 1000)) ms")
+    print("tokenizer:  \(tokenizer.model.rawValue), pre-tokenizer \(pre) ('\(tokenizer.preTokenizerName)'), \(tokenizer.vocabularySize) tokens")
+    print("load:       GGUF opened in \(String(format: "%.0f", openSeconds * 1000)) ms, tokenizer built in \(String(format: "%.0f", loadSeconds * 1000)) ms")
     print("text:       \(Int(bytes)) bytes -> \(ids.count) tokens (\(String(format: "%.2f", bytes / Double(ids.count))) bytes/token)")
     print("round trip: \(decoded == text ? "exact" : "differs")")
     print("")
