@@ -63,11 +63,11 @@ do {
     }
 
     var ids: [TokenID] = []
-    let encodeSeconds = best(5) { ids = tokenizer.encode(text, addSpecial: false, parseSpecial: false) }
-    let encodeSpecialSeconds = best(3) { _ = tokenizer.encode(text, addSpecial: true, parseSpecial: true) }
+    let encodeSeconds = best(10) { ids = tokenizer.encode(text, addSpecial: false, parseSpecial: false) }
+    let encodeSpecialSeconds = best(10) { _ = tokenizer.encode(text, addSpecial: true, parseSpecial: true) }
     var decoded = ""
-    let decodeSeconds = best(5) { decoded = tokenizer.decode(ids, cleanSpaces: false) }
-    let streamSeconds = best(3) {
+    let decodeSeconds = best(10) { decoded = tokenizer.decode(ids, cleanSpaces: false) }
+    let streamSeconds = best(5) {
         var detokenizer = StreamingDetokenizer(tokenizer: tokenizer)
         var total = 0
         for id in ids { total += detokenizer.append(id).utf8.count }
