@@ -105,7 +105,7 @@ public final class Tokenizer: Sendable {
 
         var attributes = [TokenAttributes](repeating: .normal, count: n)
         if let types = try r.optionalIntArray("tokenizer.ggml.token_type") {
-            guard types.count == n else {
+            guard types.count >= n else {
                 throw .malformedKey(key: "tokenizer.ggml.token_type", reason: "it has \(types.count) entries for \(n) tokens")
             }
             for i in 0..<n { attributes[i] = TokenAttributes(type: types[i]) }
@@ -171,7 +171,7 @@ public final class Tokenizer: Sendable {
         var forcedControl: [Int32] = []
         if eot == nil {
             eot = firstPresent(["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>"])
+                                "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>"])
             if let eot { forcedControl.append(eot) }
         }
         if eom == nil {
@@ -180,9 +180,9 @@ public final class Tokenizer: Sendable {
         }
         // Fill-in-the-middle markers found by text also become control tokens.
         let fimKeys: [(String, String, [String])] = [
-            ("fim_pre_token_id", "prefix_token_id", ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>"]),
-            ("fim_suf_token_id", "suffix_token_id", ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>"]),
-            ("fim_mid_token_id", "middle_token_id", ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>"]),
+            ("fim_pre_token_id", "prefix_token_id", ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "<|code_prefix|>", "<|prefix|>"]),
+            ("fim_suf_token_id", "suffix_token_id", ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "<|code_suffix|>", "<|suffix|>"]),
+            ("fim_mid_token_id", "middle_token_id", ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "<|code_middle|>", "<|middle|>"]),
         ]
         for (key, deprecatedKey, names) in fimKeys {
             if try special(key, nil) == nil, try special(deprecatedKey, nil) == nil, let id = firstPresent(names) {
@@ -190,7 +190,7 @@ public final class Tokenizer: Sendable {
             }
         }
         if fimPad == nil {
-            fimPad = firstPresent(["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"])
+            fimPad = firstPresent(["<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"])
             if let fimPad { forcedControl.append(fimPad) }
         }
         if fimRep == nil {
@@ -204,32 +204,48 @@ public final class Tokenizer: Sendable {
 
         var eog = Set<Int32>()
         for id in [fimPad, fimRep, fimSep] { if let id { eog.insert(id) } }
-        let eogNames = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
-                        "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"]
+        let eogNames = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+                        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+                        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"]
         for name in eogNames {
             if let id = vocabulary.id(of: name) {
                 eog.insert(id)
                 forcedControl.append(id)
             }
         }
-        // Tokens that look like control tokens are made control tokens (llama.cpp warns
-        // "control-looking token ... was not control-type" and overrides the type).
-        for id in forcedControl where !attributes[Int(id)].contains(.control) {
-            let typeBits: TokenAttributes = [.normal, .userDefined, .unknown, .unused, .byte]
-            attributes[Int(id)] = attributes[Int(id)].subtracting(typeBits).union(TokenAttributes.control)
+        // Tokens that look like control tokens get the control attribute added (llama.cpp
+        // warns "control-looking token ... was not control-type" and ORs the flag in: a
+        // user-defined `</s>` becomes user-defined + control, hidden and matched only when
+        // special tokens are parsed).
+        for id in forcedControl {
+            attributes[Int(id)].insert(.control)
+        }
+        // Control tokens whose text contains "unused" are marked unused.
+        for id in 0..<n where attributes[id].contains(.control) {
+            let text = vocabulary.text(id), unused = Array("unused".utf8)
+            if text.count >= unused.count, (0...(text.count - unused.count)).contains(where: { text[$0..<$0 + unused.count].elementsEqual(unused) }) {
+                attributes[id].insert(.unused)
+            }
         }
         // gpt-oss: these are always rendered.
         for name in ["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"] {
             if let id = vocabulary.id(of: name) { attributes[Int(id)] = .userDefined }
         }
         for id in [eos, eot, eom] { if let id { eog.insert(id) } }
-        // o200k_harmony: with <|return|> and <|call|>, <|end|> does not end generation.
-        let eogTexts = Set(eog.map { vocabulary.text(Int($0)) })
-        if eogTexts.contains(Array("<|return|>".utf8)), eogTexts.contains(Array("<|call|>".utf8)),
-           let end = eog.first(where: { vocabulary.text(Int($0)) == Array("<|end|>".utf8) })
-        {
+        // o200k_harmony (<|return|> and <|call|>) and solar-open (<|calls|> and <|flush|>):
+        // <|end|> does not end generation there.
+        func eogToken(_ text: String) -> Int32? {
+            eog.first { vocabulary.text(Int($0)).elementsEqual(text.utf8) }
+        }
+        let hasCall = eogToken("<|call|>") != nil || eogToken("<|calls|>") != nil
+        if let end = eogToken("<|end|>"), hasCall, eogToken("<|return|>") != nil || eogToken("<|flush|>") != nil {
             eog.remove(end)
             attributes[Int(end)] = .userDefined
+        }
+        // Gemma 4 and PaddleOCR: with <|tool_response>, </s> is ordinary text.
+        if eogToken("<|tool_response>") != nil, let s = eogToken("</s>") {
+            eog.remove(s)
+            attributes[Int(s)] = .normal
         }
 
         // Per-model strip attributes (llama.cpp sets them by model name).
@@ -252,10 +268,10 @@ public final class Tokenizer: Sendable {
         case .sentencePiece:
             var scores = [Float](repeating: 0, count: n)
             if let s = try r.optionalFloatArray("tokenizer.ggml.scores") {
-                guard s.count == n else {
+                guard s.count >= n else {
                     throw .malformedKey(key: "tokenizer.ggml.scores", reason: "it has \(s.count) entries for \(n) tokens")
                 }
-                scores = s
+                scores = Array(s.prefix(n))
             }
             bpe = nil
             spm = SentencePieceModel(vocabulary: vocabulary, scores: scores, unknownID: unk)

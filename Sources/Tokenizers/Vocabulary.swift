@@ -3,12 +3,20 @@ public typealias TokenID = Int32
 
 /// The type of a token, from `tokenizer.ggml.token_type`.
 public enum TokenType: Int32, Sendable {
+    /// No or an unrecognized type; contributes nothing to decoded text.
     case undefined = 0
+    /// Ordinary text.
     case normal = 1
+    /// The unknown token (`<unk>`); hidden unless special tokens are rendered.
     case unknown = 2
+    /// A control token (`<s>`, `<|im_start|>`); hidden unless special tokens are rendered,
+    /// matched in text only when special tokens are parsed.
     case control = 3
+    /// A token added to the vocabulary (`[PAD151646]`); always matched in text and rendered.
     case userDefined = 4
+    /// A reserved token; contributes nothing to decoded text.
     case unused = 5
+    /// A SentencePiece byte-fallback token `<0xXX>`.
     case byte = 6
 }
 

@@ -77,10 +77,13 @@ struct SpecialTokenTests {
         #expect(llama3.eotID == 128009) // <|eot_id|>
         #expect(llama3.endOfGenerationIDs == [128001, 128009])
         let qwen = try VocabFixture.qwen2.tokenizer()
-        #expect(qwen.endOfGenerationIDs == [151643, 151645])
+        // <|endoftext|>, <|im_end|>, and the ordinary token "</s>" (128247), which llama.cpp
+        // treats as an end-of-generation marker by its text (and so as a control token).
+        #expect(qwen.endOfGenerationIDs == [151643, 151645, 128247])
+        #expect(qwen.isControl(128247))
         let phi3 = try VocabFixture.phi3.tokenizer()
         #expect(phi3.eotID == 32007) // <|end|>
-        #expect(phi3.endOfGenerationIDs == [32000, 32007])
+        #expect(phi3.endOfGenerationIDs == [2, 32000, 32007])
         let gpt2 = try VocabFixture.gpt2.tokenizer()
         #expect(gpt2.endOfGenerationIDs == [50256])
         #expect(gpt2.bosID == 50256 && gpt2.eosID == 50256)
@@ -103,9 +106,11 @@ struct SpecialTokenTests {
         let phi3 = try VocabFixture.phi3.tokenizer()
         let hello = phi3.encode("Hello", addSpecial: false)
         #expect(phi3.encode("<|user|>\n  Hello", addSpecial: false, parseSpecial: true) == [32010] + hello)
-        // </s> is user-defined in this vocabulary: matched always, with rstrip too.
-        #expect(phi3.tokenType(2) == .userDefined)
-        #expect(phi3.encode("</s> Hello", addSpecial: false, parseSpecial: false) == [2] + hello)
+        // </s> is user-defined in this vocabulary, but llama.cpp adds the control flag to
+        // every end-of-generation spelling: it is then matched only when parsing specials.
+        #expect(phi3.tokenType(2) == .control)
+        #expect(phi3.encode("</s> Hello", addSpecial: false, parseSpecial: true) == [2] + hello)
+        #expect(!phi3.encode("</s> Hello", addSpecial: false, parseSpecial: false).contains(2))
     }
 
     @Test("longest special token wins")
