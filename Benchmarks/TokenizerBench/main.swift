@@ -1,6 +1,10 @@
 // TokenizerBench: encode and decode throughput of a model's tokenizer on ~1 MB of text.
 //
-//   swift run -c release TokenizerBench MODEL.gguf [MEGABYTES]
+//   swift run -c release TokenizerBench MODEL.gguf [MEGABYTES] [--stress]
+//
+// --stress also times degenerate inputs of the same size (one letter repeated: a single
+// pre-token piece; only spaces; only digits; only emoji; a special token repeated), which
+// must stay linear or n log n.
 //
 // The text is generated deterministically: varied English paragraphs with numbers,
 // punctuation, a little code, some non-ASCII (accents, CJK, emoji), stitched together by
@@ -35,9 +39,10 @@ func makeText(bytes target: Int) -> String {
     return text
 }
 
-let arguments = CommandLine.arguments
+let stress = CommandLine.arguments.contains("--stress")
+let arguments = CommandLine.arguments.filter { $0 != "--stress" }
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: TokenizerBench MODEL.gguf [MEGABYTES]\n".utf8))
+    FileHandle.standardError.write(Data("usage: TokenizerBench MODEL.gguf [MEGABYTES] [--stress]\n".utf8))
     exit(2)
 }
 let megabytes = arguments.count >= 3 ? Double(arguments[2]) ?? 1 : 1
@@ -88,6 +93,26 @@ do {
                             ("decode", decodeSeconds), ("streaming decode (token by token)", streamSeconds)] {
         let mbps = bytes / 1e6 / seconds
         print("| \(name.padding(toLength: 33, withPad: " ", startingAt: 0)) | \(String(format: "%7.1f", mbps)) | \(String(format: "%9.1f", 1000 / mbps)) |")
+    }
+
+    if stress {
+        let size = Int(megabytes * 1_000_000)
+        let special = tokenizer.tokenText(tokenizer.eosID ?? 0)
+        let cases: [(String, String, Bool)] = [
+            ("one letter repeated", String(repeating: "a", count: size), false),
+            ("spaces only", String(repeating: " ", count: size), false),
+            ("digits only", String(repeating: "1234567890", count: size / 10), false),
+            ("emoji only", String(repeating: "🙂", count: size / 4), false),
+            ("'\(special)' repeated, parsed", String(repeating: special, count: max(1, size / max(1, special.utf8.count))), true),
+        ]
+        print("")
+        print("| degenerate input (\(size) bytes)          |  seconds | tokens |")
+        print("|-------------------------------------------|---------:|-------:|")
+        for (name, text, parse) in cases {
+            var n = 0
+            let seconds = best(1) { n = tokenizer.encode(text, addSpecial: false, parseSpecial: parse).count }
+            print("| \(name.padding(toLength: 41, withPad: " ", startingAt: 0)) | \(String(format: "%8.3f", seconds)) | \(String(format: "%6d", n)) |")
+        }
     }
 } catch {
     FileHandle.standardError.write(Data("TokenizerBench: \(error)\n".utf8))
