@@ -172,7 +172,8 @@ protocol HeapElement {
     static func comesBefore(_ a: Self, _ b: Self) -> Bool
 }
 
-/// A minimal binary heap.
+/// A minimal binary heap (sift with a hole, on unsafe buffers: the merge loops of long
+/// pieces spend most of their time here).
 struct BinaryHeap<Element: HeapElement> {
     private(set) var items: [Element] = []
 
@@ -180,34 +181,35 @@ struct BinaryHeap<Element: HeapElement> {
 
     mutating func push(_ e: Element) {
         items.append(e)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            if Element.comesBefore(items[i], items[parent]) {
-                items.swapAt(i, parent)
+        items.withUnsafeMutableBufferPointer { h in
+            var i = h.count - 1
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard Element.comesBefore(e, h[parent]) else { break }
+                h[i] = h[parent]
                 i = parent
-            } else {
-                break
             }
+            h[i] = e
         }
     }
 
     mutating func pop() -> Element? {
         guard let top = items.first else { return nil }
         let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
+        if items.isEmpty { return top }
+        items.withUnsafeMutableBufferPointer { h in
+            let n = h.count
             var i = 0
-            let n = items.count
             while true {
-                let l = 2 * i + 1, r = l + 1
-                var best = i
-                if l < n && Element.comesBefore(items[l], items[best]) { best = l }
-                if r < n && Element.comesBefore(items[r], items[best]) { best = r }
-                if best == i { break }
-                items.swapAt(i, best)
-                i = best
+                let l = 2 * i + 1
+                if l >= n { break }
+                let r = l + 1
+                let child = r < n && Element.comesBefore(h[r], h[l]) ? r : l
+                guard Element.comesBefore(h[child], last) else { break }
+                h[i] = h[child]
+                i = child
             }
+            h[i] = last
         }
         return top
     }
