@@ -89,9 +89,15 @@ public enum PreTokenizer: String, Sendable, CaseIterable {
                 case .qwen2:
                     scanner.llama3(lo, hi, maxDigits: 1, &ends)
                 case .smollm:
-                    var stage: [Int32] = []
-                    scanner.isolateEach(lo, hi, UnicodeFlags.number, &stage)
-                    scanner.forEachPiece(lo, stage) { scanner.gpt2($0, $1, &ends) }
+                    // `\p{N}` isolates every digit; GPT-2's regex then runs on the text
+                    // between digits (done in one pass, without an intermediate list).
+                    var start = lo
+                    for pos in lo..<hi where flags[pos] & UnicodeFlags.number != 0 {
+                        scanner.gpt2(start, pos, &ends)
+                        ends.append(Int32(pos + 1))
+                        start = pos + 1
+                    }
+                    scanner.gpt2(start, hi, &ends)
                 case .falcon, .default:
                     var stage1: [Int32] = []
                     scanner.punctuationRuns(lo, hi, withBacktick: self == .falcon, &stage1)
@@ -291,21 +297,6 @@ private struct Scanner {
             pos += 1
             add(pos, &prevEnd, &ends)
         }
-    }
-
-    /// A regex matching exactly one code point of class `cls` (`\p{N}`): each such code
-    /// point is a piece, and so is each run of other code points between them.
-    func isolateEach(_ lo: Int, _ hi: Int, _ cls: UInt8, _ ends: inout [Int32]) {
-        var prevEnd = lo
-        var pos = lo
-        while pos < hi {
-            if flags[pos] & cls != 0 {
-                add(pos, &prevEnd, &ends)
-                add(pos + 1, &prevEnd, &ends)
-            }
-            pos += 1
-        }
-        add(hi, &prevEnd, &ends)
     }
 
     /// A regex `[class]+`: each maximal run of class `cls` is a piece, and so is each run
