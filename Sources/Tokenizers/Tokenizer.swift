@@ -374,3 +374,13 @@ private struct MetadataReader {
         return try wrap { () throws(GGUFError) in try metadata.floatArray(key) }
     }
 }
+
+extension Tokenizer: CustomStringConvertible {
+    /// A one-line summary: model, pre-tokenizer, size and special ids.
+    public var description: String {
+        func id(_ v: TokenID?) -> String { v.map { "\($0) \(tokenText($0).debugDescription)" } ?? "none" }
+        let pre = preTokenizer.map { ", pre-tokenizer \($0.rawValue) ('\(preTokenizerName)')" } ?? ""
+        return "Tokenizer(\(model.rawValue)\(pre), \(vocabularySize) tokens, BOS \(id(bosID))\(addBOS ? " (added)" : ""), "
+            + "EOS \(id(eosID)), EOT \(id(eotID)), end of generation \(endOfGenerationIDs.sorted()))"
+    }
+}

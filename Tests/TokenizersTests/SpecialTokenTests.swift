@@ -122,3 +122,32 @@ struct SpecialTokenTests {
         #expect(llama3.encode("x<|eot_id|><|eot_id|>y", addSpecial: false, parseSpecial: true).filter { $0 == 128009 }.count == 2)
     }
 }
+
+@Suite("sharing")
+struct SharingTests {
+    @Test("one tokenizer used from many tasks at once gives the same ids")
+    func concurrentEncode() async throws {
+        let tokenizer = try VocabFixture.smolLM2.tokenizer()
+        let cases = VocabFixture.smolLM2.cases
+        let results = await withTaskGroup(of: (Int, [TokenID]).self) { group in
+            for _ in 0..<4 {
+                for c in cases {
+                    group.addTask { (c.index, tokenizer.encode(c.text, addSpecial: false)) }
+                }
+            }
+            var all: [(Int, [TokenID])] = []
+            for await r in group { all.append(r) }
+            return all
+        }
+        #expect(results.count == cases.count * 4)
+        for (index, ids) in results {
+            #expect(ids == cases[index].expected)
+        }
+    }
+
+    @Test("description names the model and special tokens")
+    func description() throws {
+        let tokenizer = try VocabFixture.smolLM2.tokenizer()
+        #expect(tokenizer.description == #"Tokenizer(gpt2, pre-tokenizer smollm ('smollm'), 49152 tokens, BOS 1 "<|im_start|>", EOS 2 "<|im_end|>", EOT 2 "<|im_end|>", end of generation [0, 2, 4])"#)
+    }
+}
