@@ -81,13 +81,18 @@ let package = Package(
             path: "Benchmarks/KernelBench",
             swiftSettings: kernelSwiftSettings
         ),
+        .executableTarget(
+            name: "TokenizerBench",
+            dependencies: ["GGUF", "Tokenizers"],
+            path: "Benchmarks/TokenizerBench"
+        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
     ]
 )

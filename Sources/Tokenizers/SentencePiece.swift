@@ -1,0 +1,146 @@
+/// SentencePiece-style BPE (`tokenizer.ggml.model` = `llama`), as llama.cpp's
+/// `llm_tokenizer_spm` does it: start from single UTF-8 characters, repeatedly join the
+/// adjacent pair whose concatenation is the vocabulary token of highest score (the
+/// leftmost on ties), and emit every final piece that is not a token as byte tokens
+/// `<0xXX>`.
+struct SentencePieceModel: Sendable {
+    /// `tokenizer.ggml.scores`.
+    let scores: [Float]
+    /// The token for each byte: `<0xXX>`, else the one-byte text, else the unknown token.
+    let byteTokens: [Int32?]
+
+    /// True when no token has `▁` after another character (Llama 2, Phi-3...). Then no
+    /// merge can join a character to a following `▁`, so the text can be cut before every
+    /// `▁` that follows another character and the parts tokenized separately (and cached)
+    /// with exactly the result of tokenizing the whole text, which llama.cpp does.
+    let splitsAtWords: Bool
+
+    init(vocabulary: Vocabulary, scores: [Float], unknownID: Int32?) {
+        self.scores = scores
+        var splits = true
+        vocabulary.arena.withUnsafeBufferPointer { arena in
+            for id in 0..<vocabulary.count where splits {
+                var i = Int(vocabulary.starts[id])
+                let end = Int(vocabulary.starts[id + 1])
+                // Skip the leading run of ▁, then look for another.
+                while i + 2 < end && arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { i += 3 }
+                while i + 2 < end {
+                    if arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { splits = false; break }
+                    i += 1
+                }
+            }
+        }
+        self.splitsAtWords = splits
+        var byteTokens = [Int32?](repeating: nil, count: 256)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for b in 0..<256 {
+            let name: [UInt8] = [0x3C, 0x30, 0x78, hex[b >> 4], hex[b & 15], 0x3E] // <0xXX>
+            byteTokens[b] = vocabulary.id(of: name) ?? vocabulary.id(of: [UInt8(b)]) ?? unknownID
+        }
+        self.byteTokens = byteTokens
+    }
+
+    private struct Bigram: HeapElement {
+        var score: Float
+        var left: Int32
+        var right: Int32
+        var size: Int32
+
+        @inline(__always)
+        static func comesBefore(_ a: Bigram, _ b: Bigram) -> Bool {
+            a.score > b.score || (a.score == b.score && a.left < b.left)
+        }
+    }
+
+    /// Tokenizes `text` (already escaped: spaces are `▁`) and appends the ids to `out`,
+    /// word by word when `splitsAtWords`, with a cache of the words seen.
+    func tokenize(_ text: [UInt8], vocabulary: Vocabulary, cache: inout WordCache, into out: inout [Int32]) {
+        text.withUnsafeBufferPointer { bytes in
+            guard splitsAtWords else {
+                tokenizeWhole(bytes, vocabulary: vocabulary, into: &out)
+                return
+            }
+            var start = 0
+            var i = 1
+            let n = bytes.count
+            while i <= n {
+                // Cut before a ▁ whose previous character is not ▁, and at the end.
+                let cut = i == n || (bytes[i] == 0xE2 && i + 2 < n && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
+                    && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81))
+                if cut {
+                    let word = UnsafeBufferPointer(rebasing: bytes[start..<i])
+                    if !cache.lookup(word, into: &out) {
+                        let before = out.count
+                        tokenizeWhole(word, vocabulary: vocabulary, into: &out)
+                        cache.store(word, out[before...])
+                    }
+                    start = i
+                }
+                i += 1
+            }
+        }
+    }
+
+    /// The SentencePiece merge loop over all of `bytes`.
+    func tokenizeWhole(_ bytes: UnsafeBufferPointer<UInt8>, vocabulary: Vocabulary, into out: inout [Int32]) {
+        if bytes.isEmpty { return }
+        do {
+            var start: [Int32] = []
+            var length: [Int32] = []
+            start.reserveCapacity(bytes.count)
+            length.reserveCapacity(bytes.count)
+            var offset = 0
+            while offset < bytes.count {
+                let b = bytes[offset]
+                // llama.cpp's unicode_len_utf8: the length a lead byte announces (1 for a
+                // stray continuation byte), clamped to the end of the text.
+                let announced = b < 0xC0 ? 1 : (b < 0xE0 ? 2 : (b < 0xF0 ? 3 : 4))
+                let n = min(announced, bytes.count - offset)
+                start.append(Int32(offset))
+                length.append(Int32(n))
+                offset += n
+            }
+            let count = start.count
+            var next = (0..<count).map { Int32($0 + 1 < count ? $0 + 1 : -1) }
+            var prev = (0..<count).map { Int32($0 - 1) }
+            var heap = BinaryHeap<Bigram>()
+
+            func tryAdd(_ l: Int32, _ r: Int32) {
+                guard l >= 0, r >= 0 else { return }
+                let s = Int(start[Int(l)])
+                let size = Int(length[Int(l)] + length[Int(r)])
+                guard let id = vocabulary.id(of: UnsafeBufferPointer(rebasing: bytes[s..<s + size])) else { return }
+                heap.push(Bigram(score: scores[Int(id)], left: l, right: r, size: Int32(size)))
+            }
+
+            for i in 1..<max(count, 1) { tryAdd(Int32(i - 1), Int32(i)) }
+
+            while let bigram = heap.pop() {
+                let l = Int(bigram.left), r = Int(bigram.right)
+                // Skip pairs that are stale: one side was merged away or has grown.
+                if length[l] == 0 || length[r] == 0 || length[l] + length[r] != bigram.size { continue }
+                length[l] += length[r]
+                length[r] = 0
+                next[l] = next[r]
+                if next[r] >= 0 { prev[Int(next[r])] = bigram.left }
+                tryAdd(prev[l], bigram.left)
+                tryAdd(bigram.left, next[l])
+            }
+
+            var i: Int32 = 0
+            while i != -1 {
+                let s = Int(start[Int(i)]), n = Int(length[Int(i)])
+                let piece = UnsafeBufferPointer(rebasing: bytes[s..<s + n])
+                if let id = vocabulary.id(of: piece) {
+                    out.append(id)
+                } else {
+                    // Not a token (only unmerged characters can be): byte fallback.
+                    for b in piece {
+                        if let id = byteTokens[Int(b)] { out.append(id) }
+                    }
+                }
+                i = next[Int(i)]
+            }
+        }
+    }
+}

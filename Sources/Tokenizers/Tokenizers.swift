@@ -1,1 +1,0 @@
-// The Tokenizers module; see docs/architecture.md.
