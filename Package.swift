@@ -52,6 +52,7 @@ let package = Package(
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
+        .library(name: "Sampling", targets: ["Sampling"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -68,10 +69,11 @@ let package = Package(
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"]),
+        .target(name: "Sampling"),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Tokenizers", "ChatTemplates",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -93,6 +95,7 @@ let package = Package(
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport"]),
+        .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
     ]
 )

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Kernels
 import Models
+import Sampling
 
 /// `leap-ref bench`: prompt-processing and generation speed, in llama-bench's layout.
 struct Bench: AsyncParsableCommand {
@@ -82,18 +83,5 @@ struct Bench: AsyncParsableCommand {
         let types = Set(big.map(\.type))
         if types.count == 1 { return types.first!.name.uppercased() }
         return "mixed"
-    }
-}
-
-/// A small deterministic random generator (SplitMix64) for benchmark inputs.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

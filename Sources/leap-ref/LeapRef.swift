@@ -11,6 +11,7 @@ struct LeapRef: AsyncParsableCommand {
             Logits.self,
             Quantize.self,
             Bench.self,
+            Generate.self,
             Tokenize.self,
         ]
     )

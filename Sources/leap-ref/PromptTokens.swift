@@ -1,6 +1,9 @@
 import GGUF
+import Tokenizers
 
-/// Tokenizes prompt text with the model's tokenizer (special tokens parsed, no BOS).
+/// Tokenizes prompt text with the model's tokenizer: special tokens parsed (so
+/// `<|im_start|>` is one token) and no BOS added, the golden files' convention.
 func tokenizePrompt(_ text: String, file: GGUFFile) throws -> [Int] {
-    throw CLIError("text prompts need the tokenizer, which is not built yet; pass --tokens")
+    let tokenizer = try Tokenizer(gguf: file)
+    return tokenizer.encode(text, addSpecial: false, parseSpecial: true).map(Int.init)
 }

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How the next token is chosen from the logits. Stages run in llama.cpp's default
+/// order: repetition penalty, top-k, top-p, min-p, temperature, then a draw (or the
+/// argmax when the temperature is 0).
+public struct SamplingParameters: Sendable, Equatable {
+    /// 0 picks the most likely token (greedy); higher flattens the distribution.
+    public var temperature: Float
+    /// Keep only the `topK` most likely tokens (0 = all).
+    public var topK: Int
+    /// Keep the smallest set of most likely tokens whose probability sums to `topP` (1 = all).
+    public var topP: Float
+    /// Drop tokens less likely than `minP` times the most likely one (0 = none).
+    public var minP: Float
+    /// Divide positive logits (multiply negative ones) of recently seen tokens by this (1 = off).
+    public var repetitionPenalty: Float
+    /// How many recent tokens the repetition penalty looks at.
+    public var penaltyWindow: Int
+    /// Seed of the random draw: the same seed, logits and parameters give the same tokens.
+    public var seed: UInt64
+
+    public init(temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
+                repetitionPenalty: Float = 1.0, penaltyWindow: Int = 64, seed: UInt64 = 0)
+    {
+        self.temperature = temperature
+        self.topK = topK
+        self.topP = topP
+        self.minP = minP
+        self.repetitionPenalty = repetitionPenalty
+        self.penaltyWindow = penaltyWindow
+        self.seed = seed
+    }
+
+    /// Always the most likely token.
+    public static let greedy = SamplingParameters(temperature: 0, topK: 0, topP: 1, minP: 0)
+}
+
+/// A sampler chain with its own random state and scratch buffers: create one per
+/// generation; `sample` allocates nothing after the first call.
+public struct Sampler: Sendable {
+    public let parameters: SamplingParameters
+    private var rng: SplitMix64
+    private var candidates: [Candidate] = []
+    private var recent: [Int] = []
+
+    struct Candidate: Sendable {
+        var id: Int
+        var logit: Float
+    }
+
+    public init(_ parameters: SamplingParameters) {
+        self.parameters = parameters
+        self.rng = SplitMix64(seed: parameters.seed)
+    }
+
+    /// Records a token as generated (or as part of the prompt), for the repetition penalty.
+    public mutating func accept(_ token: Int) {
+        guard parameters.repetitionPenalty != 1, parameters.penaltyWindow > 0 else { return }
+        recent.append(token)
+        if recent.count > parameters.penaltyWindow { recent.removeFirst(recent.count - parameters.penaltyWindow) }
+    }
+
+    /// Chooses a token. `allowed`, when given, masks the vocabulary: only ids for which it
+    /// returns true can be chosen (grammar-constrained decoding applies its mask here,
+    /// before any other stage). Returns nil when no token is allowed.
+    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, allowed: ((Int) -> Bool)? = nil) -> Int? {
+        let p = parameters
+        candidates.removeAll(keepingCapacity: true)
+        if let allowed {
+            for i in 0..<logits.count where allowed(i) && !logits[i].isNaN { candidates.append(Candidate(id: i, logit: logits[i])) }
+        } else {
+            for i in 0..<logits.count where !logits[i].isNaN { candidates.append(Candidate(id: i, logit: logits[i])) }
+        }
+        guard !candidates.isEmpty else { return nil }
+
+        if p.repetitionPenalty != 1, !recent.isEmpty {
+            let seen = Set(recent)
+            for i in candidates.indices where seen.contains(candidates[i].id) {
+                let l = candidates[i].logit
+                candidates[i].logit = l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty
+            }
+        }
+
+        if p.temperature <= 0 {
+            var best = candidates[0]
+            for c in candidates.dropFirst() where c.logit > best.logit { best = c }
+            return best.id
+        }
+
+        // top-k: a partial sort is enough, but the candidate list is usually cut to k
+        // right away, so sort once (ties by id, for determinism).
+        candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+        if p.topK > 0, candidates.count > p.topK { candidates.removeLast(candidates.count - p.topK) }
+
+        // Probabilities of the remaining candidates.
+        let maxLogit = candidates[0].logit
+        var probs = candidates.map { expf($0.logit - maxLogit) }
+        var total = probs.reduce(0, +)
+
+        if p.topP < 1 {
+            var cumulative: Float = 0
+            var keep = candidates.count
+            for i in 0..<probs.count {
+                cumulative += probs[i] / total
+                if cumulative >= p.topP { keep = i + 1; break }
+            }
+            candidates.removeLast(candidates.count - keep)
+            probs.removeLast(probs.count - keep)
+        }
+        if p.minP > 0 {
+            let threshold = p.minP * probs[0]
+            let keep = max(1, probs.firstIndex { $0 < threshold } ?? probs.count)
+            candidates.removeLast(candidates.count - keep)
+            probs.removeLast(probs.count - keep)
+        }
+
+        // Temperature, then a draw.
+        for i in candidates.indices { probs[i] = expf((candidates[i].logit - maxLogit) / p.temperature) }
+        total = probs.reduce(0, +)
+        let r = Float(Double(rng.next() >> 11) / Double(1 << 53)) * total
+        var cumulative: Float = 0
+        for i in candidates.indices {
+            cumulative += probs[i]
+            if r < cumulative { return candidates[i].id }
+        }
+        return candidates[candidates.count - 1].id
+    }
+}
+
+/// SplitMix64: a small, fast, seedable generator (Steele, Lea & Flood 2014).
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
