@@ -4,7 +4,8 @@
 /// input (`TemplateError` for the template's own `raise_exception(...)`,
 /// `UndefinedError`, `TypeError`, ...), and `message` is that exception's text, so
 /// `description` (`"TemplateError: Tool call IDs should be ..."`) reads as Python's
-/// `f"{type(e).__name__}: {e}"` does. Two kinds are leap-ref's own: `.unsupported`
+/// `f"{type(e).__name__}: {e}"` does (syntax errors, whose wording is leap-ref's, and
+/// leap-ref's own kinds add the line). Two kinds are leap-ref's own: `.unsupported`
 /// (a construct jinja2 has but leap-ref does not implement: it fails rather than
 /// render different text) and `.limit` (a resource limit that protects the process).
 public struct ChatTemplateError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -44,7 +45,7 @@ public struct ChatTemplateError: Error, Sendable, Equatable, CustomStringConvert
     /// are leap-ref's own, and syntax errors, also name the line.
     public var description: String {
         switch kind {
-        case .syntax, .assertion, .unsupported, .limit:
+        case .syntax, .unsupported, .limit:
             if let line { return "\(kind.rawValue): \(message) (line \(line))" }
             return "\(kind.rawValue): \(message)"
         default:

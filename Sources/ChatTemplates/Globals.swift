@@ -65,6 +65,10 @@ extension Interpreter {
         default: throw ChatTemplateError(.type, "range expected at most 3 arguments, got \(ints.count)")
         }
         guard step != 0 else { throw ChatTemplateError(.value, "range() arg 3 must not be zero") }
+        return try makeRangeObject(start: start, stop: stop, step: step)
+    }
+
+    func makeRangeObject(start: Int, stop: Int, step: Int) throws -> Value {
         var count = 0
         if step > 0, start < stop { count = (stop - start + step - 1) / step }
         if step < 0, start > stop { count = (start - stop - step - 1) / -step }
@@ -73,7 +77,7 @@ extension Interpreter {
         }
         let items = (0..<count).map { Value.int(start + $0 * step) }
         let repr = step == 1 ? "range(\(start), \(stop))" : "range(\(start), \(stop), \(step))"
-        return .object(ViewObject(items, typeName: "range", repr: repr))
+        return .object(ViewObject(items, typeName: "range", repr: repr, range: (start, stop, step)))
     }
 
     /// `dict(mapping_or_pairs, **kwargs)`.

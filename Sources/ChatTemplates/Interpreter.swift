@@ -137,11 +137,13 @@ final class Interpreter {
     func runFor(_ f: ForLoop, _ frame: Frame, iterable: Value?, depth: Int) throws {
         let source = try iterable ?? eval(f.iterable, frame)
         let items = try iterate(source)
-        let loopFrame = Frame(parent: frame)
+        // Names assigned in the body live for one iteration: each starts from the
+        // enclosing scope again, as in jinja2.
+        let filterScope = Frame(parent: frame)
         var accept: ((Value) throws -> Bool)?
         if let cond = f.condition {
             // jinja2 filters lazily, interleaved with the body, in a scope of its own.
-            let filterFrame = Frame(parent: loopFrame)
+            let filterFrame = Frame(parent: filterScope)
             accept = { [unowned self] item in
                 try self.assign(f.target, item, filterFrame)
                 return try self.eval(cond, filterFrame).truthy
@@ -159,6 +161,7 @@ final class Interpreter {
             iterated = true
             try countIteration()
             loop.advance(to: item)
+            let loopFrame = Frame(parent: frame)
             try assign(f.target, item, loopFrame)
             loopFrame.vars["loop"] = .object(loop)
             if try exec(f.body, loopFrame) == .breakLoop { break }
@@ -173,6 +176,11 @@ final class Interpreter {
         case .name(let n):
             frame.vars[n] = value
         case .tuple(let targets):
+            switch value {
+            case .none, .bool, .int, .float:
+                throw ChatTemplateError(.type, "cannot unpack non-iterable \(value.typeName) object")
+            default: break
+            }
             let items = try iterate(value)
             if items.count < targets.count {
                 throw ChatTemplateError(.value, "not enough values to unpack (expected \(targets.count), got \(items.count))")
@@ -367,11 +375,10 @@ final class Interpreter {
         for (i, v) in positional.enumerated() { given[i] = v }
         var kwargs = PyDict()
         var caller: Value?
+        // As jinja2's Macro.__call__: positional arguments fill the first parameters,
+        // keywords the others; a keyword left over goes to `kwargs` or is an error.
         for (k, v) in args.keywords {
-            if let i = m.parameters.firstIndex(of: k) {
-                if given[i] != nil {
-                    throw ChatTemplateError(.type, "macro '\(m.name)' got multiple values for argument '\(k)'")
-                }
+            if let i = m.parameters.firstIndex(of: k), given[i] == nil {
                 given[i] = v
             } else if k == "caller" && m.usesCaller {
                 caller = v
@@ -461,8 +468,9 @@ final class Interpreter {
         case .tuple(let items): return .tuple(try pySlice(items, start, stop, step))
         case .string(let s): return .string(String(scalars: try pySlice(s.scalars, start, stop, step)))
         case .object(let o):
-            if let view = o as? ViewObject, view.name == "range" {
-                return .list(try pySlice(view.items, start, stop, step))
+            if let view = o as? ViewObject, let (rStart, _, rStep) = view.range {
+                let (lo, hi, st) = try pySliceIndices(length: view.items.count, start: start, stop: stop, step: step)
+                return try makeRangeObject(start: rStart + lo * rStep, stop: rStart + hi * rStep, step: rStep * st)
             }
         default: break
         }

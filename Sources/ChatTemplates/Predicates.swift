@@ -60,6 +60,7 @@ extension Interpreter {
             case (.bool(let a), .bool(let b)): return a == b
             case (.int(let a), .int(let b)): return a == b && (-5...256).contains(a)
             case (.object(let a), .object(let b)): return a === b
+            case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)  // interned literals
             default: return false
             }
         case "escaped": return false

@@ -276,11 +276,14 @@ final class ViewObject: PyObject {
     let name: String
     let items: [Value]
     let reprText: String?
+    /// `(start, stop, step)` of a `range`.
+    let range: (Int, Int, Int)?
 
-    init(_ items: [Value], typeName: String, repr: String? = nil) {
+    init(_ items: [Value], typeName: String, repr: String? = nil, range: (Int, Int, Int)? = nil) {
         self.items = items
         self.name = typeName
         self.reprText = repr
+        self.range = range
     }
 
     override var typeName: String { name }
