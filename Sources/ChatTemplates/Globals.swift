@@ -127,8 +127,8 @@ extension Interpreter {
             return JSONValue.pythonFloatRepr(d)
         }
         func write(_ v: Value, _ level: Int) throws {
-            if level > options.limits.maxEvaluationDepth {
-                throw ChatTemplateError(.limit, "value nested too deeply to serialize", line: line)
+            if level > maxValueNesting {
+                throw ChatTemplateError(.limit, "value nested deeper than \(maxValueNesting) levels", line: line)
             }
             switch v {
             case .none: out += "null"

@@ -33,6 +33,7 @@ final class Interpreter {
     var iterations = 0
     /// The template line being executed, for error locations.
     var line = 0
+    let stack = StackGuard()
 
     init(options: RenderOptions) { self.options = options }
 
@@ -60,6 +61,9 @@ final class Interpreter {
     }
 
     func exec(_ node: Node, _ frame: Frame) throws -> Flow {
+        if stack.isExhausted() {
+            throw ChatTemplateError(.limit, "statements nested deeper than the thread's stack allows", line: line)
+        }
         switch node {
         case .text(let s):
             out += s
@@ -208,8 +212,8 @@ final class Interpreter {
     func eval(_ e: Expr, _ frame: Frame) throws -> Value {
         depth += 1
         defer { depth -= 1 }
-        if depth > options.limits.maxEvaluationDepth {
-            throw ChatTemplateError(.limit, "expressions and calls nested deeper than \(options.limits.maxEvaluationDepth) levels", line: line)
+        if depth > options.limits.maxEvaluationDepth || stack.isExhausted() {
+            throw ChatTemplateError(.limit, "expressions and calls nested deeper than \(options.limits.maxEvaluationDepth) levels or than the thread's stack allows", line: line)
         }
         switch e {
         case .constant(let c):

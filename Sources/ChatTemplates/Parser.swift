@@ -27,7 +27,8 @@ struct Parser {
     var index = 0
     var depth = 0
     var loopDepth = 0
-    static let maxDepth = 120
+    static let maxDepth = 200
+    let stack = StackGuard()
 
     init(tokens: [Token]) { self.tokens = tokens }
 
@@ -72,9 +73,16 @@ struct Parser {
 
     mutating func nest() throws {
         depth += 1
-        if depth > Parser.maxDepth {
-            throw ChatTemplateError(.limit, "template nesting deeper than \(Parser.maxDepth) levels", line: current.line)
+        if depth > Parser.maxDepth || stack.isExhausted() {
+            throw ChatTemplateError(.limit, "template nesting deeper than \(Parser.maxDepth) levels or than the thread's stack allows", line: current.line)
         }
+    }
+
+    /// Left-nested chains (`a + b + c`, `x.a.b`, `x|f|g`) build trees as deep as they
+    /// are long; each link counts as a level of nesting until the chain ends.
+    mutating func link(_ links: inout Int) throws {
+        links += 1
+        try nest()
     }
 
     // MARK: Statements
@@ -356,14 +364,24 @@ struct Parser {
     }
 
     mutating func parseOr() throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var left = try parseAnd()
-        while skipName("or") { left = .or(left, try parseAnd()) }
+        while skipName("or") {
+            try link(&links)
+            left = .or(left, try parseAnd())
+        }
         return left
     }
 
     mutating func parseAnd() throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var left = try parseNot()
-        while skipName("and") { left = .and(left, try parseNot()) }
+        while skipName("and") {
+            try link(&links)
+            left = .and(left, try parseNot())
+        }
         return left
     }
 
@@ -398,9 +416,12 @@ struct Parser {
     }
 
     mutating func parseMath1() throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var left = try parseConcat()
         while current.isOp("+") || current.isOp("-") {
             let t = advance()
+            try link(&links)
             left = .binary(t.text == "+" ? .add : .sub, left, try parseConcat(), line: t.line)
         }
         return left
@@ -413,33 +434,37 @@ struct Parser {
     }
 
     mutating func parseMath2() throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var left = try parsePow()
         while current.kind == .op, ["*", "/", "//", "%"].contains(current.text) {
             let t = advance()
+            try link(&links)
             left = .binary(BinaryOp(rawValue: t.text)!, left, try parsePow(), line: t.line)
         }
         return left
     }
 
     mutating func parsePow() throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var left = try parseUnary()
         while current.isOp("**") {
             let t = advance()
+            try link(&links)
             left = .binary(.pow, left, try parseUnary(), line: t.line)
         }
         return left
     }
 
     mutating func parseUnary(withFilter: Bool = true) throws -> Expr {
-        try nest()
-        defer { depth -= 1 }
         var node: Expr
-        if current.isOp("-") {
-            let line = advance().line
-            node = .negate(try parseUnary(withFilter: false), line: line)
-        } else if current.isOp("+") {
-            let line = advance().line
-            node = .plus(try parseUnary(withFilter: false), line: line)
+        if current.isOp("-") || current.isOp("+") {
+            let t = advance()
+            try nest()
+            defer { depth -= 1 }
+            let operand = try parseUnary(withFilter: false)
+            node = t.text == "-" ? .negate(operand, line: t.line) : .plus(operand, line: t.line)
         } else {
             node = try parsePostfix(try parsePrimary())
         }
@@ -507,8 +532,11 @@ struct Parser {
     }
 
     mutating func parsePostfix(_ base: Expr) throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var node = base
         while true {
+            if current.isOp(".") || current.isOp("[") || current.isOp("(") { try link(&links) }
             if current.isOp(".") {
                 let line = advance().line
                 let t = advance()
@@ -606,8 +634,11 @@ struct Parser {
     }
 
     mutating func parseFilterExpr(_ base: Expr) throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var node = base
         while true {
+            if current.isOp("|") || current.isName("is") || current.isOp("(") { try link(&links) }
             if current.isOp("|") {
                 node = try parseFilter(node)
             } else if current.isName("is") {
@@ -622,9 +653,12 @@ struct Parser {
     }
 
     mutating func parseFilter(_ base: Expr?, startInline: Bool = false) throws -> Expr {
+        var links = 0
+        defer { depth -= links }
         var node = base
         var inline = startInline
         while current.isOp("|") || inline {
+            try link(&links)
             if !inline { _ = advance() }
             inline = false
             let t = try expect(.name, "filter name")

@@ -18,20 +18,27 @@ func pyStr(_ v: Value) throws -> String {
     }
 }
 
+/// How deeply `repr` and `json.dumps` descend into nested lists and dicts.
+let maxValueNesting = 200
+
 /// Python's `repr(x)`.
-func pyRepr(_ v: Value) throws -> String {
+func pyRepr(_ v: Value, depth: Int = 0) throws -> String {
+    if depth > maxValueNesting {
+        throw ChatTemplateError(.limit, "value nested deeper than \(maxValueNesting) levels")
+    }
+    func inner(_ x: Value) throws -> String { try pyRepr(x, depth: depth + 1) }
     switch v {
     case .undefined: return "Undefined"
     case .string(let s): return pyReprString(s)
     case .none, .bool, .int, .float: return try pyStr(v)
-    case .list(let items): return "[" + (try items.map(pyRepr).joined(separator: ", ")) + "]"
+    case .list(let items): return "[" + (try items.map(inner).joined(separator: ", ")) + "]"
     case .tuple(let items):
-        if items.count == 1 { return "(" + (try pyRepr(items[0])) + ",)" }
-        return "(" + (try items.map(pyRepr).joined(separator: ", ")) + ")"
+        if items.count == 1 { return "(" + (try inner(items[0])) + ",)" }
+        return "(" + (try items.map(inner).joined(separator: ", ")) + ")"
     case .dict(let d):
         var parts: [String] = []
         parts.reserveCapacity(d.count)
-        for (k, val) in zip(d.keys, d.values) { parts.append((try pyRepr(k)) + ": " + (try pyRepr(val))) }
+        for (k, val) in zip(d.keys, d.values) { parts.append((try inner(k)) + ": " + (try inner(val))) }
         return "{" + parts.joined(separator: ", ") + "}"
     case .object(let o): return try o.repr()
     }
