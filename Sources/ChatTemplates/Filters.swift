@@ -126,6 +126,30 @@ extension Interpreter {
                 operand = .tuple(args.positional)
             }
             return .string(try percentFormat(try str(value), operand))
+        case "groupby":
+            let a = try bind(["attribute", "default", "case_sensitive"])
+            guard let attribute = a[0] else {
+                throw ChatTemplateError(.type, "do_groupby() missing 1 required positional argument: 'attribute'")
+            }
+            let caseSensitive = boolArg(a[2], false)
+            let fallback = a[1].flatMap { $0.isNone ? nil : $0 }
+            let getter = try attributeGetter(attribute, default: fallback)
+            func key(_ v: Value) throws -> Value { let k = try getter(v); return caseSensitive ? k : ignoreCase(k) }
+            let sorted = try sortValues(try iterate(value), reverse: false, key: key)
+            var groups: [(Value, [Value])] = []
+            for item in sorted {
+                let k = try key(item)
+                if let last = groups.last, pyEquals(last.0, k) {
+                    groups[groups.count - 1].1.append(item)
+                } else {
+                    groups.append((k, [item]))
+                }
+            }
+            return .list(try groups.map { group in
+                // The grouper is the first item's real value, not the lowercased key.
+                let grouper = caseSensitive ? group.0 : try getter(group.1[0])
+                return .object(NamedTupleObject("_GroupTuple", fields: ["grouper", "list"], values: [grouper, .list(group.1)]))
+            })
         case "indent":
             let a = try bind(["width", "first", "blank"])
             guard case .string(var s) = value else {
@@ -467,7 +491,7 @@ extension Interpreter {
 
 /// jinja2's `ignore_case`: strings compare lowercased.
 func ignoreCase(_ v: Value) -> Value {
-    if case .string(let s) = v { return .string(s.lowercased()) }
+    if case .string(let s) = v { return .string(PyText.lower(s)) }
     return v
 }
 

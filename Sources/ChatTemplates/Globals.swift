@@ -178,6 +178,8 @@ extension Interpreter {
                 }
                 newline(level)
                 out += "}"
+            case .object(let o as NamedTupleObject):
+                try write(.tuple(o.values), level)
             case .undefined, .object:
                 throw ChatTemplateError(.type, "Object of type \(v.typeName) is not JSON serializable")
             }

@@ -455,6 +455,7 @@ final class Interpreter {
             if let i = index(scalars.count) { return .string(String(scalars[i])) }
         case .object(let o):
             if let view = o as? ViewObject, view.name == "range", let i = index(view.items.count) { return view.items[i] }
+            if let v = try o.item(key) { return v }
         default:
             break
         }

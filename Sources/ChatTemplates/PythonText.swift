@@ -302,8 +302,48 @@ enum PyText {
         return lines
     }
 
-    static func lower(_ s: String) -> String { s.lowercased() }
-    static func upper(_ s: String) -> String { s.uppercased() }
+    /// Python's `str.lower`: full case mappings, and capital sigma becomes final sigma
+    /// at the end of a word.
+    static func lower(_ s: String) -> String {
+        let a = s.scalars
+        var out = ""
+        out.reserveCapacity(a.count)
+        for (i, u) in a.enumerated() {
+            if u.isASCII {
+                out.unicodeScalars.append(u.value >= 0x41 && u.value <= 0x5A ? Unicode.Scalar(u.value + 32)! : u)
+            } else if u == "\u{03A3}" {
+                out += isFinalSigma(a, i) ? "\u{03C2}" : "\u{03C3}"
+            } else {
+                out += u.properties.lowercaseMapping
+            }
+        }
+        return out
+    }
+
+    /// Unicode's Final_Sigma condition: a cased letter before (skipping case-ignorable
+    /// characters) and none after.
+    private static func isFinalSigma(_ a: Scalars, _ i: Int) -> Bool {
+        var j = i - 1
+        while j >= 0, a[j].properties.isCaseIgnorable { j -= 1 }
+        guard j >= 0, a[j].properties.isCased else { return false }
+        var k = i + 1
+        while k < a.count, a[k].properties.isCaseIgnorable { k += 1 }
+        return !(k < a.count && a[k].properties.isCased)
+    }
+
+    /// Python's `str.upper`: full case mappings.
+    static func upper(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for u in s.unicodeScalars {
+            if u.isASCII {
+                out.unicodeScalars.append(u.value >= 0x61 && u.value <= 0x7A ? Unicode.Scalar(u.value - 32)! : u)
+            } else {
+                out += u.properties.uppercaseMapping
+            }
+        }
+        return out
+    }
 
     static func titleCase(_ u: Unicode.Scalar) -> String { u.properties.titlecaseMapping }
 
@@ -313,7 +353,7 @@ enum PyText {
         guard let first = it.next() else { return s }
         var rest = String.UnicodeScalarView()
         while let u = it.next() { rest.append(u) }
-        return titleCase(first) + String(rest).lowercased()
+        return titleCase(first) + lower(String(rest))
     }
 
     /// Python's `str.title`: a cased character after a cased one is lowercased, any
@@ -341,7 +381,7 @@ enum PyText {
         var atStart = true
         func flushWord() {
             guard let first = word.first else { return }
-            out += String(first).uppercased() + String(String.UnicodeScalarView(word.dropFirst())).lowercased()
+            out += upper(String(first)) + lower(String(String.UnicodeScalarView(word.dropFirst())))
             word = String.UnicodeScalarView()
         }
         for u in s.unicodeScalars {

@@ -235,6 +235,38 @@ class PyObject {
 
     /// `len(x)`, or nil when the object has no length.
     var length: Int? { nil }
+
+    /// `x[key]`, or nil when the object has no such item.
+    func item(_ key: Value) throws -> Value? { nil }
+}
+
+/// A named tuple (jinja2's `groupby` yields `(grouper, list)` pairs): a tuple whose
+/// items can also be read by name.
+final class NamedTupleObject: PyObject {
+    let name: String
+    let fields: [String]
+    let values: [Value]
+
+    init(_ name: String, fields: [String], values: [Value]) {
+        self.name = name
+        self.fields = fields
+        self.values = values
+    }
+
+    override var typeName: String { name }
+    override var objectTypeRepr: String { "jinja2.filters.\(name) object" }
+    override var truthy: Bool { !values.isEmpty }
+    override var length: Int? { values.count }
+    override func iterate() throws -> [Value]? { values }
+    override func repr() throws -> String { try pyRepr(.tuple(values)) }
+    override func attribute(_ name: String, _ interp: Interpreter) throws -> Value? {
+        fields.firstIndex(of: name).map { values[$0] }
+    }
+    override func item(_ key: Value) throws -> Value? {
+        guard case .int(var i) = key else { return nil }
+        if i < 0 { i += values.count }
+        return values.indices.contains(i) ? values[i] : nil
+    }
 }
 
 /// jinja2's `namespace(...)`: the one mutable object templates have.

@@ -268,3 +268,21 @@ SNIPPETS = [
     ("idiom_arguments_string_or_dict", "{% for a in args %}{% if a is string %}{{ a }}{% else %}{{ a | tojson }}{% endif %} {% endfor %}", {"args": ['{"x": 1}', {"x": 1}]}),
     ("idiom_enable_thinking", "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}ok", {"enable_thinking": False}),
 ]
+SNIPPETS += [
+    ("f_groupby", "{% for g in users|groupby('city') %}{{ g.grouper }}:{{ g.list|map(attribute='name')|join(',') }};{% endfor %} {% for city, items in users|groupby('city') %}{{ city }}={{ items|length }} {% endfor %}{{ (users|groupby('city'))[0][0] }} {{ users|groupby('city')|first }} {{ users|groupby('city')|tojson }}", {"users": [{"name": "a", "city": "Paris"}, {"name": "b", "city": "berlin"}, {"name": "c", "city": "paris"}, {"name": "d", "city": "Berlin"}]}),
+    ("f_groupby_case_sensitive_default", "{{ users|groupby('city', case_sensitive=true)|map(attribute='grouper')|list }} {{ users|groupby('x', default='none')|map(attribute='grouper')|list }}", {"users": [{"name": "a", "city": "Paris"}, {"name": "b", "city": "paris"}]}),
+    ("generation_tag_absent", "{{ 'x' }}"),
+    ("print_tag", "{% print 'a' ~ 1 %}"),
+    ("loop_depth", "{% for a in [[1, 2]] recursive %}{{ loop.depth0 }}{% if a is iterable %}{{ loop(a) }}{% endif %}{% endfor %}"),
+    ("loop_length_filter_unused", "{% for x in [1, 2, 3] if x > 1 %}{{ loop.revindex }}{% endfor %}"),
+    ("unicode_names", "{% set café = 1 %}{{ café }}"),
+    ("str_of_nested_undefined", "{{ [nothing, 1] }}"),
+    ("dict_iteration_items_unpack_string", "{% for a, b in ['xy', 'zw'] %}{{ b }}{{ a }}{% endfor %}"),
+    ("string_escape_newline_in_literal", "{{ 'a\nb' }}"),
+    ("is_defined_on_nested_none", "{{ m.content is none }} {{ m.x is defined }} {{ m['content'] is not none }}", {"m": {"content": None}}),
+    ("items_of_nested", "{% for k, v in d|dictsort %}{{ k }}{{ v|tojson }}{% endfor %}", {"d": {"b": {"x": [1]}, "a": "s"}}),
+    ("tojson_in_string_concat", "{{ 'args: ' + (d|tojson) }}", {"d": {"a": "é"}}),
+    ("capitalize_unicode", "{{ 'éCOLE'|capitalize }} {{ 'ǆa'|capitalize }} {{ 'ǆa'.title() }}"),
+    ("lower_sigma", "{{ 'ΟΔΟΣ'|lower }}"),
+    ("replace_unicode", "{{ 'e\u0301'|replace('\u0301', '!') }} {{ 'é' == 'e\u0301' }} {{ ['é', 'e\u0301']|unique|list|length }}"),
+]
