@@ -20,6 +20,9 @@ public struct ChatTemplateError: Error, Sendable, Equatable, CustomStringConvert
         /// An operation the immutable sandbox forbids, such as `list.append`.
         case security = "SecurityError"
         case type = "TypeError"
+        case attribute = "AttributeError"
+        /// A filter called with arguments it cannot use (jinja2's `FilterArgumentError`).
+        case filterArgument = "FilterArgumentError"
         case value = "ValueError"
         case zeroDivision = "ZeroDivisionError"
         case overflow = "OverflowError"

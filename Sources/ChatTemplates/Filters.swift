@@ -65,14 +65,14 @@ extension Interpreter {
             let a = try bind(["case_sensitive", "by", "reverse"])
             guard case .dict(let d) = value else {
                 if case .undefined(let u) = value { throw u.error }
-                throw ChatTemplateError(.unsupported, "dictsort of a \(value.typeName) object")
+                throw ChatTemplateError(.attribute, "'\(value.typeName)' object has no attribute 'items'")
             }
             let byValue: Bool
             switch a[1] {
             case nil: byValue = false
             case .string("key")?: byValue = false
             case .string("value")?: byValue = true
-            default: throw ChatTemplateError(.runtime, "You can only sort by either 'key' or 'value'")
+            default: throw ChatTemplateError(.filterArgument, "You can only sort by either 'key' or 'value'")
             }
             let caseSensitive = boolArg(a[0], false)
             let pairs = zip(d.keys, d.values).map { Value.tuple([$0.0, $0.1]) }
@@ -115,7 +115,7 @@ extension Interpreter {
             }
         case "format":
             if !args.positional.isEmpty && !args.keywords.isEmpty {
-                throw ChatTemplateError(.runtime, "can't handle positional and keyword arguments at the same time")
+                throw ChatTemplateError(.filterArgument, "can't handle positional and keyword arguments at the same time")
             }
             let operand: Value
             if !args.keywords.isEmpty {
@@ -153,8 +153,12 @@ extension Interpreter {
         case "indent":
             let a = try bind(["width", "first", "blank"])
             guard case .string(var s) = value else {
-                if case .undefined(let u) = value { throw u.error }
-                throw ChatTemplateError(.type, "unsupported operand type(s) for +=: '\(value.typeName)' and 'str'")
+                switch value {
+                case .undefined(let u): throw u.error
+                case .list: throw ChatTemplateError(.attribute, "'list' object has no attribute 'splitlines'")
+                case .tuple: throw ChatTemplateError(.type, "can only concatenate tuple (not \"str\") to tuple")
+                default: throw ChatTemplateError(.type, "unsupported operand type(s) for +=: '\(value.typeName)' and 'str'")
+                }
             }
             let indention: String
             switch a[0] {
@@ -225,17 +229,18 @@ extension Interpreter {
             try noArgs()
             return .string(PyText.jinjaTitle(try str(value)))
         case "map":
-            let items = try iterate(value)
+            // jinja2 checks truthiness before iterating: `false|map(...)` is empty.
+            let items = value.truthy ? try iterate(value) : []
             if args.positional.isEmpty, let attr = args.keyword("attribute") {
                 var fallback: Value?
                 for (k, v) in args.keywords where k != "attribute" {
-                    guard k == "default" else { throw ChatTemplateError(.runtime, "Unexpected keyword argument '\(k)'") }
+                    guard k == "default" else { throw ChatTemplateError(.filterArgument, "Unexpected keyword argument '\(k)'") }
                     fallback = v
                 }
                 let getter = try attributeGetter(attr, default: fallback)
                 return .object(IteratorObject(try items.map(getter)))
             }
-            guard let first = args.positional.first else { throw ChatTemplateError(.runtime, "map requires a filter argument") }
+            guard let first = args.positional.first else { throw ChatTemplateError(.filterArgument, "map requires a filter argument") }
             let filterName = try str(first)
             guard jinjaFilterNames.contains(filterName) else {
                 throw ChatTemplateError(.runtime, "No filter named '\(filterName)'.")
@@ -252,8 +257,8 @@ extension Interpreter {
             var bestKey = try key(best)
             for item in items.dropFirst() {
                 let k = try key(item)
-                let c = name == "max" ? try pyCompare(bestKey, k) : try pyCompare(k, bestKey)
-                if c < 0 { best = item; bestKey = k }
+                let better = name == "max" ? try pyCompare(k, bestKey, op: ">") > 0 : try pyCompare(k, bestKey, op: "<") < 0
+                if better { best = item; bestKey = k }
             }
             return best
         case "reject", "select", "rejectattr", "selectattr":
@@ -296,14 +301,19 @@ extension Interpreter {
             case .list(let items): return .object(IteratorObject(items.reversed(), typeName: "list_reverseiterator"))
             case .tuple(let items): return .object(IteratorObject(items.reversed(), typeName: "reversed"))
             case .dict(let d): return .object(IteratorObject(d.keys.reversed(), typeName: "dict_reversekeyiterator"))
-            default: return .list(try iterate(value).reversed())
+            default:
+                do {
+                    return .list(try iterate(value).reversed())
+                } catch let error as ChatTemplateError where error.kind == .type {
+                    throw ChatTemplateError(.filterArgument, "argument must be iterable")
+                }
             }
         case "round":
             let a = try bind(["precision", "method"])
             let precision = try a[0].map { try intArgument($0, "round") } ?? 0
             let method = try a[1].map(str) ?? "common"
             guard ["common", "ceil", "floor"].contains(method) else {
-                throw ChatTemplateError(.runtime, "method must be common, ceil or floor")
+                throw ChatTemplateError(.filterArgument, "method must be common, ceil or floor")
             }
             guard let n = Number(value) else {
                 if case .undefined(let u) = value, method != "common" { throw u.error }
@@ -383,15 +393,20 @@ extension Interpreter {
             return .string(PyText.strip(try str(value), chars, left: true, right: true))
         case "truncate":
             let a = try bind(["length", "killwords", "end", "leeway"])
-            let s = try str(value)
             let len = try a[0].map { try intArgument($0, "truncate") } ?? 255
             let end = try a[2].map(str) ?? "..."
             let leeway = try a[3].flatMap { $0.isNone ? nil : try intArgument($0, "truncate") } ?? 5
             guard len >= end.pyLength else { throw ChatTemplateError(.runtime, "expected length >= \(end.pyLength), got \(len)") }
             guard leeway >= 0 else { throw ChatTemplateError(.runtime, "expected leeway >= 0, got \(leeway)") }
-            let scalars = s.scalars
-            if scalars.count <= len + leeway { return .string(s) }
-            let head = String(scalars: scalars.prefix(len - end.pyLength))
+            // jinja2 does not convert the value to a string: short sequences come back as they are.
+            if try length(value) <= len + leeway { return value }
+            guard case .string(let s) = value else {
+                if boolArg(a[1], false) {
+                    return try binary(.add, try slice(value, nil, len - end.pyLength, nil), .string(end))
+                }
+                throw ChatTemplateError(.attribute, "'\(value.typeName)' object has no attribute 'rsplit'")
+            }
+            let head = String(scalars: s.scalars.prefix(len - end.pyLength))
             if boolArg(a[1], false) { return .string(head + end) }
             return .string((try PyText.rsplit(head, " ", maxsplit: 1)).first! + end)
         case "unique":

@@ -44,9 +44,13 @@ extension Interpreter {
     func percentFormat(_ format: String, _ args: Value) throws -> String {
         var positional: [Value]
         var mapping: PyDict?
+        // Python treats any argument with __getitem__ other than a tuple or str as a
+        // mapping: no "not all arguments converted" check for it.
+        var mappingLike = false
         switch args {
         case .tuple(let items): positional = items
-        case .dict(let d): mapping = d; positional = [args]
+        case .dict(let d): mapping = d; mappingLike = true; positional = [args]
+        case .list: mappingLike = true; positional = [args]
         default: positional = [args]
         }
         var next = 0
@@ -158,7 +162,7 @@ extension Interpreter {
             }
             out += body
         }
-        if mapping == nil && next < positional.count {
+        if !mappingLike && next < positional.count {
             throw ChatTemplateError(.type, "not all arguments converted during string formatting")
         }
         return out

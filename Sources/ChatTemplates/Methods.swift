@@ -187,12 +187,20 @@ extension Interpreter {
             return .bool(false)
         case "replace":
             try arity(2, 3)
+            for (i, v) in p.prefix(2).enumerated() {
+                guard case .string = v else {
+                    throw ChatTemplateError(.type, "replace() argument \(i + 1) must be str, not \(v.typeName)")
+                }
+            }
             let old = try stringArgument(p[0], "replace"), new = try stringArgument(p[1], "replace")
             let count = p.count > 2 ? try intArgument(p[2], "replace") : -1
             return .string(PyText.replace(s, old, new, count: count))
         case "find", "rfind", "index", "rindex", "count":
             try arity(1, 3)
-            let needle = try stringArgument(p[0], name).scalars
+            guard case .string(let needleText) = p[0] else {
+                throw ChatTemplateError(.type, "must be str, not \(p[0].typeName)")
+            }
+            let needle = needleText.scalars
             let a = s.scalars
             let (lo, hi) = try range(Array(p.dropFirst()).map { $0 }, length: a.count)
             if name == "count" { return .int(lo > hi ? 0 : PyText.count(a, needle, from: lo, to: hi)) }

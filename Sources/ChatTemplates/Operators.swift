@@ -104,7 +104,6 @@ extension Interpreter {
         case .undefined: return false
         case .string(let s):
             guard case .string(let needle) = item else {
-                if case .undefined(let u) = item { throw u.error }
                 throw ChatTemplateError(.type, "'in <string>' requires string as left operand, not \(item.typeName)")
             }
             return PyText.find(s.scalars, needle.scalars) != nil
@@ -124,7 +123,8 @@ extension Interpreter {
         if case .undefined(let u) = a { throw u.error }
         if case .undefined(let u) = b { throw u.error }
         func unsupported() -> ChatTemplateError {
-            ChatTemplateError(.type, "unsupported operand type(s) for \(op.rawValue): '\(a.typeName)' and '\(b.typeName)'")
+            let symbol = op == .pow ? "** or pow()" : op.rawValue
+            return ChatTemplateError(.type, "unsupported operand type(s) for \(symbol): '\(a.typeName)' and '\(b.typeName)'")
         }
         if let x = Number(a), let y = Number(b) { return try arithmetic(op, x, y) }
         switch op {
@@ -148,15 +148,18 @@ extension Interpreter {
                 }
                 return max(c, 0)
             }
-            switch (a, b) {
-            case (.string(let s), _): return .string(String(repeating: s, count: try repeatCount(b, a)))
-            case (_, .string(let s)): return .string(String(repeating: s, count: try repeatCount(a, b)))
-            case (.list(let x), _): return .list(Array([[Value]](repeating: x, count: try repeatCount(b, a)).joined()))
-            case (_, .list(let x)): return .list(Array([[Value]](repeating: x, count: try repeatCount(a, b)).joined()))
-            case (.tuple(let x), _): return .tuple(Array([[Value]](repeating: x, count: try repeatCount(b, a)).joined()))
-            case (_, .tuple(let x)): return .tuple(Array([[Value]](repeating: x, count: try repeatCount(a, b)).joined()))
-            default: throw unsupported()
+            // The sequence on the left decides, as Python tries `a.__mul__` first.
+            func repeated(_ seq: Value, _ n: Value) throws -> Value? {
+                switch seq {
+                case .string(let s): return .string(String(repeating: s, count: try repeatCount(n, seq)))
+                case .list(let x): return .list(Array([[Value]](repeating: x, count: try repeatCount(n, seq)).joined()))
+                case .tuple(let x): return .tuple(Array([[Value]](repeating: x, count: try repeatCount(n, seq)).joined()))
+                default: return nil
+                }
             }
+            if let r = try repeated(a, b) { return r }
+            if Number(a) != nil, let r = try repeated(b, a) { return r }
+            throw unsupported()
         case .mod:
             if case .string(let format) = a { return .string(try percentFormat(format, b)) }
             throw unsupported()
