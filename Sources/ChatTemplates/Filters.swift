@@ -5,7 +5,12 @@ import Foundation
 // separators=..., sort_keys=False)`, with no HTML escaping.
 
 extension Interpreter {
-    func applyFilter(_ name: String, _ value: Value, _ args: Arguments, line: Int) throws -> Value {
+    func applyFilter(_ name: String, _ input: Value, _ args: Arguments, line: Int) throws -> Value {
+        // A Markup input acts as a plain string except where jinja2's filter keeps it
+        // Markup (`string`, `upper`, `trim`, `indent`, `format`...).
+        let value = input.plain
+        let isMarkup = input.isMarkup
+        func keep(_ result: String) -> Value { isMarkup ? .markup(result) : .string(result) }
         func bind(_ params: [String]) throws -> [Value?] { try args.bind(params, function: "do_\(name)") }
         func noArgs() throws {
             guard args.positional.isEmpty, args.keywords.isEmpty else {
@@ -24,14 +29,14 @@ extension Interpreter {
                 return .int(abs(i))
             case .bool(let b): return .int(b ? 1 : 0)
             case .float(let d): return .float(abs(d))
-            default: throw ChatTemplateError(.type, "bad operand type for abs(): '\(value.typeName)'")
+            default: throw ChatTemplateError(.type, "bad operand type for abs(): '\(input.typeName)'")
             }
         case "attr":
             let a = try bind(["name"])
             guard let n = a[0] else { throw ChatTemplateError(.type, "do_attr() missing 1 required positional argument: 'name'") }
             let attrName = try str(n)
             if case .undefined(let u) = value { throw u.error }
-            return try attributeOnly(value, attrName) ?? .undefined(Undefined(reason: .attribute(owner: value.objectTypeRepr, name: attrName)))
+            return try attributeOnly(input, attrName) ?? .undefined(Undefined(reason: .attribute(owner: input.objectTypeRepr, name: attrName)))
         case "batch":
             let a = try bind(["linecount", "fill_with"])
             guard let lc = a[0] else { throw ChatTemplateError(.type, "do_batch() missing 1 required positional argument: 'linecount'") }
@@ -49,18 +54,18 @@ extension Interpreter {
             return .object(IteratorObject(batches))
         case "capitalize":
             try noArgs()
-            return .string(PyText.capitalize(try str(value)))
+            return keep(PyText.capitalize(try str(value)))
         case "center":
             let a = try bind(["width"])
             let width = try a[0].map { try intArgument($0, "center") } ?? 80
-            return .string(PyText.center(try str(value), width))
+            return keep(PyText.center(try str(value), width))
         case "count", "length":
             try noArgs()
             return .int(try length(value))
         case "d", "default":
             let a = try bind(["default_value", "boolean"])
             if value.isUndefined || (boolArg(a[1], false) && !value.truthy) { return a[0] ?? .string("") }
-            return value
+            return input
         case "dictsort":
             let a = try bind(["case_sensitive", "by", "reverse"])
             guard case .dict(let d) = value else {
@@ -84,7 +89,8 @@ extension Interpreter {
             return .list(sorted)
         case "e", "escape", "forceescape":
             try noArgs()
-            return .string(htmlEscape(try str(value)))
+            if isMarkup && name != "forceescape" { return input }
+            return .markup(htmlEscape(try str(value)))
         case "first":
             try noArgs()
             if case .object(let o) = value, let it = o as? IteratorObject {
@@ -125,6 +131,7 @@ extension Interpreter {
             } else {
                 operand = .tuple(args.positional)
             }
+            if isMarkup { return .markup(try percentFormat(try str(value), operand, escapeArguments: true)) }
             return .string(try percentFormat(try str(value), operand))
         case "groupby":
             let a = try bind(["attribute", "default", "case_sensitive"])
@@ -160,12 +167,14 @@ extension Interpreter {
                 default: throw ChatTemplateError(.type, "unsupported operand type(s) for +=: '\(value.typeName)' and 'str'")
                 }
             }
-            let indention: String
-            switch a[0] {
+            var indention: String
+            switch a[0]?.plain {
             case .string(let w)?: indention = w
             case let w?: indention = String(repeating: " ", count: max(0, try intArgument(w, "indent")))
             case nil: indention = "    "
             }
+            // On a Markup, the plain-string indentation joins Markup lines and is escaped.
+            if isMarkup && a[0]?.isMarkup != true { indention = htmlEscape(indention) }
             s += "\n"
             var rv: String
             var lines = PyText.splitlines(s)
@@ -178,7 +187,7 @@ extension Interpreter {
                 }
             }
             if boolArg(a[1], false) { rv = indention + rv }
-            return .string(rv)
+            return keep(rv)
         case "int":
             let a = try bind(["default", "base"])
             let fallback = a[0] ?? .int(0)
@@ -221,10 +230,10 @@ extension Interpreter {
             return .list(try iterate(value))
         case "lower":
             try noArgs()
-            return .string(PyText.lower(try str(value)))
+            return keep(PyText.lower(try str(value)))
         case "upper":
             try noArgs()
-            return .string(PyText.upper(try str(value)))
+            return keep(PyText.upper(try str(value)))
         case "title":
             try noArgs()
             return .string(PyText.jinjaTitle(try str(value)))
@@ -297,7 +306,7 @@ extension Interpreter {
         case "reverse":
             try noArgs()
             switch value {
-            case .string(let s): return .string(String(scalars: s.unicodeScalars.reversed()))
+            case .string(let s): return keep(String(scalars: s.unicodeScalars.reversed()))
             case .list(let items): return .object(IteratorObject(items.reversed(), typeName: "list_reverseiterator"))
             case .tuple(let items): return .object(IteratorObject(items.reversed(), typeName: "reversed"))
             case .dict(let d): return .object(IteratorObject(d.keys.reversed(), typeName: "dict_reversekeyiterator"))
@@ -317,7 +326,7 @@ extension Interpreter {
             }
             guard let n = Number(value) else {
                 if case .undefined(let u) = value, method != "common" { throw u.error }
-                throw ChatTemplateError(.type, "type \(value.typeName) doesn't define __round__ method")
+                throw ChatTemplateError(.type, "type \(input.typeName) doesn't define __round__ method")
             }
             if method == "common" {
                 switch n {
@@ -334,7 +343,7 @@ extension Interpreter {
             return .float(r / scale)
         case "safe":
             try noArgs()
-            return .string(try str(value))
+            return .markup(try str(value))
         case "slice":
             let a = try bind(["slices", "fill_with"])
             guard let sv = a[0] else { throw ChatTemplateError(.type, "do_slice() missing 1 required positional argument: 'slices'") }
@@ -367,7 +376,7 @@ extension Interpreter {
             return .list(sorted)
         case "string":
             try noArgs()
-            return .string(try str(value))
+            return keep(try str(value))
         case "sum":
             let a = try bind(["attribute", "start"])
             var total = a[1] ?? .int(0)
@@ -390,6 +399,7 @@ extension Interpreter {
             let a = try bind(["chars"])
             var chars: String?
             if let c = a[0], !c.isNone { chars = try str(c) }
+            if isMarkup { return .markup(PyText.strip(try str(value), chars, left: true, right: true)) }
             return .string(PyText.strip(try str(value), chars, left: true, right: true))
         case "truncate":
             let a = try bind(["length", "killwords", "end", "leeway"])
@@ -399,7 +409,7 @@ extension Interpreter {
             guard len >= end.pyLength else { throw ChatTemplateError(.runtime, "expected length >= \(end.pyLength), got \(len)") }
             guard leeway >= 0 else { throw ChatTemplateError(.runtime, "expected leeway >= 0, got \(leeway)") }
             // jinja2 does not convert the value to a string: short sequences come back as they are.
-            if try length(value) <= len + leeway { return value }
+            if try length(value) <= len + leeway { return input }
             guard case .string(let s) = value else {
                 if boolArg(a[1], false) {
                     return try binary(.add, try slice(value, nil, len - end.pyLength, nil), .string(end))
@@ -407,8 +417,10 @@ extension Interpreter {
                 throw ChatTemplateError(.attribute, "'\(value.typeName)' object has no attribute 'rsplit'")
             }
             let head = String(scalars: s.scalars.prefix(len - end.pyLength))
-            if boolArg(a[1], false) { return .string(head + end) }
-            return .string((try PyText.rsplit(head, " ", maxsplit: 1)).first! + end)
+            // On a Markup, `+ end` escapes the plain-string end.
+            let tail = isMarkup && a[2]?.isMarkup != true ? htmlEscape(end) : end
+            if boolArg(a[1], false) { return keep(head + tail) }
+            return keep((try PyText.rsplit(head, " ", maxsplit: 1)).first! + tail)
         case "unique":
             let a = try bind(["case_sensitive", "attribute"])
             let caseSensitive = boolArg(a[0], false)

@@ -41,7 +41,8 @@ private func groupDigits(_ digits: String, _ sep: String) -> String {
 
 extension Interpreter {
     /// Python's printf-style `format % args`.
-    func percentFormat(_ format: String, _ args: Value) throws -> String {
+    /// `escapeArguments`: the format is a `Markup`, which escapes what `%s`/`%r` insert.
+    func percentFormat(_ format: String, _ args: Value, escapeArguments: Bool = false) throws -> String {
         var positional: [Value]
         var mapping: PyDict?
         // Python treats any argument with __getitem__ other than a tuple or str as a
@@ -50,7 +51,7 @@ extension Interpreter {
         switch args {
         case .tuple(let items): positional = items
         case .dict(let d): mapping = d; mappingLike = true; positional = [args]
-        case .list: mappingLike = true; positional = [args]
+        case .list, .undefined: mappingLike = true; positional = [args]
         default: positional = [args]
         }
         var next = 0
@@ -110,12 +111,19 @@ extension Interpreter {
             let conv = f[i]
             i += 1
             if conv == "%" { out += "%"; continue }
-            let v = try value ?? nextArg()
+            let original = try value ?? nextArg()
+            let v = original.plain
             var body: String
             var numeric = false
             switch conv {
-            case "s": body = try pyStr(v); if let p = precision { body = String(scalars: body.scalars.prefix(p)) }
-            case "r", "a": body = try pyRepr(v); if let p = precision { body = String(scalars: body.scalars.prefix(p)) }
+            case "s":
+                body = try pyStr(v)
+                if let p = precision { body = String(scalars: body.scalars.prefix(p)) }
+                if escapeArguments && !original.isMarkup { body = htmlEscape(body) }
+            case "r", "a":
+                body = try pyRepr(original)
+                if let p = precision { body = String(scalars: body.scalars.prefix(p)) }
+                if escapeArguments { body = htmlEscape(body) }
             case "d", "i", "u", "x", "X", "o":
                 numeric = true
                 guard let n = Number(v) else {
@@ -169,7 +177,8 @@ extension Interpreter {
     }
 
     /// Python's `str.format(*args, **kwargs)`.
-    func strFormat(_ format: String, _ args: Arguments) throws -> String {
+    /// `escapeFields`: the format is a `Markup`, whose formatter escapes every field.
+    func strFormat(_ format: String, _ args: Arguments, escapeFields: Bool = false) throws -> String {
         let f = format.scalars
         var out = ""
         var i = 0
@@ -247,7 +256,8 @@ extension Interpreter {
                 default: throw ChatTemplateError(.value, "Unknown conversion specifier \(conversion)")
                 }
             }
-            out += try formatWithSpec(value, spec)
+            let formatted = try formatWithSpec(value.plain, spec)
+            out += escapeFields && !value.isMarkup ? htmlEscape(formatted) : formatted
         }
         return out
     }

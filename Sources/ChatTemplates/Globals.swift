@@ -135,7 +135,7 @@ extension Interpreter {
             case .bool(let b): out += b ? "true" : "false"
             case .int(let i): out += String(i)
             case .float(let d): out += floatText(d)
-            case .string(let s): JSONValue.writeString(s, into: &out, format: format)
+            case .string(let s), .markup(let s): JSONValue.writeString(s, into: &out, format: format)
             case .list(let items), .tuple(let items):
                 if items.isEmpty { out += "[]"; return }
                 out += "["
@@ -165,7 +165,7 @@ extension Interpreter {
                     if i > 0 { out += itemSeparator; newline(level + 1) }
                     let key: String
                     switch k {
-                    case .string(let s): key = s
+                    case .string(let s), .markup(let s): key = s
                     case .int(let n): key = String(n)
                     case .float(let x): key = floatText(x)
                     case .bool(let b): key = b ? "true" : "false"

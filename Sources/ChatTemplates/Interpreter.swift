@@ -453,6 +453,9 @@ final class Interpreter {
         case .string(let s):
             let scalars = s.scalars
             if let i = index(scalars.count) { return .string(String(scalars[i])) }
+        case .markup(let s):
+            let scalars = s.scalars
+            if let i = index(scalars.count) { return .markup(String(scalars[i])) }
         case .object(let o):
             if let view = o as? ViewObject, view.name == "range", let i = index(view.items.count) { return view.items[i] }
             if let v = try o.item(key) { return v }
@@ -472,6 +475,7 @@ final class Interpreter {
         case .list(let items): return .list(try pySlice(items, start, stop, step))
         case .tuple(let items): return .tuple(try pySlice(items, start, stop, step))
         case .string(let s): return .string(String(scalars: try pySlice(s.scalars, start, stop, step)))
+        case .markup(let s): return .markup(String(scalars: try pySlice(s.scalars, start, stop, step)))
         case .object(let o):
             if let view = o as? ViewObject, let (rStart, _, rStep) = view.range {
                 let (lo, hi, st) = try pySliceIndices(length: view.items.count, start: start, stop: stop, step: step)
@@ -488,7 +492,7 @@ final class Interpreter {
         switch v {
         case .undefined: return []
         case .list(let items), .tuple(let items): return items
-        case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
+        case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
         case .dict(let d): return d.keys
         case .object(let o):
             if let items = try o.iterate() { return items }
@@ -503,7 +507,7 @@ final class Interpreter {
         switch v {
         case .undefined: return 0
         case .list(let items), .tuple(let items): return items.count
-        case .string(let s): return s.pyLength
+        case .string(let s), .markup(let s): return s.pyLength
         case .dict(let d): return d.count
         case .object(let o):
             if let n = o.length { return n }

@@ -31,6 +31,10 @@ extension Interpreter {
         case .string(let s):
             guard strMethodNames.contains(name) else { return nil }
             return method { args, interp in try interp.callStringMethod(s, name, args) }
+        case .markup(let s):
+            if name == "striptags" || name == "unescape" { return unsupported("Markup") }
+            guard strMethodNames.contains(name) else { return nil }
+            return method { args, interp in try interp.callMarkupMethod(s, name, args) }
         case .list(let items):
             if listMutators.contains(name) { return .undefined(Undefined(reason: .unsafe(attribute: name, typeName: "list"))) }
             switch name {
@@ -123,7 +127,51 @@ extension Interpreter {
         return (lo, min(hi, length))
     }
 
-    func callStringMethod(_ s: String, _ name: String, _ args: Arguments) throws -> Value {
+    /// A str method called on a `Markup`, as markupsafe 3 defines them: most return
+    /// `Markup`; `replace` escapes its replacement, `ljust`/`rjust`/`center` their fill,
+    /// `join` and `format` what they insert.
+    func callMarkupMethod(_ s: String, _ name: String, _ args: Arguments) throws -> Value {
+        func wrap(_ v: Value) -> Value {
+            switch v {
+            case .string(let t): return .markup(t)
+            case .list(let items): return .list(items.map(wrap))
+            case .tuple(let items): return .tuple(items.map(wrap))
+            default: return v
+            }
+        }
+        func escapingArgument(_ index: Int) -> Arguments {
+            var a = args
+            if index < a.positional.count, case .string(let t) = a.positional[index] { a.positional[index] = .markup(htmlEscape(t)) }
+            return a
+        }
+        switch name {
+        case "capitalize", "casefold", "title", "lower", "upper", "lstrip", "rstrip", "strip", "swapcase", "zfill",
+             "expandtabs", "translate", "removeprefix", "removesuffix", "partition", "rpartition", "split", "rsplit",
+             "splitlines":
+            return wrap(try callStringMethod(s, name, args))
+        case "replace":
+            return wrap(try callStringMethod(s, name, escapingArgument(1)))
+        case "ljust", "rjust", "center":
+            return wrap(try callStringMethod(s, name, escapingArgument(1)))
+        case "join":
+            guard args.positional.count == 1, args.keywords.isEmpty else {
+                throw ChatTemplateError(.type, "join() takes exactly one argument (\(args.positional.count) given)")
+            }
+            let parts = try iterate(args.positional[0]).map { item -> String in
+                if case .markup(let t) = item { return t }
+                return htmlEscape(try pyStr(item))
+            }
+            return .markup(parts.joined(separator: s))
+        case "format":
+            return .markup(try strFormat(s, args, escapeFields: true))
+        default:
+            return try callStringMethod(s, name, args)
+        }
+    }
+
+    func callStringMethod(_ s: String, _ name: String, _ rawArgs: Arguments) throws -> Value {
+        // Markup arguments act as the strings they are.
+        let args = Arguments(rawArgs.positional.map(\.plain), rawArgs.keywords.map { ($0.0, $0.1.plain) })
         let p = args.positional
         func noKeywords() throws {
             if let k = args.keywords.first { throw ChatTemplateError(.type, "str.\(name)() takes no keyword arguments (got '\(k.0)')") }

@@ -26,7 +26,7 @@ enum Number {
 
 /// Python's `==`.
 func pyEquals(_ a: Value, _ b: Value) -> Bool {
-    switch (a, b) {
+    switch (a.plain, b.plain) {
     case (.undefined, .undefined): return true
     case (.undefined, _), (_, .undefined): return false
     case (.none, .none): return true
@@ -57,7 +57,8 @@ func pyEquals(_ a: Value, _ b: Value) -> Bool {
 }
 
 /// Compares two values for ordering as Python's `<` does: -1, 0 or 1.
-func pyCompare(_ a: Value, _ b: Value, op: String = "<") throws -> Int {
+func pyCompare(_ original: Value, _ other: Value, op: String = "<") throws -> Int {
+    let a = original.plain, b = other.plain
     if case .undefined(let u) = a { throw u.error }
     if case .undefined(let u) = b { throw u.error }
     if let x = Number(a), let y = Number(b) {
@@ -80,7 +81,7 @@ func pyCompare(_ a: Value, _ b: Value, op: String = "<") throws -> Int {
         for (p, q) in zip(x, y) where !pyEquals(p, q) { return try pyCompare(p, q, op: op) }
         return x.count < y.count ? -1 : x.count > y.count ? 1 : 0
     default:
-        throw ChatTemplateError(.type, "'\(op)' not supported between instances of '\(a.typeName)' and '\(b.typeName)'")
+        throw ChatTemplateError(.type, "'\(op)' not supported between instances of '\(original.typeName)' and '\(other.typeName)'")
     }
 }
 
@@ -100,7 +101,8 @@ extension Interpreter {
 
     /// Python's `item in container`.
     func contains(_ container: Value, _ item: Value) throws -> Bool {
-        switch container {
+        let item = item.plain
+        switch container.plain {
         case .undefined: return false
         case .string(let s):
             guard case .string(let needle) = item else {
@@ -121,12 +123,15 @@ extension Interpreter {
 
     func binary(_ op: BinaryOp, _ a: Value, _ b: Value) throws -> Value {
         if case .undefined(let u) = a { throw u.error }
+        // `str % undefined` formats (an Undefined counts as a mapping); other uses raise.
+        if op == .mod, case .string(let format) = a, b.isUndefined { return .string(try percentFormat(format, b)) }
         if case .undefined(let u) = b { throw u.error }
         func unsupported() -> ChatTemplateError {
             let symbol = op == .pow ? "** or pow()" : op.rawValue
             return ChatTemplateError(.type, "unsupported operand type(s) for \(symbol): '\(a.typeName)' and '\(b.typeName)'")
         }
         if let x = Number(a), let y = Number(b) { return try arithmetic(op, x, y) }
+        if a.isMarkup || b.isMarkup, let result = try markupBinary(op, a, b) { return result }
         switch op {
         case .add:
             switch (a, b) {
@@ -159,7 +164,13 @@ extension Interpreter {
             }
             if let r = try repeated(a, b) { return r }
             if Number(a) != nil, let r = try repeated(b, a) { return r }
-            throw unsupported()
+            switch b {
+            case .string, .list, .tuple:
+                // b.__rmul__(a) refuses the non-integer a.
+                throw ChatTemplateError(.type, "can't multiply sequence by non-int of type '\(a.typeName)'")
+            default:
+                throw unsupported()
+            }
         case .mod:
             if case .string(let format) = a { return .string(try percentFormat(format, b)) }
             throw unsupported()
@@ -240,6 +251,28 @@ extension Interpreter {
                 throw ChatTemplateError(.unsupported, "a negative number raised to a fractional power is complex in Python", line: line)
             }
             return .float(Foundation.pow(p, q))
+        }
+    }
+
+    /// `+`, `*` and `%` where a `Markup` is involved: the plain string side is escaped
+    /// and the result is `Markup`. Nil when Python would not use Markup's operators.
+    func markupBinary(_ op: BinaryOp, _ a: Value, _ b: Value) throws -> Value? {
+        switch (op, a, b) {
+        case (.add, .markup(let x), .markup(let y)): return .markup(x + y)
+        case (.add, .markup(let x), .string(let y)): return .markup(x + htmlEscape(y))
+        case (.add, .string(let x), .markup(let y)): return .markup(htmlEscape(x) + y)
+        case (.mul, .markup, _), (.mul, _, .markup):
+            // Markup's __mul__/__rmul__ call str.__mul__ with the other operand.
+            let (text, count) = a.isMarkup ? (a, b) : (b, a)
+            guard let n = Number(count), case .int = n else {
+                throw ChatTemplateError(.type, "'\(count.typeName)' object cannot be interpreted as an integer")
+            }
+            guard case .string(let s) = try binary(.mul, text.plain, count) else { return nil }
+            return .markup(s)
+        case (.mod, .markup(let format), _):
+            return .markup(try percentFormat(format, b, escapeArguments: true))
+        default:
+            return nil
         }
     }
 

@@ -452,9 +452,37 @@ struct Parser {
         while current.isOp("**") {
             let t = advance()
             try link(&links)
-            left = .binary(.pow, left, try parseUnary(), line: t.line)
+            let right = try parseUnary()
+            left = Parser.powerNode(left, right, line: t.line)
         }
         return left
+    }
+
+    /// jinja2 folds constant subexpressions and writes a negative constant into the
+    /// generated Python without parentheses, so `-2 ** n` with a variable `n` computes
+    /// `-(2 ** n)`, while `-2 ** 2` (all constant) is `(-2) ** 2`. Reproduce that.
+    static func powerNode(_ left: Expr, _ right: Expr, line: Int) -> Expr {
+        guard isConstant(left), !isConstant(right) else { return .binary(.pow, left, right, line: line) }
+        let folder = Interpreter(options: RenderOptions())
+        switch try? folder.eval(left, Frame(parent: nil)) {
+        case .int(let i)? where i < 0 && i != Int.min:
+            return .negate(.binary(.pow, .constant(.int(-i)), right, line: line), line: line)
+        case .float(let d)? where d < 0:
+            return .negate(.binary(.pow, .constant(.float(-d)), right, line: line), line: line)
+        default:
+            return .binary(.pow, left, right, line: line)
+        }
+    }
+
+    /// Whether jinja2's optimizer can fold `e` to a constant (literals and operators on them).
+    static func isConstant(_ e: Expr) -> Bool {
+        switch e {
+        case .constant: return true
+        case .negate(let x, _), .plus(let x, _), .not(let x): return isConstant(x)
+        case .binary(_, let a, let b, _), .and(let a, let b), .or(let a, let b): return isConstant(a) && isConstant(b)
+        case .tuple(let items), .list(let items), .concat(let items): return items.allSatisfy(isConstant)
+        default: return false
+        }
     }
 
     mutating func parseUnary(withFilter: Bool = true) throws -> Expr {

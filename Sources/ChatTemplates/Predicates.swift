@@ -1,7 +1,8 @@
 // jinja2's tests (`x is defined`, `x is string`, `x is divisibleby 3`...).
 
 extension Interpreter {
-    func applyTest(_ name: String, _ value: Value, _ args: Arguments, line: Int) throws -> Bool {
+    func applyTest(_ name: String, _ input: Value, _ args: Arguments, line: Int) throws -> Bool {
+        let value = input.plain
         func argument() throws -> Value {
             let a = try args.bind(["other"], function: "test_\(name)")
             guard let v = a[0] else {
@@ -63,7 +64,7 @@ extension Interpreter {
             case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)  // interned literals
             default: return false
             }
-        case "escaped": return false
+        case "escaped": return input.isMarkup
         case "filter":
             if case .string(let s) = value { return jinjaFilterNames.contains(s) }
             return false

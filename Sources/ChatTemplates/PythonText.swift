@@ -8,7 +8,7 @@ import LeapJSON
 func pyStr(_ v: Value) throws -> String {
     switch v {
     case .undefined: return ""
-    case .string(let s): return s
+    case .string(let s), .markup(let s): return s
     case .none: return "None"
     case .bool(let b): return b ? "True" : "False"
     case .int(let i): return String(i)
@@ -30,6 +30,7 @@ func pyRepr(_ v: Value, depth: Int = 0) throws -> String {
     switch v {
     case .undefined: return "Undefined"
     case .string(let s): return pyReprString(s)
+    case .markup(let s): return "Markup(" + pyReprString(s) + ")"
     case .none, .bool, .int, .float: return try pyStr(v)
     case .list(let items): return "[" + (try items.map(inner).joined(separator: ", ")) + "]"
     case .tuple(let items):

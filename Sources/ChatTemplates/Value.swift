@@ -13,6 +13,9 @@ enum Value {
     case int(Int)
     case float(Double)
     case string(String)
+    /// markupsafe's `Markup`: a `str` marked safe (`|safe`, `|e`). It prints as its text
+    /// but escapes plain strings combined with it (`Markup + str`, `%`, its methods).
+    case markup(String)
     case list([Value])
     case tuple([Value])
     case dict(PyDict)
@@ -74,6 +77,15 @@ extension Value {
         }
     }
 
+    /// A `Markup` as the plain string Python treats it as, everywhere its markup-ness
+    /// does not matter; other values unchanged.
+    var plain: Value {
+        if case .markup(let s) = self { return .string(s) }
+        return self
+    }
+
+    var isMarkup: Bool { if case .markup = self { return true }; return false }
+
     var isUndefined: Bool { if case .undefined = self { return true }; return false }
     var isNone: Bool { if case .none = self { return true }; return false }
 
@@ -86,6 +98,7 @@ extension Value {
         case .int: return "int"
         case .float: return "float"
         case .string: return "str"
+        case .markup: return "Markup"
         case .list: return "list"
         case .tuple: return "tuple"
         case .dict: return "dict"
@@ -97,6 +110,7 @@ extension Value {
     var objectTypeRepr: String {
         switch self {
         case .none: return "None"
+        case .markup: return "markupsafe.Markup object"
         case .object(let o): return o.objectTypeRepr
         default: return "\(typeName) object"
         }
@@ -109,7 +123,7 @@ extension Value {
         case .bool(let b): return b
         case .int(let i): return i != 0
         case .float(let d): return d != 0
-        case .string(let s): return !s.isEmpty
+        case .string(let s), .markup(let s): return !s.isEmpty
         case .list(let a), .tuple(let a): return !a.isEmpty
         case .dict(let d): return !d.isEmpty
         case .object(let o): return o.truthy
@@ -136,7 +150,7 @@ enum HashKey: Hashable {
         case .int(let i): self = .int(i)
         case .float(let d):
             if d.rounded() == d, abs(d) < 9.2e18 { self = .int(Int(d)) } else { self = .float(d) }
-        case .string(let s): self = .string(CodePointString(s))
+        case .string(let s), .markup(let s): self = .string(CodePointString(s))
         case .tuple(let items): self = .tuple(try items.map(HashKey.init))
         case .undefined: self = .undefined
         case .object(let o): self = .object(ObjectIdentifier(o))

@@ -286,3 +286,23 @@ SNIPPETS += [
     ("lower_sigma", "{{ 'ΟΔΟΣ'|lower }}"),
     ("replace_unicode", "{{ 'e\u0301'|replace('\u0301', '!') }} {{ 'é' == 'e\u0301' }} {{ ['é', 'e\u0301']|unique|list|length }}"),
 ]
+SNIPPETS += [
+    ("markup_concat_escapes", "{{ '<a>' + ('<b>'|safe) }}|{{ ('<b>'|safe) + '<c>' }}|{{ '<a>' ~ ('<b>'|safe) }}|{{ ('x'|safe) + ('<y>'|safe) }}"),
+    ("markup_tojson_safe_plus", "{{ '<tool_call>' + (d|tojson|safe) + '</tool_call>' }}", {"d": {"k": "<v>"}}),
+    ("markup_escape_then_concat", "{{ ('<'|e) + '>' }} {{ ('<'|e) ~ '>' }} {{ ('&'|e|e) }} {{ ('&'|e|forceescape) }}"),
+    ("markup_methods", "{{ ('a<b'|safe).replace('<', '>') }} {{ ('x'|safe).join(['<', '>']) }} {{ ('<p>'|safe).upper() }} {{ ('a,b'|safe).split(',') }} {{ ('%s!'|safe) % '<i>' }} {{ ('{}'|safe).format('<i>') }} {{ ('ab'|safe)[0] }} {{ ('abc'|safe)[1:] }}"),
+    ("markup_filters", "{{ ('<p>'|safe|upper) + '<' }} {{ ('<p>'|safe|string) + '<' }} {{ ('<p>'|safe|replace('p', 'q')) + '<' }} {{ ('<p>'|safe|title) + '<' }} {{ ('  x '|safe|trim) + '<' }} {{ ('a\\nb'|safe|indent(2)) + '<' }} {{ ('%s'|safe|format('<')) }} {{ ('ab'|safe|reverse) + '<' }}"),
+    ("markup_tests_repr", "{{ ('x'|safe) is string }} {{ ('x'|safe) is escaped }} {{ 'x' is escaped }} {{ ['x'|safe] }} {{ ('x'|safe) == 'x' }} {{ ('x'|safe)|length }} {{ ('x'|safe)|tojson }} {{ {'a'|safe: 1}['a'] }}"),
+    ("markup_macro_result_plain", "{% macro m() %}<b>{% endmacro %}{{ m() + '<' }} {{ m() is escaped }}"),
+    ("markup_join_filter_plain", "{{ [('<'|safe), '>']|join('&') }} {{ (['a', 'b']|join|safe) + '&' }}"),
+    ("markup_default_keeps", "{{ (('<'|safe)|default('x')) + '>' }}"),
+    ("markup_error_type", "{{ ('x'|safe) + 1 }}"),
+]
+SNIPPETS += [
+    ("markup_methods_2", "{{ ('ab'|safe).center(6, '<') }} {{ ('<a>'|safe).partition('a') }} {{ ('x'|safe).ljust(3, '&') }} {{ ('<a'|safe).removeprefix('<') + '<' }} {{ ('a'|safe).startswith('a') }} {{ ('a<'|safe).find('<') }} {{ ('A'|safe).casefold() + '<' }}"),
+]
+SNIPPETS += [
+    ("pow_negative_constant_quirk", "{{ -2 ** 2 }} {{ -2 ** n }} {{ (-2) ** n }} {{ (1 - 3) ** n }} {{ -x ** 2 }} {{ -2.0 ** n }} {{ 2 ** -n }}", {"n": 2, "x": 3}),
+    ("percent_undefined", "{{ 'abc' % nothing }}|{{ '%s!' % nothing }}"),
+    ("mul_errors", "{{ none * 'a' }}"),
+]
