@@ -1,7 +1,7 @@
 // The evaluator: walks the syntax tree with jinja2's scoping and Python's semantics.
 //
 // Scopes follow jinja2: the render variables sit below the template's top level;
-// `for` bodies, macro calls and `with` blocks get their own frame (a `set` inside a
+// `for` bodies, macro calls, `with`, `filter` and block-`set` bodies get their own frame (a `set` inside a
 // loop does not leak out, which is why templates use `namespace()`); `if` blocks do
 // not. Macros look free names up through the frame they were defined in, at call time.
 
@@ -86,7 +86,9 @@ final class Interpreter {
             try assign(target, eval(e, frame), frame)
         case .setBlock(let target, let filter, let body, let line):
             self.line = line
-            var value = Value.string(try capture { _ = try exec(body, frame) })
+            // The body is a scope of its own: names it sets do not leak (jinja2's inner frame).
+            let inner = Frame(parent: frame)
+            var value = Value.string(try capture { _ = try exec(body, inner) })
             if let filter { value = try evalFilterChain(filter, hole: value, frame) }
             try assign(target, value, frame)
         case .macro(let m, _):
@@ -100,7 +102,8 @@ final class Interpreter {
             try checkOutputSize()
         case .filterBlock(let filter, let body, let line):
             self.line = line
-            let text = try capture { _ = try exec(body, frame) }
+            let inner = Frame(parent: frame)
+            let text = try capture { _ = try exec(body, inner) }
             out += try pyStr(evalFilterChain(filter, hole: .string(text), frame))
             try checkOutputSize()
         case .with(let assignments, let body, let line):

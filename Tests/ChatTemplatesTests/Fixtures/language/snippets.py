@@ -306,3 +306,10 @@ SNIPPETS += [
     ("percent_undefined", "{{ 'abc' % nothing }}|{{ '%s!' % nothing }}"),
     ("mul_errors", "{{ none * 'a' }}"),
 ]
+SNIPPETS += [
+    ("scope_filter_block", "{% filter upper %}{% set x = 'in' %}{{ x }}{% endfilter %}[{{ x }}]"),
+    ("scope_set_block", "{% set y %}{% set x = 'in' %}{{ x }}{% endset %}{{ y }}[{{ x }}]"),
+    ("scope_with_block", "{% with %}{% set x = 'in' %}{% endwith %}[{{ x }}]"),
+    ("scope_call_block", "{% macro m() %}{{ caller() }}{% endmacro %}{% for i in [1, 2] %}{% call m() %}{{ i }}{{ loop.index }}{% set z = 1 %}{% endcall %}{% endfor %}[{{ z }}]"),
+    ("scope_loop_in_if_in_loop", "{% for i in [1, 2, 3] %}{% if loop.index == 2 %}{% continue %}{% endif %}{{ i }}{% endfor %}"),
+]
