@@ -80,7 +80,7 @@ final class Interpreter {
             return try exec(elseBody, frame)
         case .forLoop(let loop, let line):
             self.line = line
-            try runFor(loop, frame, iterable: nil, depth: 1)
+            return try runFor(loop, frame, iterable: nil, depth: 1)
         case .set(let target, let e, let line):
             self.line = line
             try assign(target, eval(e, frame), frame)
@@ -88,7 +88,10 @@ final class Interpreter {
             self.line = line
             // The body is a scope of its own: names it sets do not leak (jinja2's inner frame).
             let inner = Frame(parent: frame)
-            var value = Value.string(try capture { _ = try exec(body, inner) })
+            var flow = Flow.normal
+            var value = Value.string(try capture { flow = try exec(body, inner) })
+            // `break`/`continue` inside leave the loop; the captured text is dropped.
+            if flow != .normal { return flow }
             if let filter { value = try evalFilterChain(filter, hole: value, frame) }
             try assign(target, value, frame)
         case .macro(let m, _):
@@ -103,7 +106,9 @@ final class Interpreter {
         case .filterBlock(let filter, let body, let line):
             self.line = line
             let inner = Frame(parent: frame)
-            let text = try capture { _ = try exec(body, inner) }
+            var flow = Flow.normal
+            let text = try capture { flow = try exec(body, inner) }
+            if flow != .normal { return flow }
             out += try pyStr(evalFilterChain(filter, hole: .string(text), frame))
             try checkOutputSize()
         case .with(let assignments, let body, let line):
@@ -141,7 +146,10 @@ final class Interpreter {
         }
     }
 
-    func runFor(_ f: ForLoop, _ frame: Frame, iterable: Value?, depth: Int) throws {
+    /// Runs a loop. Returns the flow of its `else` body: a `break` there leaves the
+    /// enclosing loop, as in jinja2's generated code.
+    @discardableResult
+    func runFor(_ f: ForLoop, _ frame: Frame, iterable: Value?, depth: Int) throws -> Flow {
         let source = try iterable ?? eval(f.iterable, frame)
         let items = try iterate(source)
         // Names assigned in the body live for one iteration: each starts from the
@@ -174,8 +182,9 @@ final class Interpreter {
             if try exec(f.body, loopFrame) == .breakLoop { break }
         }
         if !iterated && !f.elseBody.isEmpty {
-            _ = try exec(f.elseBody, Frame(parent: frame))
+            return try exec(f.elseBody, Frame(parent: frame))
         }
+        return .normal
     }
 
     func assign(_ target: Target, _ value: Value, _ frame: Frame) throws {

@@ -313,3 +313,8 @@ SNIPPETS += [
     ("scope_call_block", "{% macro m() %}{{ caller() }}{% endmacro %}{% for i in [1, 2] %}{% call m() %}{{ i }}{{ loop.index }}{% set z = 1 %}{% endcall %}{% endfor %}[{{ z }}]"),
     ("scope_loop_in_if_in_loop", "{% for i in [1, 2, 3] %}{% if loop.index == 2 %}{% continue %}{% endif %}{{ i }}{% endfor %}"),
 ]
+SNIPPETS += [
+    ("break_in_filter_block", "{% for i in [1, 2, 3] %}{% filter upper %}a{{ i }}{% if i == 2 %}{% break %}{% endif %}{% endfilter %}{% endfor %}"),
+    ("continue_in_set_block", "{% for i in [1, 2, 3] %}{% set y %}b{{ i }}{% if i == 2 %}{% continue %}{% endif %}{% endset %}{{ y }}{% endfor %}"),
+    ("break_in_for_else", "{% for i in [1, 2, 3] %}{{ i }}{% for x in [] %}{% else %}{% if i == 2 %}{% break %}{% endif %}e{% endfor %}{% endfor %}"),
+]
