@@ -256,7 +256,7 @@ struct Lexer {
             let c = src[pos]
             if isPySpace(c) { pos += 1; continue }
             let line = lineAt(pos)
-            if c.properties.numericType == .decimal && c.isASCII {
+            if c.value >= 0x30 && c.value <= 0x39 {
                 tokens.append(try lexNumber(line: line))
                 continue
             }
@@ -270,13 +270,24 @@ struct Lexer {
                 tokens.append(Token(kind: .string, text: try lexString(quote: c, line: line), line: line))
                 continue
             }
-            let two = pos + 1 < src.count ? String(scalars: src[pos...(pos + 1)]) : ""
-            if ["//", "**", "==", "!=", ">=", "<="].contains(two) {
-                tokens.append(Token(kind: .op, text: two, line: line))
-                pos += 2
-                continue
+            if pos + 1 < src.count {
+                let d = src[pos + 1]
+                let two: String? = switch (c, d) {
+                case ("/", "/"): "//"
+                case ("*", "*"): "**"
+                case ("=", "="): "=="
+                case ("!", "="): "!="
+                case (">", "="): ">="
+                case ("<", "="): "<="
+                default: nil
+                }
+                if let two {
+                    tokens.append(Token(kind: .op, text: two, line: line))
+                    pos += 2
+                    continue
+                }
             }
-            if "+-/*%~[](){}><=.:|,;".unicodeScalars.contains(c) {
+            if Lexer.isOperator(c) {
                 switch c {
                 case "(", "[", "{": brackets.append(c)
                 case ")", "]", "}":
@@ -293,6 +304,13 @@ struct Lexer {
                 continue
             }
             throw syntaxError("unexpected char '\(c)' at \(pos)", line)
+        }
+    }
+
+    static func isOperator(_ c: Unicode.Scalar) -> Bool {
+        switch c {
+        case "+", "-", "/", "*", "%", "~", "[", "]", "(", ")", "{", "}", ">", "<", "=", ".", ":", "|", ",", ";": return true
+        default: return false
         }
     }
 

@@ -161,7 +161,7 @@ struct Parser {
             _ = advance()
             let body = try parseStatements(["endgeneration"], dropNeedle: true)
             return .with([], body: body, line: line)
-        case "block", "extends", "include", "import", "from", "autoescape", "do", "trans":
+        case "block", "extends", "include", "import", "from", "autoescape":
             throw ChatTemplateError(.unsupported, "the '{% \(tag) %}' tag is not supported (templates are rendered standalone)", line: line)
         default:
             throw fail("Encountered unknown tag '\(tag)'.")

@@ -435,6 +435,7 @@ enum PyText {
     }
 
     static func isAlpha(_ u: Unicode.Scalar) -> Bool {
+        if u.isASCII { return (u.value | 0x20) >= 0x61 && (u.value | 0x20) <= 0x7A }
         switch u.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter: return true
         default: return false
@@ -446,7 +447,10 @@ enum PyText {
     static func isNumeric(_ u: Unicode.Scalar) -> Bool { u.properties.numericType != nil }
 
     /// Python's `\w` in a str regex: alphanumerics and the underscore.
-    static func isWord(_ u: Unicode.Scalar) -> Bool { u == "_" || isAlpha(u) || isNumeric(u) }
+    static func isWord(_ u: Unicode.Scalar) -> Bool {
+        if u.isASCII { return u == "_" || (u.value >= 0x30 && u.value <= 0x39) || isAlpha(u) }
+        return isAlpha(u) || isNumeric(u)
+    }
 }
 
 /// Python's `slice.indices(length)`.
