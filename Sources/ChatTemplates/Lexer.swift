@@ -362,8 +362,7 @@ struct Lexer {
             while i < src.count {
                 let u = src[i]
                 if u == "_" { i += 1; continue }
-                guard let d = Int(String(u), radix: radix) else { break }
-                _ = d
+                guard Int(String(u), radix: radix) != nil else { break }
                 digits.unicodeScalars.append(u)
                 i += 1
             }

@@ -226,7 +226,7 @@ struct Parser {
         return .with(assignments, body: body, line: line)
     }
 
-    mutating func parseSignature(name: String) throws -> ([String], [Expr]) {
+    mutating func parseSignature() throws -> ([String], [Expr]) {
         try expectOp("(")
         var params: [String] = []
         var defaults: [Expr] = []
@@ -247,7 +247,7 @@ struct Parser {
     mutating func parseMacro() throws -> Node {
         let line = advance().line
         let name = try expect(.name, "macro name").text
-        let (params, defaults) = try parseSignature(name: name)
+        let (params, defaults) = try parseSignature()
         let saved = loopDepth
         loopDepth = 0
         let body = try parseStatements(["endmacro"], dropNeedle: true)
@@ -267,7 +267,7 @@ struct Parser {
         let line = advance().line
         var params: [String] = []
         var defaults: [Expr] = []
-        if current.isOp("(") { (params, defaults) = try parseSignature(name: "caller") }
+        if current.isOp("(") { (params, defaults) = try parseSignature() }
         let call = try parseExpression()
         guard case .call = call else { throw fail("expected call", line) }
         let saved = loopDepth

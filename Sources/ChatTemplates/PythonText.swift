@@ -379,7 +379,6 @@ enum PyText {
         func isDelimiter(_ u: Unicode.Scalar) -> Bool { u == "-" || u == "(" || u == "{" || u == "[" || u == "<" || isPySpace(u) }
         var out = ""
         var word = String.UnicodeScalarView()
-        var atStart = true
         func flushWord() {
             guard let first = word.first else { return }
             out += upper(String(first)) + lower(String(String.UnicodeScalarView(word.dropFirst())))
@@ -389,13 +388,10 @@ enum PyText {
             if isDelimiter(u) {
                 flushWord()
                 out.unicodeScalars.append(u)
-                atStart = true
             } else {
                 word.append(u)
-                atStart = false
             }
         }
-        _ = atStart
         flushWord()
         return out
     }

@@ -318,3 +318,11 @@ SNIPPETS += [
     ("continue_in_set_block", "{% for i in [1, 2, 3] %}{% set y %}b{{ i }}{% if i == 2 %}{% continue %}{% endif %}{% endset %}{{ y }}{% endfor %}"),
     ("break_in_for_else", "{% for i in [1, 2, 3] %}{{ i }}{% for x in [] %}{% else %}{% if i == 2 %}{% break %}{% endif %}e{% endfor %}{% endfor %}"),
 ]
+SNIPPETS += [
+    ("raw_newlines", "a\n{% raw %}\n  {{ x }}\n  {% endraw %}\nb\n    {% raw -%}\n  y  \n{%- endraw %}\nc"),
+    ("raw_in_loop", "{% for i in [1, 2] %}{% raw %}{{ i }}{% endraw %}{{ i }}\n{% endfor %}"),
+    ("strings_with_tag_text", "{{ '%}' }}{{ '}}' }}{{ \"{%\" }}{{ '{#' }}{% set x = '#}' %}{{ x }}"),
+    ("braces_in_data", "{ x } {x} {{ '{' }}{ {%- if true %} }{% endif %}"),
+    ("dict_literal_braces", "{{ {'a': {'b': 1}} }}{{ {'a': {'b': {}}}|tojson }}"),
+    ("comment_with_tags", "a{# {{ x }} {% if %} #}b{#\nmulti\nline\n#}\nc"),
+]
