@@ -41,6 +41,7 @@ extension Interpreter {
             let a = try bind(["linecount", "fill_with"])
             guard let lc = a[0] else { throw ChatTemplateError(.type, "do_batch() missing 1 required positional argument: 'linecount'") }
             let count = try intArgument(lc, "batch")
+            if let fill = a[1], !fill.isNone { try checkItems(count) }
             var batches: [Value] = []
             var tmp: [Value] = []
             for item in try iterate(value) {
@@ -58,6 +59,7 @@ extension Interpreter {
         case "center":
             let a = try bind(["width"])
             let width = try a[0].map { try intArgument($0, "center") } ?? 80
+            try checkSize(width)
             return keep(PyText.center(try str(value), width))
         case "count", "length":
             try noArgs()
@@ -170,7 +172,10 @@ extension Interpreter {
             var indention: String
             switch a[0]?.plain {
             case .string(let w)?: indention = w
-            case let w?: indention = String(repeating: " ", count: max(0, try intArgument(w, "indent")))
+            case let w?:
+                let width = try intArgument(w, "indent")
+                try checkSize(width)
+                indention = String(repeating: " ", count: max(0, width))
             case nil: indention = "    "
             }
             // On a Markup, the plain-string indentation joins Markup lines and is escaped.
@@ -302,6 +307,9 @@ extension Interpreter {
             }
             var count = -1
             if let c = a[2], !c.isNone { count = try intArgument(c, "replace") }
+            let (text, oldText, newText) = (try str(value), try str(old), try str(new))
+            let occurrences = oldText.isEmpty ? text.pyLength + 1 : PyText.count(text.scalars, oldText.scalars)
+            try checkSize(text.utf8.count + min(occurrences, count < 0 ? occurrences : count) * newText.utf8.count)
             return .string(PyText.replace(try str(value), try str(old), try str(new), count: count))
         case "reverse":
             try noArgs()
@@ -348,6 +356,7 @@ extension Interpreter {
             let a = try bind(["slices", "fill_with"])
             guard let sv = a[0] else { throw ChatTemplateError(.type, "do_slice() missing 1 required positional argument: 'slices'") }
             let slices = try intArgument(sv, "slice")
+            try checkItems(slices)
             let seq = try iterate(value)
             guard slices > 0 else {
                 if slices == 0 { throw ChatTemplateError(.zeroDivision, "integer division or modulo by zero") }

@@ -106,6 +106,7 @@ extension Interpreter {
                     precision = p
                 }
             }
+            try checkSize(width + (precision ?? 0))
             while i < f.count, "hlL".unicodeScalars.contains(f[i]) { i += 1 }
             guard i < f.count else { throw ChatTemplateError(.value, "incomplete format") }
             let conv = f[i]
@@ -297,6 +298,7 @@ extension Interpreter {
         var type: Unicode.Scalar?
         if i < s.count { type = s[i]; i += 1 }
         guard i == s.count else { throw ChatTemplateError(.value, "Invalid format specifier '\(spec)'") }
+        try checkSize(width + (precision ?? 0))
 
         func signed(_ negative: Bool, _ body: String) -> String {
             negative ? "-" + body : sign == "+" ? "+" + body : sign == " " ? " " + body : body

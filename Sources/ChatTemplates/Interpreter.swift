@@ -130,6 +130,22 @@ final class Interpreter {
         }
     }
 
+    /// Refuses to build a string or list of `size` bytes or items beyond the output
+    /// limit (doubling a string in a loop would otherwise exhaust memory).
+    func checkSize(_ size: Int) throws {
+        if size > options.limits.maxOutputBytes {
+            throw ChatTemplateError(.limit, "a value of \(size) bytes or items exceeds the output limit of \(options.limits.maxOutputBytes)", line: line)
+        }
+    }
+
+    /// Refuses to build a list of more than a 64th of the output limit in items (a
+    /// million by default): an item takes far more memory than a byte.
+    func checkItems(_ count: Int) throws {
+        if count > options.limits.maxOutputBytes / 64 {
+            throw ChatTemplateError(.limit, "a list of \(count) items exceeds the limit of \(options.limits.maxOutputBytes / 64)", line: line)
+        }
+    }
+
     /// Renders `body` into a string of its own instead of the output.
     func capture(_ body: () throws -> Void) throws -> String {
         let saved = out
@@ -309,7 +325,10 @@ final class Interpreter {
             return try binary(op, l, eval(b, frame))
         case .concat(let items):
             var s = ""
-            for item in items { s += try pyStr(eval(item, frame)) }
+            for item in items {
+                s += try pyStr(eval(item, frame))
+                try checkSize(s.utf8.count)
+            }
             return .string(s)
         case .compare(let first, let ops, _):
             var left = try eval(first, frame)

@@ -242,6 +242,8 @@ extension Interpreter {
             }
             let old = try stringArgument(p[0], "replace"), new = try stringArgument(p[1], "replace")
             let count = p.count > 2 ? try intArgument(p[2], "replace") : -1
+            let occurrences = old.isEmpty ? s.pyLength + 1 : PyText.count(s.scalars, old.scalars)
+            try checkSize(s.utf8.count + min(occurrences, count < 0 ? occurrences : count) * new.utf8.count)
             return .string(PyText.replace(s, old, new, count: count))
         case "find", "rfind", "index", "rindex", "count":
             try arity(1, 3)
@@ -271,6 +273,7 @@ extension Interpreter {
         case "center", "ljust", "rjust":
             try arity(1, 2)
             let width = try intArgument(p[0], name)
+            try checkSize(width)
             var fill: Unicode.Scalar = " "
             if p.count > 1 {
                 guard case .string(let f) = p[1], f.pyLength == 1 else {
@@ -289,6 +292,7 @@ extension Interpreter {
         case "zfill":
             try arity(1, 1)
             let width = try intArgument(p[0], name)
+            try checkSize(width)
             let a = s.scalars
             guard width > a.count else { return .string(s) }
             let zeros = String(repeating: "0", count: width - a.count)

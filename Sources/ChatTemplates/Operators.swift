@@ -135,9 +135,15 @@ extension Interpreter {
         switch op {
         case .add:
             switch (a, b) {
-            case (.string(let x), .string(let y)): return .string(x + y)
-            case (.list(let x), .list(let y)): return .list(x + y)
-            case (.tuple(let x), .tuple(let y)): return .tuple(x + y)
+            case (.string(let x), .string(let y)):
+                try checkSize(x.utf8.count + y.utf8.count)
+                return .string(x + y)
+            case (.list(let x), .list(let y)):
+                try checkItems(x.count + y.count)
+                return .list(x + y)
+            case (.tuple(let x), .tuple(let y)):
+                try checkItems(x.count + y.count)
+                return .tuple(x + y)
             case (.string, _), (.list, _), (.tuple, _):
                 throw ChatTemplateError(.type, "can only concatenate \(a.typeName) (not \"\(b.typeName)\") to \(a.typeName)")
             default: throw unsupported()
@@ -147,10 +153,9 @@ extension Interpreter {
                 guard let count = Number(n), case .int(let c) = count else {
                     throw ChatTemplateError(.type, "can't multiply sequence by non-int of type '\(n.typeName)'")
                 }
-                let size = max(c, 0) * max((try? length(seq)) ?? 0, 1)
-                if size > options.limits.maxOutputBytes {
-                    throw ChatTemplateError(.limit, "sequence repetition of \(size) items exceeds the output limit", line: line)
-                }
+                let (size, overflow) = max(c, 0).multipliedReportingOverflow(by: max((try? length(seq)) ?? 0, 1))
+                if overflow { throw ChatTemplateError(.limit, "sequence repetition too large", line: line) }
+                if case .string = seq { try checkSize(size) } else { try checkItems(size) }
                 return max(c, 0)
             }
             // The sequence on the left decides, as Python tries `a.__mul__` first.
@@ -258,7 +263,9 @@ extension Interpreter {
     /// and the result is `Markup`. Nil when Python would not use Markup's operators.
     func markupBinary(_ op: BinaryOp, _ a: Value, _ b: Value) throws -> Value? {
         switch (op, a, b) {
-        case (.add, .markup(let x), .markup(let y)): return .markup(x + y)
+        case (.add, .markup(let x), .markup(let y)):
+            try checkSize(x.utf8.count + y.utf8.count)
+            return .markup(x + y)
         case (.add, .markup(let x), .string(let y)): return .markup(x + htmlEscape(y))
         case (.add, .string(let x), .markup(let y)): return .markup(htmlEscape(x) + y)
         case (.mul, .markup, _), (.mul, _, .markup):

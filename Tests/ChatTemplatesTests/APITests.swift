@@ -123,6 +123,26 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
         #expect(error("{{ 'x' * 100000000000 }}", options: options)?.kind == .limit)
     }
 
+    static let memoryBlowups: [String: String] = [
+        "string doubling with ~": "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        "string doubling with +": "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+        "list doubling": "{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+        "str.center": "{{ 'x'.center(10000000000) }}",
+        "center filter": "{{ 'x'|center(10000000000) }}",
+        "% width": "{{ '%10000000000s' % 'x' }}",
+        "format width": "{{ '{:>10000000000}'.format('x') }}",
+        "replace growth": "{{ ('x' * 1000000).replace('', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}",
+        "batch fill": "{{ [1]|batch(10000000000, 0)|list }}",
+        "slice count": "{{ [1]|slice(10000000000)|list }}",
+        "indent width": "{{ 'a'|indent(10000000000) }}",
+    ]
+
+    @Test(arguments: memoryBlowups.keys.sorted())
+    func memoryBlowupsAreLimitErrors(_ kind: String) {
+        let e = error(Self.memoryBlowups[kind]!)
+        #expect(e?.kind == .limit, "\(String(describing: e))")
+    }
+
     static let deepExpressions: [String: String] = [
         "parentheses": String(repeating: "(", count: 3000) + "1" + String(repeating: ")", count: 3000),
         "lists": String(repeating: "[", count: 3000) + String(repeating: "]", count: 3000),
