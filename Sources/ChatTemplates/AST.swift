@@ -76,6 +76,8 @@ struct MacroDefinition: Sendable {
     var catchesVarargs: Bool
     var catchesKwargs: Bool
     var usesCaller: Bool
+    /// A call block's `caller` (jinja2 prints it as `<Macro anonymous>`).
+    var isAnonymous = false
 }
 
 struct ForLoop: Sendable {

@@ -353,17 +353,23 @@ final class Interpreter {
         return try applyFilter(name, value, evalArgs(args, frame), line: line)
     }
 
-    func evalArgs(_ args: CallArgs, _ frame: Frame) throws -> Arguments {
+    /// Evaluates call arguments. `extra` (a call block's `caller`) goes after the
+    /// written keywords and before `**kwargs`, where jinja2 puts it.
+    func evalArgs(_ args: CallArgs, _ frame: Frame, extra: (String, Value)? = nil) throws -> Arguments {
         var a = Arguments()
         a.positional = try args.positional.map { try eval($0, frame) }
         if let star = args.star { a.positional += try iterate(eval(star, frame)) }
         for (k, e) in args.keywords { a.keywords.append((k, try eval(e, frame))) }
+        if let extra { a.keywords.append(extra) }
         if let starStar = args.starStar {
             guard case .dict(let d) = try eval(starStar, frame) else {
                 throw ChatTemplateError(.type, "argument after ** must be a mapping")
             }
             for (k, v) in zip(d.keys, d.values) {
-                guard case .string(let key) = k else { throw ChatTemplateError(.type, "keywords must be strings") }
+                guard case .string(let key) = k.plain else { throw ChatTemplateError(.type, "keywords must be strings") }
+                if a.keywords.contains(where: { $0.0 == key }) {
+                    throw ChatTemplateError(.type, "jinja2.sandbox.SandboxedEnvironment.call() got multiple values for keyword argument '\(key)'")
+                }
                 a.keywords.append((key, v))
             }
         }
@@ -372,9 +378,7 @@ final class Interpreter {
 
     func evalCall(_ callee: Expr, _ args: CallArgs, _ frame: Frame, extra: (String, Value)?) throws -> Value {
         let f = try eval(callee, frame)
-        var a = try evalArgs(args, frame)
-        if let extra { a.keywords.append(extra) }
-        return try call(f, a)
+        return try call(f, try evalArgs(args, frame, extra: extra))
     }
 
     func call(_ f: Value, _ args: Arguments) throws -> Value {
@@ -393,35 +397,40 @@ final class Interpreter {
         }
     }
 
-    /// Calls a macro: binds arguments as jinja2's `Macro.__call__` does.
+    /// Calls a macro: binds arguments as jinja2's `Macro.__call__` does, with its
+    /// order of checks (keywords before surplus positionals).
     func callMacro(_ macro: MacroObject, _ args: Arguments) throws -> Value {
         let m = macro.definition
         let frame = Frame(parent: macro.closure)
-        var positional = args.positional
-        var extra: [Value] = []
-        if positional.count > m.parameters.count {
-            guard m.catchesVarargs else {
-                throw ChatTemplateError(.type, "macro '\(m.name)' takes not more than \(m.parameters.count) argument(s)")
-            }
-            extra = Array(positional[m.parameters.count...])
-            positional = Array(positional[..<m.parameters.count])
+        let count = m.parameters.count
+        var given = [Value?](repeating: nil, count: count)
+        for (i, v) in args.positional.prefix(count).enumerated() { given[i] = v }
+        var keywords = args.keywords
+        func pop(_ name: String) -> Value? {
+            guard let i = keywords.firstIndex(where: { $0.0 == name }) else { return nil }
+            return keywords.remove(at: i).1
         }
-        var given = [Value?](repeating: nil, count: m.parameters.count)
-        for (i, v) in positional.enumerated() { given[i] = v }
-        var kwargs = PyDict()
+        // Keywords fill only the parameters positional arguments left open.
+        if args.positional.count < count {
+            for i in args.positional.count..<count { given[i] = pop(m.parameters[i]) }
+        }
         var caller: Value?
-        // As jinja2's Macro.__call__: positional arguments fill the first parameters,
-        // keywords the others; a keyword left over goes to `kwargs` or is an error.
-        for (k, v) in args.keywords {
-            if let i = m.parameters.firstIndex(of: k), given[i] == nil {
-                given[i] = v
-            } else if k == "caller" && m.usesCaller {
-                caller = v
-            } else if m.catchesKwargs {
-                kwargs.setString(k, v)
-            } else {
-                throw ChatTemplateError(.type, "macro '\(m.name)' takes no keyword argument '\(k)'")
+        if m.usesCaller { caller = pop("caller") }
+        var kwargs = PyDict()
+        if m.catchesKwargs {
+            for (k, v) in keywords { kwargs.setString(k, v) }
+        } else if let first = keywords.first {
+            if keywords.contains(where: { $0.0 == "caller" }) {
+                throw ChatTemplateError(.type, "macro '\(m.name)' was invoked with two values for the special caller argument. This is most likely a bug.")
             }
+            throw ChatTemplateError(.type, "macro '\(m.name)' takes no keyword argument '\(first.0)'")
+        }
+        var extra: [Value] = []
+        if args.positional.count > count {
+            guard m.catchesVarargs else {
+                throw ChatTemplateError(.type, "macro '\(m.name)' takes not more than \(count) argument(s)")
+            }
+            extra = Array(args.positional[count...])
         }
         let firstDefault = m.parameters.count - m.defaults.count
         for (i, p) in m.parameters.enumerated() {
@@ -566,7 +575,9 @@ final class MacroObject: PyObject {
     override var typeName: String { "Macro" }
     override var objectTypeRepr: String { "jinja2.runtime.Macro object" }
     override var isCallable: Bool { true }
-    override func repr() throws -> String { "<Macro \(pyReprString(definition.name))>" }
+    override func repr() throws -> String {
+        definition.isAnonymous ? "<Macro anonymous>" : "<Macro \(pyReprString(definition.name))>"
+    }
     override func call(_ args: Arguments, _ interp: Interpreter) throws -> Value { try interp.callMacro(self, args) }
     override func attribute(_ name: String, _ interp: Interpreter) throws -> Value? {
         switch name {

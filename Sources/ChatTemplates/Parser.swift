@@ -274,7 +274,9 @@ struct Parser {
         loopDepth = 0
         let body = try parseStatements(["endcall"], dropNeedle: true)
         loopDepth = saved
-        return .callBlock(caller: makeMacro("caller", params, defaults, body), call: call, line: line)
+        var caller = makeMacro("caller", params, defaults, body)
+        caller.isAnonymous = true
+        return .callBlock(caller: caller, call: call, line: line)
     }
 
     mutating func parseFilterBlock() throws -> Node {
@@ -647,6 +649,7 @@ struct Parser {
             } else if current.kind == .name, peek().isOp("=") {
                 guard args.starStar == nil else { throw fail("invalid syntax for function call expression") }
                 let key = advance().text
+                if args.keywords.contains(where: { $0.0 == key }) { throw fail("keyword argument repeated: \(key)") }
                 _ = advance()
                 args.keywords.append((key, try parseExpression()))
             } else {

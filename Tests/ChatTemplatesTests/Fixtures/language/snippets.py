@@ -326,3 +326,12 @@ SNIPPETS += [
     ("dict_literal_braces", "{{ {'a': {'b': 1}} }}{{ {'a': {'b': {}}}|tojson }}"),
     ("comment_with_tags", "a{# {{ x }} {% if %} #}b{#\nmulti\nline\n#}\nc"),
 ]
+SNIPPETS += [
+    ("macro_kwargs_caller_order", "{% macro m() %}{{ kwargs }}{% endmacro %}{% call m(z=1, **d) %}x{% endcall %}", {"d": {"a": 1}}),
+    ("macro_keywords_after_positional_fill", "{% macro m(a, b) %}{{ a }}{{ b }}{{ kwargs }}{% endmacro %}{{ m(1, 2, a=3) }}"),
+    ("macro_error_order", "{% macro m(a) %}{% endmacro %}{{ m(1, 2, b=3) }}"),
+    ("macro_two_callers_error", "{% macro m() %}{% endmacro %}{% call m(caller=1) %}x{% endcall %}"),
+    ("macro_caller_repr", "{% macro m() %}{{ caller }}|{{ caller() }}{% endmacro %}{% call m() %}body{% endcall %}"),
+    ("macro_star_args", "{% macro m(a, b) %}{{ a }}-{{ b }}{% endmacro %}{{ m(*[1, 2]) }} {{ m(**{'a': 3, 'b': 4}) }}"),
+    ("macro_duplicate_star_kw_error", "{% macro m(a) %}{% endmacro %}{{ m(a=1, **{'a': 2}) }}"),
+]
