@@ -269,7 +269,8 @@ struct Parser {
         var defaults: [Expr] = []
         if current.isOp("(") { (params, defaults) = try parseSignature() }
         let call = try parseExpression()
-        guard case .call = call else { throw fail("expected call", line) }
+        guard case .call(_, let args, _) = call else { throw fail("expected call", line) }
+        if args.keywords.contains(where: { $0.0 == "caller" }) { throw fail("keyword argument repeated: caller", line) }
         let saved = loopDepth
         loopDepth = 0
         let body = try parseStatements(["endcall"], dropNeedle: true)
