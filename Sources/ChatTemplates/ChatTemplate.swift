@@ -13,6 +13,7 @@ public struct RenderLimits: Sendable, Equatable {
     /// Size of the rendered text, and of strings built by repetition.
     public var maxOutputBytes: Int
 
+    /// The defaults suit any real chat template with a wide margin.
     public init(maxCallDepth: Int = 64, maxEvaluationDepth: Int = 256, maxLoopIterations: Int = 1_000_000,
                 maxOutputBytes: Int = 64 << 20)
     {
@@ -29,8 +30,10 @@ public struct RenderOptions: Sendable {
     public var clock: @Sendable () -> Date
     /// The zone in which `strftime_now` prints the clock (Python's naive local time).
     public var timeZone: TimeZone
+    /// Resource limits of the render.
     public var limits: RenderLimits
 
+    /// Real time in the current zone and default limits unless given.
     public init(clock: @escaping @Sendable () -> Date = { Date() }, timeZone: TimeZone = .current,
                 limits: RenderLimits = RenderLimits())
     {
@@ -148,6 +151,7 @@ public struct ChatTemplate: Sendable {
 public struct FixtureCaseResult: Sendable {
     /// The case's `name`.
     public let name: String
+    /// The rendered text, or why rendering failed.
     public let result: Result<String, ChatTemplateError>
 
     /// `<name>.txt`, or `<name>.error` when rendering failed.

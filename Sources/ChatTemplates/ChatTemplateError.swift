@@ -12,19 +12,27 @@ public struct ChatTemplateError: Error, Sendable, Equatable, CustomStringConvert
     public enum Kind: String, Sendable {
         /// Raised by the template itself through `raise_exception(message)`.
         case templateError = "TemplateError"
+        /// The template does not parse (the wording is leap-ref's, not jinja2's).
         case syntax = "TemplateSyntaxError"
         /// An unknown filter or test name (jinja2 rejects it when compiling).
         case assertion = "TemplateAssertionError"
+        /// jinja2's `TemplateRuntimeError`, e.g. assigning an attribute of a non-namespace.
         case runtime = "TemplateRuntimeError"
+        /// An undefined value was called, indexed, asked for an attribute or computed with.
         case undefined = "UndefinedError"
         /// An operation the immutable sandbox forbids, such as `list.append`.
         case security = "SecurityError"
+        /// Python's `TypeError` (`can only concatenate str (not "dict") to str`, ...).
         case type = "TypeError"
+        /// Python's `AttributeError` raised inside a filter.
         case attribute = "AttributeError"
         /// A filter called with arguments it cannot use (jinja2's `FilterArgumentError`).
         case filterArgument = "FilterArgumentError"
+        /// Python's `ValueError` (`not enough values to unpack`, `substring not found`, ...).
         case value = "ValueError"
+        /// Python's `ZeroDivisionError`.
         case zeroDivision = "ZeroDivisionError"
+        /// Python's `OverflowError` (`range()` beyond the sandbox's limit, ...).
         case overflow = "OverflowError"
         /// A jinja2 or Python feature that leap-ref does not implement.
         case unsupported = "UnsupportedError"
@@ -32,12 +40,14 @@ public struct ChatTemplateError: Error, Sendable, Equatable, CustomStringConvert
         case limit = "LimitError"
     }
 
+    /// Which Python exception (or leap-ref condition) this is.
     public var kind: Kind
     /// The exception text, as Python would print it.
     public var message: String
     /// The template line being rendered when the error happened, when known.
     public var line: Int?
 
+    /// An error of `kind` with Python's `message`.
     public init(_ kind: Kind, _ message: String, line: Int? = nil) {
         self.kind = kind
         self.message = message
