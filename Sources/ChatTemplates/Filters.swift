@@ -72,7 +72,7 @@ extension Interpreter {
             let a = try bind(["case_sensitive", "by", "reverse"])
             guard case .dict(let d) = value else {
                 if case .undefined(let u) = value { throw u.error }
-                throw ChatTemplateError(.attribute, "'\(value.typeName)' object has no attribute 'items'")
+                throw ChatTemplateError(.attribute, "'\(input.typeName)' object has no attribute 'items'")
             }
             let byValue: Bool
             switch a[1] {
@@ -377,10 +377,20 @@ extension Interpreter {
         case "sort":
             let a = try bind(["reverse", "case_sensitive", "attribute"])
             let caseSensitive = boolArg(a[1], false)
-            let getter = try attributeGetter(a[2] ?? .none)
+            // jinja2's make_multi_attrgetter: `attribute` may list several keys ("age,name"),
+            // and the sort key is always a list of them, compared element-wise (so equal
+            // items, undefined ones included, never raise).
+            var getters: [(Value) throws -> Value] = []
+            if case .string(let spec)? = a[2]?.plain {
+                getters = try spec.split(separator: ",", omittingEmptySubsequences: false).map { try attributeGetter(.string(String($0))) }
+            } else {
+                getters = [try attributeGetter(a[2] ?? .none)]
+            }
             let sorted = try sortValues(try iterate(value), reverse: boolArg(a[0], false)) { v in
-                let k = try getter(v)
-                return caseSensitive ? k : ignoreCase(k)
+                .list(try getters.map { getter in
+                    let k = try getter(v)
+                    return caseSensitive ? k : ignoreCase(k)
+                })
             }
             return .list(sorted)
         case "string":

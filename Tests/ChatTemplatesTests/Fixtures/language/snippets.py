@@ -335,3 +335,7 @@ SNIPPETS += [
     ("macro_star_args", "{% macro m(a, b) %}{{ a }}-{{ b }}{% endmacro %}{{ m(*[1, 2]) }} {{ m(**{'a': 3, 'b': 4}) }}"),
     ("macro_duplicate_star_kw_error", "{% macro m(a) %}{% endmacro %}{{ m(a=1, **{'a': 2}) }}"),
 ]
+SNIPPETS += [
+    ("sort_multi_attribute", "{{ users|sort(attribute='age,name')|map(attribute='name')|join }} {{ [u1, u2]|sort }} {{ [{'a': 1}, {'a': 1}]|sort }}", {"users": [{"name": "c", "age": 2}, {"name": "b", "age": 1}, {"name": "a", "age": 2}]}),
+    ("sort_unequal_dicts_error", "{{ [{'a': 1}, {'a': 2}]|sort }}"),
+]
