@@ -204,14 +204,14 @@ final class CyclerObject: PyObject {
             guard !items.isEmpty else { throw ChatTemplateError(.unsupported, "an empty cycler") }
             return items[position]
         case "next":
-            return .object(BuiltinFunction("next", bound: true) { [unowned self] _, _ in
+            return .object(BuiltinFunction("next", bound: true) { _, _ in
                 guard !self.items.isEmpty else { throw ChatTemplateError(.unsupported, "an empty cycler") }
                 let v = self.items[self.position]
                 self.position = (self.position + 1) % self.items.count
                 return v
             })
         case "reset":
-            return .object(BuiltinFunction("reset", bound: true) { [unowned self] _, _ in
+            return .object(BuiltinFunction("reset", bound: true) { _, _ in
                 self.position = 0
                 return .none
             })

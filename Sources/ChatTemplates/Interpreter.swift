@@ -203,7 +203,9 @@ final class Interpreter {
         if let cond = f.condition {
             // jinja2 filters lazily, interleaved with the body, in a scope of its own.
             let filterFrame = Frame(parent: filterScope)
-            accept = { [unowned self] item in
+            // Strong captures: a `loop` stored away (`{% set ns.l = loop %}`) may be
+            // used after this function returns, always within the same render.
+            accept = { item in
                 try self.assign(f.target, item, filterFrame)
                 return try self.eval(cond, filterFrame).truthy
             }
@@ -211,7 +213,7 @@ final class Interpreter {
         let iterator = LoopIterator(items, accept: accept)
         let loop = LoopObject(iterator: iterator, depth: depth)
         if f.recursive {
-            loop.recurse = { [unowned self] value in
+            loop.recurse = { value in
                 try self.capture { try self.runFor(f, frame, iterable: value, depth: depth + 1) }
             }
         }
@@ -772,12 +774,12 @@ final class LoopObject: PyObject {
         case "previtem": return previous ?? .undefinedHint("there is no previous item")
         case "nextitem": return try iterator.peek() ?? .undefinedHint("there is no next item")
         case "cycle":
-            return .object(BuiltinFunction("cycle", bound: true) { [unowned self] args, _ in
+            return .object(BuiltinFunction("cycle", bound: true) { args, _ in
                 guard !args.positional.isEmpty else { throw ChatTemplateError(.type, "no items for cycling given") }
                 return args.positional[self.index0 % args.positional.count]
             })
         case "changed":
-            return .object(BuiltinFunction("changed", bound: true) { [unowned self] args, _ in
+            return .object(BuiltinFunction("changed", bound: true) { args, _ in
                 if let last = self.lastChanged, last.count == args.positional.count,
                    zip(last, args.positional).allSatisfy({ pyEquals($0, $1) })
                 {

@@ -339,3 +339,7 @@ SNIPPETS += [
     ("sort_multi_attribute", "{{ users|sort(attribute='age,name')|map(attribute='name')|join }} {{ [u1, u2]|sort }} {{ [{'a': 1}, {'a': 1}]|sort }}", {"users": [{"name": "c", "age": 2}, {"name": "b", "age": 1}, {"name": "a", "age": 2}]}),
     ("sort_unequal_dicts_error", "{{ [{'a': 1}, {'a': 2}]|sort }}"),
 ]
+SNIPPETS += [
+    ("loop_methods_after_loop", "{% set ns = namespace() %}{% for i in [1, 2] %}{% set ns.c = loop.cycle %}{% set ns.l = loop %}{% endfor %}{{ ns.c('a', 'b') }}{{ ns.l.index }}{{ ns.l.last }}"),
+    ("cycler_next_after", "{% set ns = namespace() %}{% set c = cycler(1, 2) %}{% set ns.n = c.next %}{{ ns.n() }}{{ ns.n() }}{{ ns.n() }}"),
+]
