@@ -1,1 +1,0 @@
-// The ChatTemplates module; see docs/architecture.md.
