@@ -12,6 +12,7 @@ struct LeapRef: AsyncParsableCommand {
             Quantize.self,
             Bench.self,
             Generate.self,
+            RenderTemplate.self,
             Tokenize.self,
         ]
     )
