@@ -31,12 +31,16 @@ if !portable {
     let flags = hostCPUFlags()
     if flags.isSuperset(of: ["avx2", "fma", "f16c"]) {
         var cc = ["-mavx2", "-mfma", "-mf16c"]
+        // Swift's own code generation (generic SIMD types, auto-vectorized loops) gets the
+        // same instruction sets through -target-cpu; the -Xcc flags cover the intrinsics.
+        var cpu = "haswell"
         kernelSwiftSettings.append(.define("LEAP_X86_AVX2"))
         if flags.isSuperset(of: ["avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) {
             cc += ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512vnni"]
+            cpu = "cascadelake"
             kernelSwiftSettings.append(.define("LEAP_X86_AVX512VNNI"))
         }
-        kernelSwiftSettings.append(.unsafeFlags(cc.flatMap { ["-Xcc", $0] }))
+        kernelSwiftSettings.append(.unsafeFlags(cc.flatMap { ["-Xcc", $0] } + ["-target-cpu", cpu]))
     }
 }
 #endif
@@ -68,7 +72,7 @@ let package = Package(
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
-        .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"]),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Sampling"),
         .executableTarget(
             name: "leap-ref",

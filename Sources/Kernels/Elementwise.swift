@@ -22,7 +22,7 @@ public enum Elementwise {
         let xr = UnsafeRawPointer(x)
         while i + 16 <= n {
             let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            acc.addProduct(v, v)
+            acc += v * v
             i += 16
         }
         // ggml accumulates the sum of squares in double; so does the tail here, and the
@@ -95,8 +95,14 @@ public enum Elementwise {
     /// together from its exponent bits.
     @inlinable
     public static func exp(_ x: SIMD16<Float>) -> SIMD16<Float> {
-        let clamped = x.clamped(lowerBound: SIMD16(repeating: -87.33), upperBound: SIMD16(repeating: 88.72))
-        let k = (clamped * 1.442_695_04).rounded(.toNearestOrEven)
+        let clamped = pointwiseMax(pointwiseMin(x, SIMD16(repeating: 88.72)), SIMD16(repeating: -87.33))
+        // k = round(x / ln2) by the shifter trick: adding 1.5·2^23 rounds to an integer
+        // (to nearest even) and leaves it in the low mantissa bits, so both the float and
+        // the integer k come without a conversion instruction.
+        let shifter = SIMD16<Float>(repeating: 12_582_912)
+        let t = clamped * 1.442_695_04 + shifter
+        let k = t - shifter
+        let ki = unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000
         var r = clamped - k * 0.693_145_751_953_125  // ln2, high part (exact in float)
         r = r - k * 1.428_606_765_330_187e-06  // ln2, low part
         // e^r ≈ 1 + r + r²/2! + ... + r⁶/6!, Horner form.
@@ -109,7 +115,6 @@ public enum Elementwise {
         p = p * r + 1
         // 2^k as 2^(k/2)·2^(k-k/2): each factor a normal float for every k in -126...128,
         // so results near FLT_MAX stay finite and those near FLT_MIN stay normal.
-        let ki = SIMD16<Int32>(k)
         let half = ki &>> 1
         let scaleA = unsafeBitCast((half &+ 127) &<< 23, to: SIMD16<Float>.self)
         let scaleB = unsafeBitCast((ki &- half &+ 127) &<< 23, to: SIMD16<Float>.self)
@@ -191,8 +196,8 @@ public enum Elementwise {
         var i = 0
         let ar = UnsafeRawPointer(a), br = UnsafeRawPointer(b)
         while i + 16 <= n {
-            acc.addProduct(ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self),
-                           br.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+            acc += ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+                * br.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
         var sum = acc.sum()
@@ -208,7 +213,7 @@ public enum Elementwise {
         let a = SIMD16<Float>(repeating: alpha)
         while i + 16 <= n {
             var b = yr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            b.addProduct(a, xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+            b += a * xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
             yr.storeBytes(of: b, toByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
