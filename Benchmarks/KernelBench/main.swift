@@ -215,6 +215,50 @@ for type in types {
 }
 print("")
 
+// MARK: - 2b. A decode step's matvecs
+
+// The matrices of SmolLM2-135M (Llama: 30 layers, d = 576, 9 heads of 64 with 3 kv heads,
+// ffn 1536, vocab 49152, untied output here) in one type, each used once per token in
+// forward order, with the activations quantized once per matrix input as a model would.
+print("## A decode step's matvecs (SmolLM2-135M shapes: 30 x [q 576x576, k 192x576, v 192x576, o 576x576, gate/up 1536x576, down 576x1536] + output 49152x576)")
+print("")
+print("| type | weights MiB | threads | ms per token | GB/s | tokens/s (matvecs only) |")
+print("|---|---:|---:|---:|---:|---:|")
+for type in [GGMLType.q4_0, .q4_1, .q8_0, .f16] where types.contains(type) {
+    var layerShapes: [(Int, Int)] = []
+    for _ in 0..<30 { layerShapes += [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)] }
+    layerShapes.append((49152, 576))
+    var buffers: [UnsafeMutableRawPointer] = []
+    var matrices: [WeightMatrix] = []
+    var totalBytes = 0
+    for (k, (rows, cols)) in layerShapes.enumerated() {
+        let b = makeWeights(type, rows: rows, cols: cols, seed: UInt64(k))
+        buffers.append(b)
+        matrices.append(try! WeightMatrix(type: type, rows: rows, cols: cols, data: b))
+        totalBytes += rows * type.rowBytes(count: cols)!
+    }
+    let x = UnsafeMutablePointer<Float>.allocate(capacity: 1536)
+    for j in 0..<1536 { x[j] = Float(sin(Double(j))) }
+    let y = UnsafeMutablePointer<Float>.allocate(capacity: 49152)
+    let acts = QuantizedActivations(capacity: 1536)
+    for threads in [1, 2] {
+        let pool = pools[threads]!
+        let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2) {
+            for (k, m) in matrices.enumerated() {
+                // q, k, v share one quantization; gate and up too.
+                let position = k % 7
+                if k == matrices.count - 1 || position == 0 || position == 3 || position == 4 || position == 6 {
+                    acts.quantize(x, count: m.cols)
+                }
+                m.matvec(acts, into: y, pool: pool)
+            }
+        }
+        print("| \(type) | \(fmt(Double(totalBytes) / 1048576, 1)) | \(threads) | \(fmt(t * 1e3, 2)) | \(fmt(Double(totalBytes) / t / 1e9)) | \(fmt(1 / t, 0)) |")
+    }
+    x.deallocate(); y.deallocate(); buffers.forEach { $0.deallocate() }
+}
+print("")
+
 // MARK: - 3. Dequantization
 
 print("## Dequantization (1024 x 4608, one thread; GB/s of blocks read, G values/s written)")
