@@ -191,16 +191,27 @@ enum Q4_0: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
-        for i in 0..<nb {
+        var i = 0
+        while i + 1 < nb {
             let b = x + 18 * i
-            let d = broadcastHalf(b, 0)
-            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
+            let q = unpackNibblePair(b, 2, 20)
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
+            let d = halfPair(b, 0, 18)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
+            i += 2
         }
-        return hsum(acc) - 8 * offset[0]
+        var tail: Float = 0
+        if i < nb {  // an odd block count: the last block alone
+            let b = x + 18 * i
+            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
+            let d = loadHalf(b, 0)
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 8 * (d * a.s[i])
+        }
+        return hsum(acc) - 2 * hsum(offset) + tail  // 8 * (sum of 4 copies) / 4
         #else
         return dotPortable(x, a, nb: nb)
         #endif
@@ -278,15 +289,25 @@ enum Q4_1: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
+        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
-        for i in 0..<nb {
+        var i = 0
+        while i + 1 < nb {
+            let b = x + 20 * i
+            let q = unpackNibblePair(b, 4, 24)
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 20), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(halfPair(b, 2, 22), scalePair(a.s4, i), mins)
+            i += 2
+        }
+        var tail: Float = 0
+        if i < nb {
             let b = x + 20 * i
             let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
         }
-        return hsum(acc) + mins[0]
+        return hsum(acc) + 0.25 * hsum(mins) + tail
         #else
         return dotPortable(x, a, nb: nb)
         #endif
@@ -374,19 +395,29 @@ enum Q5_0: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
-        let bit4 = _mm256_set1_epi8(0x10)
-        for i in 0..<nb {
+        var i = 0
+        while i + 1 < nb {
             let b = x + 22 * i
-            let d = broadcastHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), bit4)
-            let q = _mm256_or_si256(unpackNibbles16(b, 6), hi)
-            let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
+            let q = unpackNibblePair(b, 6, 28)
+            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self), b.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
+            let d = halfPair(b, 0, 22)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
+            i += 2
         }
-        return hsum(acc) - 16 * offset[0]
+        var tail: Float = 0
+        if i < nb {
+            let b = x + 22 * i
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 6), hi), load256(aq, 32 * i))
+            let d = loadHalf(b, 0)
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 16 * (d * a.s[i])
+        }
+        return hsum(acc) - 4 * hsum(offset) + tail  // 16 * (sum of 4 copies) / 4
         #else
         return dotPortable(x, a, nb: nb)
         #endif
@@ -477,18 +508,27 @@ enum Q5_1: QuantizableBlockFormat {
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
         var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
+        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
-        let bit4 = _mm256_set1_epi8(0x10)
-        for i in 0..<nb {
+        var i = 0
+        while i + 1 < nb {
             let b = x + 24 * i
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bit4)
-            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
-            let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
+            let q = unpackNibblePair(b, 8, 32)
+            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self), b.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 24), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(halfPair(b, 2, 26), scalePair(a.s4, i), mins)
+            i += 2
         }
-        return hsum(acc) + mins[0]
+        var tail: Float = 0
+        if i < nb {
+            let b = x + 24 * i
+            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 8), hi), load256(aq, 32 * i))
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
+        }
+        return hsum(acc) + 0.25 * hsum(mins) + tail
         #else
         return dotPortable(x, a, nb: nb)
         #endif

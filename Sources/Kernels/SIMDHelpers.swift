@@ -145,3 +145,55 @@ func broadcastFloat(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
     _mm256_set1_ps(p[i])
 }
 #endif
+
+#if LEAP_X86_AVX2
+// Two 32-value blocks at once. The nibbles of blocks i and i+1 are loaded into one
+// register and split into low and high nibbles, so `lo` holds values 0..15 of both blocks
+// and `hi` values 16..31; the activations are gathered to match. After the products,
+// Int32 lanes 0-3 belong to block i and lanes 4-7 to block i+1, which is the layout of the
+// `d4`/`s4` activation scales and of `halfPair`. Half the instructions of one block at a
+// time for the nibble formats.
+
+/// Low and high nibbles of the 16-byte `qs` of two blocks at `p + o0` and `p + o1`.
+@inline(__always)
+func unpackNibblePair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> (lo: __m256i, hi: __m256i) {
+    let t = _mm256_set_m128i(p.loadUnaligned(fromByteOffset: o1, as: __m128i.self),
+                             p.loadUnaligned(fromByteOffset: o0, as: __m128i.self))
+    let m4 = _mm256_set1_epi8(0x0F)
+    return (_mm256_and_si256(t, m4), _mm256_and_si256(_mm256_srli_epi16(t, 4), m4))
+}
+
+/// Activation blocks i and i+1 arranged like `unpackNibblePair`'s result.
+@inline(__always)
+func activationPair(_ aq: UnsafeRawPointer, _ i: Int) -> (lo: __m256i, hi: __m256i) {
+    let lo = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 32, as: __m128i.self),
+                              aq.loadUnaligned(fromByteOffset: 32 * i, as: __m128i.self))
+    let hi = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 48, as: __m128i.self),
+                              aq.loadUnaligned(fromByteOffset: 32 * i + 16, as: __m128i.self))
+    return (lo, hi)
+}
+
+/// The fp16 fields at `p + o0` and `p + o1` as floats: lanes 0-3 the first, 4-7 the second.
+@inline(__always)
+func halfPair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> __m256 {
+    let h0 = _mm_set1_epi16(p.loadUnaligned(fromByteOffset: o0, as: Int16.self))
+    let h1 = _mm_set1_epi16(p.loadUnaligned(fromByteOffset: o1, as: Int16.self))
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(h0, h1))
+}
+
+/// `d4`/`s4`-style scales of blocks i and i+1 (lanes 0-3 and 4-7).
+@inline(__always)
+func scalePair(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
+    UnsafeRawPointer(p).loadUnaligned(fromByteOffset: 16 * i, as: __m256.self)
+}
+
+/// The Q5 fifth bits of two blocks (`qh0`, `qh1`) as 0x10 bytes, arranged like
+/// `unpackNibblePair`: bits 0..15 of each word go with `lo`, bits 16..31 with `hi`.
+@inline(__always)
+func fifthBitPair(_ qh0: UInt32, _ qh1: UInt32) -> (lo: __m256i, hi: __m256i) {
+    let bit4 = _mm256_set1_epi8(0x10)
+    let lo = (qh0 & 0xFFFF) | (qh1 << 16)
+    let hi = (qh0 >> 16) | (qh1 & 0xFFFF_0000)
+    return (_mm256_and_si256(expandBitsToBytes(lo), bit4), _mm256_and_si256(expandBitsToBytes(hi), bit4))
+}
+#endif
