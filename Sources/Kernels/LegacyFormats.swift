@@ -340,7 +340,7 @@ enum Q5_0: QuantizableBlockFormat {
         for i in 0..<nb {
             let b = x + 22 * i
             let d = loadHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
             let q = _mm256_sub_epi8(_mm256_or_si256(unpackNibbles16(b, 6), hi), _mm256_set1_epi8(16))
             storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
         }
@@ -412,7 +412,7 @@ enum Q5_0: QuantizableBlockFormat {
         var tail: Float = 0
         if i < nb {
             let b = x + 22 * i
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
             let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 6), hi), load256(aq, 32 * i))
             let d = loadHalf(b, 0)
             tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 16 * (d * a.s[i])
@@ -451,7 +451,7 @@ enum Q5_1: QuantizableBlockFormat {
         for i in 0..<nb {
             let b = x + 24 * i
             let d = loadHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
             let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
             storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
         }
@@ -524,7 +524,7 @@ enum Q5_1: QuantizableBlockFormat {
         var tail: Float = 0
         if i < nb {
             let b = x + 24 * i
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
             let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 8), hi), load256(aq, 32 * i))
             tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
         }

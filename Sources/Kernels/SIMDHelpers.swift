@@ -191,9 +191,20 @@ func scalePair(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
 /// `unpackNibblePair`: bits 0..15 of each word go with `lo`, bits 16..31 with `hi`.
 @inline(__always)
 func fifthBitPair(_ qh0: UInt32, _ qh1: UInt32) -> (lo: __m256i, hi: __m256i) {
-    let bit4 = _mm256_set1_epi8(0x10)
     let lo = (qh0 & 0xFFFF) | (qh1 << 16)
     let hi = (qh0 >> 16) | (qh1 & 0xFFFF_0000)
-    return (_mm256_and_si256(expandBitsToBytes(lo), bit4), _mm256_and_si256(expandBitsToBytes(hi), bit4))
+    return (fifthBitBytes(lo), fifthBitBytes(hi))
+}
+
+/// The 32 bits of `bits` as bytes: 0x10 where the bit is set, 0 elsewhere (the fifth bit
+/// of Q5 levels). With AVX-512 BW/VL, one masked move from a mask register; otherwise a
+/// byte shuffle, compare and mask.
+@inline(__always)
+func fifthBitBytes(_ bits: UInt32) -> __m256i {
+    #if LEAP_X86_AVX512VNNI
+    return _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(0x10))
+    #else
+    return _mm256_and_si256(expandBitsToBytes(bits), _mm256_set1_epi8(0x10))
+    #endif
 }
 #endif
