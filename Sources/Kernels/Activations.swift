@@ -144,7 +144,7 @@ public final class QuantizedActivations {
         let signBit = _mm256_set1_ps(-0.0)
         var m = _mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1))
         m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)))
-        let amax = m.max()
+        let amax = hmax(m)
         let d = amax / 127
         let id: Float = d != 0 ? 1 / d : 0
         let vid = _mm256_set1_ps(id)

@@ -72,9 +72,24 @@ func hsum(_ v: __m256) -> Float {
 /// the result is bit-identical to the scalar reference `Float(q) * d + m`.
 @inline(__always)
 func storeLevels32(_ q: __m256i, scale0: Float, scale1: Float, add: Float?, _ y: UnsafeMutablePointer<Float>) {
-    let v = unsafeBitCast(q, to: SIMD32<Int8>.self)
-    storeLevels16(unsafeBitCast(v.lowHalf, to: __m128i.self), scale: scale0, add: add, y)
-    storeLevels16(unsafeBitCast(v.highHalf, to: __m128i.self), scale: scale1, add: add, y + 16)
+    storeLevels16(_mm256_castsi256_si128(q), scale: scale0, add: add, y)
+    storeLevels16(high128(q), scale: scale1, add: add, y + 16)
+}
+
+/// The high 128 bits of `v`. (`_mm256_extracti128_si256` is a macro Swift cannot import,
+/// and `SIMD32.highHalf` compiled to a call; a dword permute is one instruction.)
+@inline(__always)
+func high128(_ v: __m256i) -> __m128i {
+    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)))
+}
+
+/// The largest of 8 floats.
+@inline(__always)
+func hmax(_ v: __m256) -> Float {
+    var m = _mm_max_ps(v.lowHalf, v.highHalf)
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m))
+    m = _mm_max_ss(m, _mm_movehdup_ps(m))
+    return _mm_cvtss_f32(m)
 }
 
 @inline(__always)
