@@ -168,7 +168,12 @@ public final class ThreadPool: @unchecked Sendable {
                 var spins = 0
                 while generation.load(ordering: .acquiring) == seen && spins < 50_000 {
                     spins += 1
-                    if spins & 255 == 0 && sleepRequest.load(ordering: .relaxed) { break }
+                    if spins & 255 == 0 {
+                        if sleepRequest.load(ordering: .relaxed) { break }
+                        // Past the first few microseconds, let other runnable threads
+                        // have the core (a shared machine, or more threads than cores).
+                        if spins > 4096 { sched_yield() }
+                    }
                 }
                 if generation.load(ordering: .acquiring) == seen {
                     lock.lock()
