@@ -186,13 +186,13 @@ func makeWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> Unsafe
 
 print("## Matvec throughput (GB/s of weight bytes; hot = same matrix repeated, cold = cycling through >= 256 MiB of copies)")
 print("")
-print("| type | rows x cols | MiB | 1T hot | 2T hot | 1T cold | 2T cold | 2T cold % of 2T bandwidth |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| type | rows x cols | MiB | 1T hot | 2T hot | 1T cold | 2T cold | 1T cold / 1T bandwidth | 2T cold / 2T bandwidth |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 var summary: [(GGMLType, String, Double)] = []
 for type in types {
     for shape in shapes {
         guard let rowBytes = type.rowBytes(count: shape.cols) else {
-            print("| \(type) | \(shape.rows) x \(shape.cols) | | n/a: \(shape.cols) is not a multiple of \(type.blockSize) | | | | |")
+            print("| \(type) | \(shape.rows) x \(shape.cols) | | n/a: \(shape.cols) is not a multiple of \(type.blockSize) | | | | | |")
             continue
         }
         let matrixBytes = shape.rows * rowBytes
@@ -225,7 +225,7 @@ for type in types {
         y.deallocate()
         buffers.forEach { $0.deallocate() }
         let shapeText = "\(shape.rows) x \(shape.cols)"
-        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[3] / bw2, 0))% |")
+        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |")
         summary.append((type, shapeText, results[3]))
     }
 }

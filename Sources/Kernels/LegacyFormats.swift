@@ -89,6 +89,17 @@ enum Q8_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs)
         #if LEAP_X86_AVX512VNNI
@@ -111,14 +122,13 @@ enum Q8_0: QuantizableBlockFormat {
             acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
         }
         #if LEAP_X86_AVX512VNNI
-        return hsum(acc) - 128 * offset[0]
+        // offset holds d * sa in all 8 lanes: 8 * 16 = 128.
+        return _mm256_fnmadd_ps(_mm256_set1_ps(16), offset, acc)
         #else
-        return hsum(acc)
-        #endif
-        #else
-        return dotPortable(x, a, nb: nb)
+        return acc
         #endif
     }
+    #endif
 }
 
 // MARK: - Q4_0
@@ -190,6 +200,17 @@ enum Q4_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
@@ -211,11 +232,10 @@ enum Q4_0: QuantizableBlockFormat {
             let d = loadHalf(b, 0)
             tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 8 * (d * a.s[i])
         }
-        return hsum(acc) - 2 * hsum(offset) + tail  // 8 * (sum of 4 copies) / 4
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        // 8 * (sum of 4 copies) / 4 = 2 * sum; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(2), offset, acc), lane0(tail))
     }
+    #endif
 }
 
 // MARK: - Q4_1
@@ -288,6 +308,17 @@ enum Q4_1: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
@@ -307,11 +338,10 @@ enum Q4_1: QuantizableBlockFormat {
             let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
             tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
         }
-        return hsum(acc) + 0.25 * hsum(mins) + tail
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
     }
+    #endif
 }
 
 // MARK: - Q5_0
@@ -394,6 +424,17 @@ enum Q5_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
@@ -417,11 +458,10 @@ enum Q5_0: QuantizableBlockFormat {
             let d = loadHalf(b, 0)
             tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 16 * (d * a.s[i])
         }
-        return hsum(acc) - 4 * hsum(offset) + tail  // 16 * (sum of 4 copies) / 4
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        // 16 * (sum of 4 copies) / 4 = 4 * sum; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(4), offset, acc), lane0(tail))
     }
+    #endif
 }
 
 // MARK: - Q5_1
@@ -507,6 +547,17 @@ enum Q5_1: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
         let aq = UnsafeRawPointer(a.qs)
@@ -528,9 +579,8 @@ enum Q5_1: QuantizableBlockFormat {
             let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 8), hi), load256(aq, 32 * i))
             tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
         }
-        return hsum(acc) + 0.25 * hsum(mins) + tail
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
     }
+    #endif
 }

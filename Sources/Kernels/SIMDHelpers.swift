@@ -56,12 +56,34 @@ func load256(_ p: UnsafeRawPointer, _ offset: Int = 0) -> __m256i {
     p.loadUnaligned(fromByteOffset: offset, as: __m256i.self)
 }
 
-/// Horizontal sum of 8 floats (halving: 4 + 2 + 1 additions).
+/// Horizontal sum of 8 floats, as ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)): the same tree
+/// as ``transposeSum8f``, so that a row's dot product comes out bit-identical whether
+/// it is reduced alone or in a group of 8 (and so matvec results do not depend on how
+/// rows are split over threads).
 @inline(__always)
 func hsum(_ v: __m256) -> Float {
-    let s4 = v.lowHalf + v.highHalf
-    let s2 = s4.lowHalf + s4.highHalf
-    return s2[0] + s2[1]
+    let h = _mm256_hadd_ps(v, v)          // per 128-bit lane: v0+v1, v2+v3, ...
+    let q = _mm256_hadd_ps(h, h)          // per 128-bit lane: (v0+v1)+(v2+v3)
+    return q.lowHalf[0] + q.highHalf[0]
+}
+
+/// Horizontal sums of eight float vectors at once: lane j of the result is
+/// ``hsum(_:)`` of `v[j]`, bit for bit.
+@inline(__always)
+func transposeSum8f(_ v0: __m256, _ v1: __m256, _ v2: __m256, _ v3: __m256,
+                    _ v4: __m256, _ v5: __m256, _ v6: __m256, _ v7: __m256) -> __m256 {
+    let h0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3))
+    let h1 = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7))
+    // h0: lanes 0-3 the low-half sums of rows 0-3, lanes 4-7 their high-half sums.
+    let lo = SIMD8<Float>(lowHalf: h0.lowHalf, highHalf: h1.lowHalf)
+    let hi = SIMD8<Float>(lowHalf: h0.highHalf, highHalf: h1.highHalf)
+    return lo + hi
+}
+
+/// `(value, 0, 0, 0, 0, 0, 0, 0)`.
+@inline(__always)
+func lane0(_ value: Float) -> __m256 {
+    _mm256_setr_ps(value, 0, 0, 0, 0, 0, 0, 0)
 }
 #endif
 
