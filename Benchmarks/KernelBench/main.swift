@@ -27,9 +27,10 @@ var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
     case "--quick": quick = true; seconds = 0.08
+    case "--wall": break
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--types": onlyTypes = (args.popFirst() ?? "").split(separator: ",").compactMap { GGMLType(name: String($0)) }
-    default: print("usage: KernelBench [--quick] [--seconds S] [--types q4_0,q6_K,...]"); exit(2)
+    default: print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...]"); exit(2)
     }
 }
 let types = onlyTypes ?? GGMLType.kernelTypes
@@ -40,23 +41,37 @@ let shapes: [(rows: Int, cols: Int)] = [(576, 1536), (1536, 576), (1024, 4608), 
 @inline(never)
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// CPU time consumed by the calling thread, in nanoseconds.
+@inline(never)
+func threadCPUTime() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 /// Runs `body` repeatedly for about `seconds`, in `runs` separate timed runs, and returns
-/// the best time per call in seconds.
-@MainActor func bestTime(runs: Int = 5, seconds: Double = seconds, _ body: () -> Void) -> Double {
+/// the best time per call in seconds. With `cpuTime`, the time is the calling thread's
+/// CPU time rather than wall time: for single-threaded work on a machine shared with
+/// other processes, this leaves out the time the thread spent preempted.
+@MainActor func bestTime(runs: Int = 5, seconds: Double = seconds, cpuTime: Bool = false, _ body: () -> Void) -> Double {
     body()  // warm up
     var best = Double.infinity
     for _ in 0..<runs {
         var calls = 0
-        let start = now()
+        let start = now(), cpuStart = threadCPUTime()
         var elapsed: UInt64 = 0
         repeat {
             body(); calls += 1
             elapsed = now() - start
         } while Double(elapsed) < seconds * 1e9 / Double(runs)
-        best = min(best, Double(elapsed) / 1e9 / Double(calls))
+        let measured = cpuTime ? threadCPUTime() - cpuStart : elapsed
+        best = min(best, Double(measured) / 1e9 / Double(calls))
     }
     return best
 }
+
+/// Single-threaded measurements use CPU time unless `--wall` is given.
+let singleThreadCPUTime = !CommandLine.arguments.contains("--wall")
 
 func fmt(_ v: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
 
@@ -77,6 +92,7 @@ let arch = "arm64"
 #endif
 print("- \(ProcessInfo.processInfo.activeProcessorCount) cores, \(arch), load average before: \(loadAverage())")
 print("- kernels: \(KernelBuild.description)")
+print("- timing: best of several runs; single-thread numbers use \(singleThreadCPUTime ? "the thread's CPU time (time preempted by other processes left out; --wall for wall time)" : "wall time"), two-thread numbers wall time")
 print("")
 
 // MARK: - 1. Memory bandwidth
@@ -92,7 +108,7 @@ print("")
     let per = count / chunks
     let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
     defer { partial.deallocate() }
-    let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2) {
+    let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
         pool.parallelFor(count: chunks) { range in
             for c in range {
                 var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
@@ -170,13 +186,13 @@ func makeWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> Unsafe
 
 print("## Matvec throughput (GB/s of weight bytes; hot = same matrix repeated, cold = cycling through >= 256 MiB of copies)")
 print("")
-print("| type | rows x cols | MiB | 1T hot | 2T hot | 1T cold | 2T cold | 2T cold % of 2T bandwidth |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| type | rows x cols | MiB | 1T hot | 2T hot | 1T cold | 2T cold | 1T cold / 1T bandwidth | 2T cold / 2T bandwidth |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 var summary: [(GGMLType, String, Double)] = []
 for type in types {
     for shape in shapes {
         guard let rowBytes = type.rowBytes(count: shape.cols) else {
-            print("| \(type) | \(shape.rows) x \(shape.cols) | | n/a: \(shape.cols) is not a multiple of \(type.blockSize) | | | | |")
+            print("| \(type) | \(shape.rows) x \(shape.cols) | | n/a: \(shape.cols) is not a multiple of \(type.blockSize) | | | | | |")
             continue
         }
         let matrixBytes = shape.rows * rowBytes
@@ -198,7 +214,7 @@ for type in types {
             for threads in [1, 2] {
                 let pool = pools[threads]!
                 var k = 0
-                let t = bestTime {
+                let t = bestTime(cpuTime: threads == 1 && singleThreadCPUTime) {
                     let m = cold ? matrices[k % matrices.count] : matrices[0]
                     k += 1
                     m.matvec(acts, into: y, pool: pool)
@@ -209,9 +225,53 @@ for type in types {
         y.deallocate()
         buffers.forEach { $0.deallocate() }
         let shapeText = "\(shape.rows) x \(shape.cols)"
-        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[3] / bw2, 0))% |")
+        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |")
         summary.append((type, shapeText, results[3]))
     }
+}
+print("")
+
+// MARK: - 2b. A decode step's matvecs
+
+// The matrices of SmolLM2-135M (Llama: 30 layers, d = 576, 9 heads of 64 with 3 kv heads,
+// ffn 1536, vocab 49152, untied output here) in one type, each used once per token in
+// forward order, with the activations quantized once per matrix input as a model would.
+print("## A decode step's matvecs (SmolLM2-135M shapes: 30 x [q 576x576, k 192x576, v 192x576, o 576x576, gate/up 1536x576, down 576x1536] + output 49152x576)")
+print("")
+print("| type | weights MiB | threads | ms per token | GB/s | tokens/s (matvecs only) |")
+print("|---|---:|---:|---:|---:|---:|")
+for type in [GGMLType.q4_0, .q4_1, .q8_0, .f16] where types.contains(type) {
+    var layerShapes: [(Int, Int)] = []
+    for _ in 0..<30 { layerShapes += [(576, 576), (192, 576), (192, 576), (576, 576), (1536, 576), (1536, 576), (576, 1536)] }
+    layerShapes.append((49152, 576))
+    var buffers: [UnsafeMutableRawPointer] = []
+    var matrices: [WeightMatrix] = []
+    var totalBytes = 0
+    for (k, (rows, cols)) in layerShapes.enumerated() {
+        let b = makeWeights(type, rows: rows, cols: cols, seed: UInt64(k))
+        buffers.append(b)
+        matrices.append(try! WeightMatrix(type: type, rows: rows, cols: cols, data: b))
+        totalBytes += rows * type.rowBytes(count: cols)!
+    }
+    let x = UnsafeMutablePointer<Float>.allocate(capacity: 1536)
+    for j in 0..<1536 { x[j] = Float(sin(Double(j))) }
+    let y = UnsafeMutablePointer<Float>.allocate(capacity: 49152)
+    let acts = QuantizedActivations(capacity: 1536)
+    for threads in [1, 2] {
+        let pool = pools[threads]!
+        let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
+            for (k, m) in matrices.enumerated() {
+                // q, k, v share one quantization; gate and up too.
+                let position = k % 7
+                if k == matrices.count - 1 || position == 0 || position == 3 || position == 4 || position == 6 {
+                    acts.quantize(x, count: m.cols)
+                }
+                m.matvec(acts, into: y, pool: pool)
+            }
+        }
+        print("| \(type) | \(fmt(Double(totalBytes) / 1048576, 1)) | \(threads) | \(fmt(t * 1e3, 2)) | \(fmt(Double(totalBytes) / t / 1e9)) | \(fmt(1 / t, 0)) |")
+    }
+    x.deallocate(); y.deallocate(); buffers.forEach { $0.deallocate() }
 }
 print("")
 
@@ -227,7 +287,7 @@ for type in types {
     let w = makeWeights(type, rows: rows, cols: cols, seed: 3)
     let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
     let out = UnsafeMutablePointer<Float>.allocate(capacity: cols * 8)
-    let t = bestTime {
+    let t = bestTime(cpuTime: singleThreadCPUTime) {
         for r in stride(from: 0, to: rows, by: 8) { m.dequantize(rows: r..<(r + 8), into: out) }
     }
     print("| \(type) | \(fmt(Double(rows * rowBytes) / t / 1e9)) | \(fmt(Double(rows * cols) / t / 1e9, 2)) |")

@@ -42,6 +42,10 @@ public final class QuantizedActivations {
     let d: UnsafeMutablePointer<Float>
     let s: UnsafeMutablePointer<Float>
     let bsums: UnsafeMutablePointer<Int16>
+    /// `d` and `s` with each value repeated 4 times, so that the kernels working on two
+    /// blocks at once (lanes 0-3 for one, 4-7 for the next) load both scales in one go.
+    let d4: UnsafeMutablePointer<Float>
+    let s4: UnsafeMutablePointer<Float>
 
     /// Creates a buffer for up to `capacity` activations.
     public init(capacity: Int) {
@@ -59,10 +63,15 @@ public final class QuantizedActivations {
             .bindMemory(to: Float.self, capacity: max(blocks, 1) + 8)
         bsums = UnsafeMutableRawPointer.allocate(byteCount: max(blocks, 1) * 4 + 32, alignment: 64)
             .bindMemory(to: Int16.self, capacity: max(blocks, 1) * 2 + 16)
+        d4 = UnsafeMutableRawPointer.allocate(byteCount: max(blocks, 1) * 16 + 32, alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(blocks, 1) * 4 + 8)
+        s4 = UnsafeMutableRawPointer.allocate(byteCount: max(blocks, 1) * 16 + 32, alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(blocks, 1) * 4 + 8)
     }
 
     deinit {
         x.deallocate(); qs.deallocate(); d.deallocate(); s.deallocate(); bsums.deallocate()
+        d4.deallocate(); s4.deallocate()
     }
 
     /// Copies and quantizes `count` floats (at most `capacity`). Uses the SIMD path when
@@ -74,6 +83,7 @@ public final class QuantizedActivations {
         #else
         for i in 0..<blockCount { Self.quantizeBlockReference(src + 32 * i, i, self) }
         #endif
+        expandScales()
     }
 
     /// Convenience: quantizes the contents of an array.
@@ -86,6 +96,13 @@ public final class QuantizedActivations {
     public func quantizeReference(_ src: UnsafePointer<Float>, count: Int) {
         prepare(src, count: count)
         for i in 0..<blockCount { Self.quantizeBlockReference(src + 32 * i, i, self) }
+        expandScales()
+    }
+
+    private func expandScales() {
+        for i in 0..<blockCount {
+            for k in 0..<4 { d4[4 * i + k] = d[i]; s4[4 * i + k] = s[i] }
+        }
     }
 
     private func prepare(_ src: UnsafePointer<Float>, count: Int) {
@@ -114,7 +131,7 @@ public final class QuantizedActivations {
 
     /// The view the dot kernels read.
     @inline(__always)
-    var view: ActivationView { ActivationView(x: x, qs: qs, d: d, s: s, bsums: bsums) }
+    var view: ActivationView { ActivationView(x: x, qs: qs, d: d, s: s, bsums: bsums, d4: d4, s4: s4) }
 
     #if LEAP_X86_AVX2
     @inline(__always)
@@ -127,7 +144,7 @@ public final class QuantizedActivations {
         let signBit = _mm256_set1_ps(-0.0)
         var m = _mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1))
         m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)))
-        let amax = m.max()
+        let amax = hmax(m)
         let d = amax / 127
         let id: Float = d != 0 ? 1 / d : 0
         let vid = _mm256_set1_ps(id)
@@ -166,12 +183,13 @@ struct ActivationView {
     let d: UnsafePointer<Float>
     let s: UnsafePointer<Float>
     let bsums: UnsafePointer<Int16>
+    let d4: UnsafePointer<Float>
+    let s4: UnsafePointer<Float>
 
-    init(x: UnsafePointer<Float>, qs: UnsafePointer<Int8>, d: UnsafePointer<Float>, s: UnsafePointer<Float>, bsums: UnsafePointer<Int16>) {
-        self.x = x; self.qs = qs; self.d = d; self.s = s; self.bsums = bsums
-    }
-    init(x: UnsafeMutablePointer<Float>, qs: UnsafeMutablePointer<Int8>, d: UnsafeMutablePointer<Float>, s: UnsafeMutablePointer<Float>, bsums: UnsafeMutablePointer<Int16>) {
+    init(x: UnsafeMutablePointer<Float>, qs: UnsafeMutablePointer<Int8>, d: UnsafeMutablePointer<Float>, s: UnsafeMutablePointer<Float>,
+         bsums: UnsafeMutablePointer<Int16>, d4: UnsafeMutablePointer<Float>, s4: UnsafeMutablePointer<Float>) {
         self.x = UnsafePointer(x); self.qs = UnsafePointer(qs); self.d = UnsafePointer(d)
         self.s = UnsafePointer(s); self.bsums = UnsafePointer(bsums)
+        self.d4 = UnsafePointer(d4); self.s4 = UnsafePointer(s4)
     }
 }

@@ -68,6 +68,8 @@ extension WeightMatrix {
             } else {
                 dequantize(rows: r0..<r1, into: tile)
             }
+            // OpenBLAS runs its own threads: do not let ours spin against them.
+            pool?.sleepWorkers()
             // Y[:, r0..<r1] = X (count x cols) * tile^T (cols x n)
             BLAS.sgemm(transB: true, m: count, n: n, k: cols,
                        a: x, lda: cols, b: tile, ldb: cols,

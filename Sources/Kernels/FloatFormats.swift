@@ -63,16 +63,25 @@ enum F16Format: QuantizableBlockFormat {
     }
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        floatDot(nb, a.x) { i in
-            #if LEAP_X86_AVX2
-            return _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self))
-            #else
-            let h = x.loadUnaligned(fromByteOffset: 2 * i, as: SIMD8<UInt16>.self)
-            var v = SIMD8<Float>()
-            for k in 0..<8 { v[k] = FloatBits.halfToFloat(h[k]) }
-            return v
-            #endif
+        #if LEAP_X86_AVX2
+        return floatDot(nb, a.x) { i in
+            _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self))
         } scalar: { loadHalf(x, 2 * $0) }
+        #else
+        // One conversion per value (table or hardware): keep it scalar, 4 accumulators.
+        var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
+        var i = 0
+        while i + 4 <= nb {
+            s0 += loadHalf(x, 2 * i) * a.x[i]
+            s1 += loadHalf(x, 2 * i + 2) * a.x[i + 1]
+            s2 += loadHalf(x, 2 * i + 4) * a.x[i + 2]
+            s3 += loadHalf(x, 2 * i + 6) * a.x[i + 3]
+            i += 4
+        }
+        var sum = (s0 + s1) + (s2 + s3)
+        while i < nb { sum += loadHalf(x, 2 * i) * a.x[i]; i += 1 }
+        return sum
+        #endif
     }
 }
 

@@ -103,6 +103,17 @@ enum Q4_K: BlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d), asum = UnsafeRawPointer(a.s)
         let m4 = _mm256_set1_epi8(0x0F)
@@ -129,11 +140,9 @@ enum Q4_K: BlockFormat {
             let mins = _mm256_mul_ps(_mm256_cvtepi32_ps(m), sa)
             acc = _mm256_fnmadd_ps(_mm256_set1_ps(loadHalf(b, 2)), mins, acc)
         }
-        return hsum(acc)
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        return acc
     }
+    #endif
 }
 
 // MARK: - Q5_K
@@ -222,6 +231,17 @@ enum Q5_K: BlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d), asum = UnsafeRawPointer(a.s)
         let m4 = _mm256_set1_epi8(0x0F)
@@ -251,11 +271,9 @@ enum Q5_K: BlockFormat {
             let mins = _mm256_mul_ps(_mm256_cvtepi32_ps(m), sa)
             acc = _mm256_fnmadd_ps(_mm256_set1_ps(loadHalf(b, 2)), mins, acc)
         }
-        return hsum(acc)
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        return acc
     }
+    #endif
 }
 
 // MARK: - Q6_K
@@ -335,6 +353,17 @@ enum Q6_K: BlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs), ad = UnsafeRawPointer(a.d)
         let bsums = UnsafeRawPointer(a.bsums)
@@ -360,11 +389,9 @@ enum Q6_K: BlockFormat {
             let da = ad.loadUnaligned(fromByteOffset: 32 * i, as: __m256.self)
             acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 208)), da), _mm256_cvtepi32_ps(isum), acc)
         }
-        return hsum(acc)
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
+        return acc
     }
+    #endif
 
     #if LEAP_X86_AVX2
     /// The 6-bit levels (0...63) of the four 32-value activation blocks of half `n` of the

@@ -89,6 +89,17 @@ enum Q8_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
         let aq = UnsafeRawPointer(a.qs)
         #if LEAP_X86_AVX512VNNI
@@ -111,14 +122,13 @@ enum Q8_0: QuantizableBlockFormat {
             acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
         }
         #if LEAP_X86_AVX512VNNI
-        return hsum(acc) - 128 * offset[0]
+        // offset holds d * sa in all 8 lanes: 8 * 16 = 128.
+        return _mm256_fnmadd_ps(_mm256_set1_ps(16), offset, acc)
         #else
-        return hsum(acc)
-        #endif
-        #else
-        return dotPortable(x, a, nb: nb)
+        return acc
         #endif
     }
+    #endif
 }
 
 // MARK: - Q4_0
@@ -190,21 +200,42 @@ enum Q4_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
-        var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
-        let aq = UnsafeRawPointer(a.qs)
-        for i in 0..<nb {
-            let b = x + 18 * i
-            let d = broadcastHalf(b, 0)
-            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
-        }
-        return hsum(acc) - 8 * offset[0]
+        return hsum(dotVector(x, a, nb: nb))
         #else
         return dotPortable(x, a, nb: nb)
         #endif
     }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
+        var acc = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
+        let aq = UnsafeRawPointer(a.qs)
+        var i = 0
+        while i + 1 < nb {
+            let b = x + 18 * i
+            let q = unpackNibblePair(b, 2, 20)
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
+            let d = halfPair(b, 0, 18)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
+            i += 2
+        }
+        var tail: Float = 0
+        if i < nb {  // an odd block count: the last block alone
+            let b = x + 18 * i
+            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
+            let d = loadHalf(b, 0)
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 8 * (d * a.s[i])
+        }
+        // 8 * (sum of 4 copies) / 4 = 2 * sum; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(2), offset, acc), lane0(tail))
+    }
+    #endif
 }
 
 // MARK: - Q4_1
@@ -277,20 +308,40 @@ enum Q4_1: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
-        var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
-        let aq = UnsafeRawPointer(a.qs)
-        for i in 0..<nb {
-            let b = x + 20 * i
-            let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
-        }
-        return hsum(acc) + mins[0]
+        return hsum(dotVector(x, a, nb: nb))
         #else
         return dotPortable(x, a, nb: nb)
         #endif
     }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
+        var acc = _mm256_setzero_ps()
+        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
+        let aq = UnsafeRawPointer(a.qs)
+        var i = 0
+        while i + 1 < nb {
+            let b = x + 20 * i
+            let q = unpackNibblePair(b, 4, 24)
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 20), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(halfPair(b, 2, 22), scalePair(a.s4, i), mins)
+            i += 2
+        }
+        var tail: Float = 0
+        if i < nb {
+            let b = x + 20 * i
+            let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
+        }
+        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
+    }
+    #endif
 }
 
 // MARK: - Q5_0
@@ -319,7 +370,7 @@ enum Q5_0: QuantizableBlockFormat {
         for i in 0..<nb {
             let b = x + 22 * i
             let d = loadHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
             let q = _mm256_sub_epi8(_mm256_or_si256(unpackNibbles16(b, 6), hi), _mm256_set1_epi8(16))
             storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
         }
@@ -373,24 +424,44 @@ enum Q5_0: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
-        var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
-        let aq = UnsafeRawPointer(a.qs)
-        let bit4 = _mm256_set1_epi8(0x10)
-        for i in 0..<nb {
-            let b = x + 22 * i
-            let d = broadcastHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)), bit4)
-            let q = _mm256_or_si256(unpackNibbles16(b, 6), hi)
-            let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
-        }
-        return hsum(acc) - 16 * offset[0]
+        return hsum(dotVector(x, a, nb: nb))
         #else
         return dotPortable(x, a, nb: nb)
         #endif
     }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
+        var acc = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
+        let aq = UnsafeRawPointer(a.qs)
+        var i = 0
+        while i + 1 < nb {
+            let b = x + 22 * i
+            let q = unpackNibblePair(b, 6, 28)
+            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self), b.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
+            let d = halfPair(b, 0, 22)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
+            i += 2
+        }
+        var tail: Float = 0
+        if i < nb {
+            let b = x + 22 * i
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
+            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 6), hi), load256(aq, 32 * i))
+            let d = loadHalf(b, 0)
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 16 * (d * a.s[i])
+        }
+        // 16 * (sum of 4 copies) / 4 = 4 * sum; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(4), offset, acc), lane0(tail))
+    }
+    #endif
 }
 
 // MARK: - Q5_1
@@ -420,7 +491,7 @@ enum Q5_1: QuantizableBlockFormat {
         for i in 0..<nb {
             let b = x + 24 * i
             let d = loadHalf(b, 0)
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), _mm256_set1_epi8(0x10))
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
             let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
             storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
         }
@@ -476,21 +547,40 @@ enum Q5_1: QuantizableBlockFormat {
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         #if LEAP_X86_AVX2
-        var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa, the same in every lane
-        let aq = UnsafeRawPointer(a.qs)
-        let bit4 = _mm256_set1_epi8(0x10)
-        for i in 0..<nb {
-            let b = x + 24 * i
-            let hi = _mm256_and_si256(expandBitsToBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)), bit4)
-            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
-            let p = mulSumU8S8(q, load256(aq, 32 * i))
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(broadcastHalf(b, 0), broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(broadcastHalf(b, 2), broadcastFloat(a.s, i), mins)
-        }
-        return hsum(acc) + mins[0]
+        return hsum(dotVector(x, a, nb: nb))
         #else
         return dotPortable(x, a, nb: nb)
         #endif
     }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+
+    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
+    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
+        var acc = _mm256_setzero_ps()
+        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
+        let aq = UnsafeRawPointer(a.qs)
+        var i = 0
+        while i + 1 < nb {
+            let b = x + 24 * i
+            let q = unpackNibblePair(b, 8, 32)
+            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self), b.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+            let av = activationPair(aq, i)
+            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 24), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
+            mins = _mm256_fmadd_ps(halfPair(b, 2, 26), scalePair(a.s4, i), mins)
+            i += 2
+        }
+        var tail: Float = 0
+        if i < nb {
+            let b = x + 24 * i
+            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 8), hi), load256(aq, 32 * i))
+            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
+        }
+        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
+        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
+    }
+    #endif
 }

@@ -56,12 +56,34 @@ func load256(_ p: UnsafeRawPointer, _ offset: Int = 0) -> __m256i {
     p.loadUnaligned(fromByteOffset: offset, as: __m256i.self)
 }
 
-/// Horizontal sum of 8 floats (halving: 4 + 2 + 1 additions).
+/// Horizontal sum of 8 floats, as ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)): the same tree
+/// as ``transposeSum8f``, so that a row's dot product comes out bit-identical whether
+/// it is reduced alone or in a group of 8 (and so matvec results do not depend on how
+/// rows are split over threads).
 @inline(__always)
 func hsum(_ v: __m256) -> Float {
-    let s4 = v.lowHalf + v.highHalf
-    let s2 = s4.lowHalf + s4.highHalf
-    return s2[0] + s2[1]
+    let h = _mm256_hadd_ps(v, v)          // per 128-bit lane: v0+v1, v2+v3, ...
+    let q = _mm256_hadd_ps(h, h)          // per 128-bit lane: (v0+v1)+(v2+v3)
+    return q.lowHalf[0] + q.highHalf[0]
+}
+
+/// Horizontal sums of eight float vectors at once: lane j of the result is
+/// ``hsum(_:)`` of `v[j]`, bit for bit.
+@inline(__always)
+func transposeSum8f(_ v0: __m256, _ v1: __m256, _ v2: __m256, _ v3: __m256,
+                    _ v4: __m256, _ v5: __m256, _ v6: __m256, _ v7: __m256) -> __m256 {
+    let h0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3))
+    let h1 = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7))
+    // h0: lanes 0-3 the low-half sums of rows 0-3, lanes 4-7 their high-half sums.
+    let lo = SIMD8<Float>(lowHalf: h0.lowHalf, highHalf: h1.lowHalf)
+    let hi = SIMD8<Float>(lowHalf: h0.highHalf, highHalf: h1.highHalf)
+    return lo + hi
+}
+
+/// `(value, 0, 0, 0, 0, 0, 0, 0)`.
+@inline(__always)
+func lane0(_ value: Float) -> __m256 {
+    _mm256_setr_ps(value, 0, 0, 0, 0, 0, 0, 0)
 }
 #endif
 
@@ -72,9 +94,24 @@ func hsum(_ v: __m256) -> Float {
 /// the result is bit-identical to the scalar reference `Float(q) * d + m`.
 @inline(__always)
 func storeLevels32(_ q: __m256i, scale0: Float, scale1: Float, add: Float?, _ y: UnsafeMutablePointer<Float>) {
-    let v = unsafeBitCast(q, to: SIMD32<Int8>.self)
-    storeLevels16(unsafeBitCast(v.lowHalf, to: __m128i.self), scale: scale0, add: add, y)
-    storeLevels16(unsafeBitCast(v.highHalf, to: __m128i.self), scale: scale1, add: add, y + 16)
+    storeLevels16(_mm256_castsi256_si128(q), scale: scale0, add: add, y)
+    storeLevels16(high128(q), scale: scale1, add: add, y + 16)
+}
+
+/// The high 128 bits of `v`. (`_mm256_extracti128_si256` is a macro Swift cannot import,
+/// and `SIMD32.highHalf` compiled to a call; a dword permute is one instruction.)
+@inline(__always)
+func high128(_ v: __m256i) -> __m128i {
+    _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7)))
+}
+
+/// The largest of 8 floats.
+@inline(__always)
+func hmax(_ v: __m256) -> Float {
+    var m = _mm_max_ps(v.lowHalf, v.highHalf)
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m))
+    m = _mm_max_ss(m, _mm_movehdup_ps(m))
+    return _mm_cvtss_f32(m)
 }
 
 @inline(__always)
@@ -143,5 +180,68 @@ func broadcastHalf(_ p: UnsafeRawPointer, _ offset: Int) -> __m256 {
 @inline(__always)
 func broadcastFloat(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
     _mm256_set1_ps(p[i])
+}
+#endif
+
+#if LEAP_X86_AVX2
+// Two 32-value blocks at once. The nibbles of blocks i and i+1 are loaded into one
+// register and split into low and high nibbles, so `lo` holds values 0..15 of both blocks
+// and `hi` values 16..31; the activations are gathered to match. After the products,
+// Int32 lanes 0-3 belong to block i and lanes 4-7 to block i+1, which is the layout of the
+// `d4`/`s4` activation scales and of `halfPair`. Half the instructions of one block at a
+// time for the nibble formats.
+
+/// Low and high nibbles of the 16-byte `qs` of two blocks at `p + o0` and `p + o1`.
+@inline(__always)
+func unpackNibblePair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> (lo: __m256i, hi: __m256i) {
+    let t = _mm256_set_m128i(p.loadUnaligned(fromByteOffset: o1, as: __m128i.self),
+                             p.loadUnaligned(fromByteOffset: o0, as: __m128i.self))
+    let m4 = _mm256_set1_epi8(0x0F)
+    return (_mm256_and_si256(t, m4), _mm256_and_si256(_mm256_srli_epi16(t, 4), m4))
+}
+
+/// Activation blocks i and i+1 arranged like `unpackNibblePair`'s result.
+@inline(__always)
+func activationPair(_ aq: UnsafeRawPointer, _ i: Int) -> (lo: __m256i, hi: __m256i) {
+    let lo = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 32, as: __m128i.self),
+                              aq.loadUnaligned(fromByteOffset: 32 * i, as: __m128i.self))
+    let hi = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 48, as: __m128i.self),
+                              aq.loadUnaligned(fromByteOffset: 32 * i + 16, as: __m128i.self))
+    return (lo, hi)
+}
+
+/// The fp16 fields at `p + o0` and `p + o1` as floats: lanes 0-3 the first, 4-7 the second.
+@inline(__always)
+func halfPair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> __m256 {
+    let h0 = _mm_set1_epi16(p.loadUnaligned(fromByteOffset: o0, as: Int16.self))
+    let h1 = _mm_set1_epi16(p.loadUnaligned(fromByteOffset: o1, as: Int16.self))
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(h0, h1))
+}
+
+/// `d4`/`s4`-style scales of blocks i and i+1 (lanes 0-3 and 4-7).
+@inline(__always)
+func scalePair(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
+    UnsafeRawPointer(p).loadUnaligned(fromByteOffset: 16 * i, as: __m256.self)
+}
+
+/// The Q5 fifth bits of two blocks (`qh0`, `qh1`) as 0x10 bytes, arranged like
+/// `unpackNibblePair`: bits 0..15 of each word go with `lo`, bits 16..31 with `hi`.
+@inline(__always)
+func fifthBitPair(_ qh0: UInt32, _ qh1: UInt32) -> (lo: __m256i, hi: __m256i) {
+    let lo = (qh0 & 0xFFFF) | (qh1 << 16)
+    let hi = (qh0 >> 16) | (qh1 & 0xFFFF_0000)
+    return (fifthBitBytes(lo), fifthBitBytes(hi))
+}
+
+/// The 32 bits of `bits` as bytes: 0x10 where the bit is set, 0 elsewhere (the fifth bit
+/// of Q5 levels). With AVX-512 BW/VL, one masked move from a mask register; otherwise a
+/// byte shuffle, compare and mask.
+@inline(__always)
+func fifthBitBytes(_ bits: UInt32) -> __m256i {
+    #if LEAP_X86_AVX512VNNI
+    return _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(0x10))
+    #else
+    return _mm256_and_si256(expandBitsToBytes(bits), _mm256_set1_epi8(0x10))
+    #endif
 }
 #endif

@@ -65,6 +65,13 @@ public final class ThreadPool: @unchecked Sendable {
         shared.lock.unlock()
     }
 
+    /// Sends spinning workers to sleep now rather than after their usual spin. Call it
+    /// before handing the CPUs to other threads (OpenBLAS's, for example), which spinning
+    /// workers would otherwise slow down. The next `parallelFor` wakes them.
+    public func sleepWorkers() {
+        shared.sleepRequest.store(true, ordering: .releasing)
+    }
+
     /// Calls `body` on consecutive sub-ranges covering `0..<count`, on the pool's
     /// threads and the calling one, and returns when all are done.
     ///
@@ -90,6 +97,7 @@ public final class ThreadPool: @unchecked Sendable {
             shared.chunk = chunk
             shared.next.store(0, ordering: .relaxed)
             shared.state.store(0, ordering: .releasing)
+            shared.sleepRequest.store(false, ordering: .relaxed)
             // Announce the loop, then wake sleepers (see workerLoop for the handshake).
             shared.generation.add(1, ordering: .sequentiallyConsistent)
             if shared.sleepers.load(ordering: .sequentiallyConsistent) > 0 {
@@ -122,6 +130,7 @@ public final class ThreadPool: @unchecked Sendable {
         let sleepers = Atomic<Int>(0)
         let busy = Atomic<Bool>(false)
         let stop = Atomic<Bool>(false)
+        let sleepRequest = Atomic<Bool>(false)
         let lock = NSCondition()
 
         // The current loop. Written by the caller only while `state` is closed with no
@@ -159,6 +168,12 @@ public final class ThreadPool: @unchecked Sendable {
                 var spins = 0
                 while generation.load(ordering: .acquiring) == seen && spins < 50_000 {
                     spins += 1
+                    if spins & 255 == 0 {
+                        if sleepRequest.load(ordering: .relaxed) { break }
+                        // Past the first few microseconds, let other runnable threads
+                        // have the core (a shared machine, or more threads than cores).
+                        if spins > 4096 { sched_yield() }
+                    }
                 }
                 if generation.load(ordering: .acquiring) == seen {
                     lock.lock()

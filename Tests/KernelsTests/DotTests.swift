@@ -76,7 +76,9 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
     func matvecMatchesReference(_ type: GGMLType) throws {
         let pool = ThreadPool(threads: 3)
         let cols = testCols(type)
-        for rows in [1, 37] {
+        // 301 rows: more than one chunk for every type (chunks hold >= 16 KiB of weights),
+        // with chunk boundaries that split the 8-row groups differently.
+        for rows in [1, 37, 301] {
             let bytes = randomWeights(type, rows: rows, cols: cols, seed: 42 + UInt64(rows))
             var rng = SeededRandom(seed: 8)
             let x = rng.normal(cols)

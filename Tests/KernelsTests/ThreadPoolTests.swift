@@ -68,3 +68,17 @@ import Testing
 final class Counter: Sendable {
     let value = Atomic<Int>(0)
 }
+
+@Suite struct ThreadPoolSleepTests {
+    /// After `sleepWorkers`, the next loops still run every index once, on both threads.
+    @Test func loopsAfterSleepWorkers() {
+        let pool = ThreadPool(threads: 2)
+        let total = Atomic<Int>(0)
+        for round in 0..<20 {
+            pool.sleepWorkers()
+            if round % 5 == 0 { Thread.sleep(forTimeInterval: 0.001) }
+            pool.parallelFor(count: 64) { r in total.add(r.count, ordering: .relaxed) }
+        }
+        #expect(total.load(ordering: .relaxed) == 20 * 64)
+    }
+}
