@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Measures leap-ref's speed on the models of docs/performance.md, in llama-bench's layout:
+# SmolLM2-135M-Instruct as Q4_0, Q8_0 and Q4_1 (shipped), and a random-weight model of
+# LFM2-350M's exact shape in Q4_0 (made by scripts/tools/make_lfm2_gguf.py, which needs
+# `pip install gguf==0.19.0 numpy`).
+#   scripts/bench-models.sh [extra leap-ref bench flags, e.g. -r 5 -t 1]
+# Run it on a quiet machine: every other process competes for the same cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE="${LEAP_REF_CACHE:-$HOME/.cache/leap-ref}"
+MODELS="$CACHE/models"
+./scripts/setup.sh
+swift build -c release --product leap-ref
+./scripts/make-test-models.sh
+lfm2="$MODELS/lfm2-350m-shape.Q4_0.gguf"
+if [ ! -f "$lfm2" ]; then
+    python3 -c "import gguf" 2>/dev/null || python3 -m pip install --quiet "gguf==0.19.0" numpy
+    python3 scripts/tools/make_lfm2_gguf.py --preset 350m --quant q4_0 \
+        --donor "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" -o "$lfm2.part"
+    mv "$lfm2.part" "$lfm2"
+fi
+bin="$(swift build -c release --show-bin-path)/leap-ref"
+first=1
+for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf lfm2-350m-shape.Q4_0.gguf; do
+    if [ $first = 1 ]; then "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@"; first=0
+    else "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@" | tail -n 2; fi
+done
