@@ -238,6 +238,7 @@ public final class InferenceSession: @unchecked Sendable {
         }
 
         // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
+        if n > 1 { pool.sleepWorkers() }
         let scale = 1 / Float(hd).squareRoot()
         let group = heads / kvHeads
         if n == 1 {

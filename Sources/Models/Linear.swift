@@ -47,6 +47,7 @@ public struct Linear: Sendable {
     {
         let m = matrix
         if m.type == .f32 {
+            pool.sleepWorkers()
             m.matmul(x, count: n, into: y, scratch: tile, pool: pool)
             return
         }
@@ -58,6 +59,7 @@ public struct Linear: Sendable {
             pool.parallelFor(count: r1 - r0, minChunk: 16) { range in
                 m.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound), into: tile + range.lowerBound * cols)
             }
+            pool.sleepWorkers()  // OpenBLAS brings its own threads: leave them the cores
             BLAS.sgemm(transB: true, m: n, n: r1 - r0, k: cols, a: x, lda: cols, b: tile, ldb: cols, c: y + r0, ldc: m.rows)
             r0 = r1
         }
