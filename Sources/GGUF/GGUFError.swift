@@ -66,7 +66,7 @@ public enum GGUFError: Error, Sendable, Equatable, CustomStringConvertible {
         case .truncated(let offset, let reading):
             return "the file is truncated: it ends at byte \(offset) while reading \(reading). Re-download the model."
         case .countTooLarge(let what, let count, let offset):
-            return "corrupt file: \(what) is \(count) at byte \(offset), more than the file can hold."
+            return "truncated or corrupt file: \(what) is \(count) at byte \(offset), more than the rest of the file can hold. Re-download the model."
         case .unknownValueType(let key, let raw):
             return "corrupt file: metadata key '\(key)' has unknown value type \(raw)."
         case .arrayNestingTooDeep(let key):
