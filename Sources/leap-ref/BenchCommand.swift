@@ -74,6 +74,7 @@ struct Bench: AsyncParsableCommand {
                 }
                 row("tg\(n)", rates)
             }
+            print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
         }
     }
 
