@@ -1,28 +1,42 @@
+import GGUF
+import Kernels
+
+/// How the attention cache stores keys and values.
+public enum KVCacheType: String, Sendable, CaseIterable {
+    /// 4 bytes per value: exact.
+    case f32
+    /// 2 bytes per value (IEEE half, rounded as ggml rounds): half the memory, and the
+    /// same rounding as llama.cpp's default cache.
+    case f16
+
+    var bytesPerValue: Int { self == .f32 ? 4 : 2 }
+}
+
 /// The attention keys and values of every attention layer, preallocated for the context
 /// window. Layout per layer and head: `[position][headDim]` contiguous, so that one head's
 /// keys form a row-major matrix that attention reads with SIMD or BLAS.
 final class KVCache: @unchecked Sendable {
     // Safety: owned by one InferenceSession, used by one forward pass at a time.
+    let type: KVCacheType
     let contextLength: Int
     let headDim: Int
-    /// Per model layer: (kvHeads, base pointers) or nil for a convolution layer.
-    private(set) var keys: [UnsafeMutablePointer<Float>?]
-    private(set) var values: [UnsafeMutablePointer<Float>?]
+    /// Per model layer: base of the keys / values, nil for a convolution layer.
+    private(set) var keys: [UnsafeMutableRawPointer?]
+    private(set) var values: [UnsafeMutableRawPointer?]
     let kvHeads: [Int]
 
-    init(layers: [LayerKind], contextLength: Int, headDim: Int) {
+    init(layers: [LayerKind], contextLength: Int, headDim: Int, type: KVCacheType) {
+        self.type = type
         self.contextLength = contextLength
         self.headDim = headDim
-        var keys: [UnsafeMutablePointer<Float>?] = []
-        var values: [UnsafeMutablePointer<Float>?] = []
+        var keys: [UnsafeMutableRawPointer?] = []
+        var values: [UnsafeMutableRawPointer?] = []
         var heads: [Int] = []
         for kind in layers {
             if case .attention(let kv) = kind {
-                let n = kv * contextLength * headDim
-                let k = UnsafeMutablePointer<Float>.allocate(capacity: n)
-                let v = UnsafeMutablePointer<Float>.allocate(capacity: n)
-                keys.append(k)
-                values.append(v)
+                let bytes = kv * contextLength * headDim * type.bytesPerValue
+                keys.append(.allocate(byteCount: bytes, alignment: 64))
+                values.append(.allocate(byteCount: bytes, alignment: 64))
                 heads.append(kv)
             } else {
                 keys.append(nil)
@@ -35,19 +49,42 @@ final class KVCache: @unchecked Sendable {
         self.kvHeads = heads
     }
 
-    /// Start of the keys of `head` in `layer` (`contextLength x headDim` floats).
     @inline(__always)
-    func keys(layer: Int, head: Int) -> UnsafeMutablePointer<Float> {
-        keys[layer]! + head * contextLength * headDim
+    private func base(_ of: [UnsafeMutableRawPointer?], layer: Int, head: Int) -> UnsafeMutableRawPointer {
+        of[layer]! + head * contextLength * headDim * type.bytesPerValue
     }
 
+    /// Writes one position's key and value of `head` (from F32).
     @inline(__always)
-    func values(layer: Int, head: Int) -> UnsafeMutablePointer<Float> {
-        values[layer]! + head * contextLength * headDim
+    func store(layer: Int, head: Int, position: Int, key: UnsafePointer<Float>, value: UnsafePointer<Float>) {
+        let offset = position * headDim * type.bytesPerValue
+        let k = base(keys, layer: layer, head: head) + offset
+        let v = base(values, layer: layer, head: head) + offset
+        switch type {
+        case .f32:
+            k.assumingMemoryBound(to: Float.self).update(from: key, count: headDim)
+            v.assumingMemoryBound(to: Float.self).update(from: value, count: headDim)
+        case .f16:
+            GGMLType.f16.quantizeRow(key, into: k, count: headDim)
+            GGMLType.f16.quantizeRow(value, into: v, count: headDim)
+        }
+    }
+
+    /// The keys (or values) of positions `0..<count` of `head` as F32 rows: the cache
+    /// itself when it is F32, else converted into `scratch` (`count * headDim` floats).
+    @inline(__always)
+    func rows(keys wantKeys: Bool, layer: Int, head: Int, count: Int, scratch: UnsafeMutablePointer<Float>) -> UnsafePointer<Float> {
+        let b = base(wantKeys ? keys : values, layer: layer, head: head)
+        switch type {
+        case .f32: return UnsafePointer(b.assumingMemoryBound(to: Float.self))
+        case .f16:
+            GGMLType.f16.dequantizeRow(b, into: scratch, count: count * headDim)
+            return UnsafePointer(scratch)
+        }
     }
 
     /// Bytes held by the cache.
-    var byteCount: Int { kvHeads.reduce(0) { $0 + 2 * $1 * contextLength * headDim * 4 } }
+    var byteCount: Int { kvHeads.reduce(0) { $0 + 2 * $1 * contextLength * headDim * type.bytesPerValue } }
 
     deinit {
         for p in keys { p?.deallocate() }

@@ -52,9 +52,14 @@ public final class InferenceSession: @unchecked Sendable {
     let ropeThetaScale: Float
     static let queryBlock = 64
 
+    /// F32 copies of cached keys and values when the cache stores F16: room for every KV
+    /// head's keys and values over the whole context (decode converts them in parallel).
+    let kvScratch: UnsafeMutablePointer<Float>
+
     /// Creates the caches and buffers. `contextLength` defaults to the model's trained
     /// context, capped at 4096 tokens to bound memory (pass more if you need it).
-    public init(model: TransformerModel, contextLength: Int? = nil, maxBatch: Int = 512) {
+    /// `kvCacheType` `.f16` halves the attention cache (llama.cpp's default type).
+    public init(model: TransformerModel, contextLength: Int? = nil, maxBatch: Int = 512, kvCacheType: KVCacheType = .f32) {
         let hp = model.hyperparameters
         self.model = model
         self.hp = hp
@@ -63,7 +68,8 @@ public final class InferenceSession: @unchecked Sendable {
         let n = self.maxBatch
         let d = hp.embeddingLength, qw = hp.headCount * hp.headDim
         let kvMax = hp.layers.map { if case .attention(let kv) = $0 { return kv } else { return 0 } }.max() ?? 0
-        kv = KVCache(layers: hp.layers, contextLength: self.contextLength, headDim: hp.headDim)
+        kv = KVCache(layers: hp.layers, contextLength: self.contextLength, headDim: hp.headDim, type: kvCacheType)
+        kvScratch = .allocate(capacity: kvCacheType == .f32 ? 1 : 2 * max(1, kvMax) * self.contextLength * hp.headDim)
         conv = ConvCache(layers: hp.layers, width: d, contextLength: self.contextLength)
         pool = model.pool
         let heads = Set([model.weights.output.name, model.weights.tokenEmbedding.name])
@@ -89,7 +95,7 @@ public final class InferenceSession: @unchecked Sendable {
     }
 
     deinit {
-        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits, tile] { p.deallocate() }
+        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits, tile, kvScratch] { p.deallocate() }
     }
 
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
@@ -232,13 +238,11 @@ public final class InferenceSession: @unchecked Sendable {
             Elementwise.rope(ki, heads: kvHeads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
             // Append k, v to the cache at this token's position.
             for h in 0..<kvHeads {
-                (kv.keys(layer: l, head: h) + (position + i) * hd).update(from: ki + h * hd, count: hd)
-                (kv.values(layer: l, head: h) + (position + i) * hd).update(from: v + i * kw + h * hd, count: hd)
+                kv.store(layer: l, head: h, position: position + i, key: ki + h * hd, value: v + i * kw + h * hd)
             }
         }
 
         // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
-        if n > 1 { pool.sleepWorkers() }
         let scale = 1 / Float(hd).squareRoot()
         let group = heads / kvHeads
         if n == 1 {
@@ -246,8 +250,17 @@ public final class InferenceSession: @unchecked Sendable {
             project(a.wo, attnOut, n, xb2, actsAttention)
             return
         }
+        pool.sleepWorkers()
+        let total = position + n
+        let ctxFloats = contextLength * hd
+        var keys = UnsafePointer(kvScratch), values = UnsafePointer(kvScratch)
         for h in 0..<heads {
-            let keys = kv.keys(layer: l, head: h / group), values = kv.values(layer: l, head: h / group)
+            // Heads of one group share their KV head: read (for an F16 cache, convert) it
+            // once per group.
+            if h % group == 0 {
+                keys = kv.rows(keys: true, layer: l, head: h / group, count: total, scratch: kvScratch)
+                values = kv.rows(keys: false, layer: l, head: h / group, count: total, scratch: kvScratch + ctxFloats)
+            }
             var i0 = 0
             while i0 < n {
                 let m = min(Self.queryBlock, n - i0)
@@ -270,19 +283,23 @@ public final class InferenceSession: @unchecked Sendable {
         project(a.wo, attnOut, n, xb2, actsAttention)
     }
 
-    /// Attention of one new token over the cache, one head per task on the pool:
+    /// Attention of one new token over the cache, one KV head (and the query heads of
+    /// its group) per task on the pool:
     /// `out_h = Σ_j softmax_j(q_h·k_j · scale) v_j` for j in 0 ... position.
     private func decodeAttention(layer l: Int, scale: Float, group: Int) {
-        let hd = hp.headDim, span = position + 1
-        let q = self.q, attnOut = self.attnOut, scores = self.scores, kv = self.kv
-        pool.parallelFor(count: hp.headCount) { heads in
-            for h in heads {
-                let qh = q + h * hd, out = attnOut + h * hd, row = scores + h * span
-                let keys = kv.keys(layer: l, head: h / group), values = kv.values(layer: l, head: h / group)
-                for j in 0..<span { row[j] = Elementwise.dot(qh, keys + j * hd, count: hd) * scale }
-                Elementwise.softmax(row, count: span)
-                out.update(repeating: 0, count: hd)
-                for j in 0..<span { Elementwise.axpy(row[j], values + j * hd, out, count: hd) }
+        let hd = hp.headDim, span = position + 1, ctxFloats = contextLength * hd
+        let q = self.q, attnOut = self.attnOut, scores = self.scores, kv = self.kv, kvScratch = self.kvScratch
+        pool.parallelFor(count: hp.headCount / group) { kvHeads in
+            for g in kvHeads {
+                let keys = kv.rows(keys: true, layer: l, head: g, count: span, scratch: kvScratch + 2 * g * ctxFloats)
+                let values = kv.rows(keys: false, layer: l, head: g, count: span, scratch: kvScratch + (2 * g + 1) * ctxFloats)
+                for h in (g * group)..<((g + 1) * group) {
+                    let qh = q + h * hd, out = attnOut + h * hd, row = scores + h * span
+                    for j in 0..<span { row[j] = Elementwise.dot(qh, keys + j * hd, count: hd) * scale }
+                    Elementwise.softmax(row, count: span)
+                    out.update(repeating: 0, count: hd)
+                    for j in 0..<span { Elementwise.axpy(row[j], values + j * hd, out, count: hd) }
+                }
             }
         }
     }
