@@ -41,6 +41,13 @@ let shapes: [(rows: Int, cols: Int)] = [(576, 1536), (1536, 576), (1024, 4608), 
 @inline(never)
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// Busy-waits for `ns` nanoseconds (a stand-in for a chunk of kernel work).
+@inline(never)
+func busyWork(_ ns: UInt64) {
+    let start = now()
+    while now() - start < ns {}
+}
+
 /// CPU time consumed by the calling thread, in nanoseconds.
 @inline(never)
 func threadCPUTime() -> UInt64 {
@@ -99,8 +106,9 @@ print("")
 
 @MainActor func memoryBandwidth(threads: Int, bytes: Int) -> Double {
     let count = bytes / 4
-    let buffer = UnsafeMutablePointer<Float>.allocate(capacity: count)
-    defer { buffer.deallocate() }
+    let raw = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 4096)
+    defer { raw.deallocate() }
+    let buffer = raw.bindMemory(to: Float.self, capacity: count)
     // Touch every page first (and give it non-zero content).
     for i in stride(from: 0, to: count, by: 1024) { buffer[i] = 1 }
     let pool = pools[threads]!
@@ -110,22 +118,31 @@ print("")
     defer { partial.deallocate() }
     let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
         pool.parallelFor(count: chunks) { range in
-            for c in range {
-                var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
-                let p = UnsafeRawPointer(buffer + c * per)
-                var i = 0
-                while i + 64 <= per {
-                    a0 += p.load(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
-                    a1 += p.load(fromByteOffset: 4 * i + 64, as: SIMD16<Float>.self)
-                    a2 += p.load(fromByteOffset: 4 * i + 128, as: SIMD16<Float>.self)
-                    a3 += p.load(fromByteOffset: 4 * i + 192, as: SIMD16<Float>.self)
-                    i += 64
-                }
-                partial[c] = ((a0 + a1) + (a2 + a3)).sum()
-            }
+            for c in range { partial[c] = sumFloats(UnsafeRawPointer(buffer + c * per), count: per) }
         }
     }
     return Double(per * chunks * 4) / t / 1e9
+}
+
+/// Sum of `count` floats (a multiple of 64), eight independent 8-lane accumulators.
+@inline(never)
+func sumFloats(_ p: UnsafeRawPointer, count: Int) -> Float {
+    var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
+    var a4 = SIMD8<Float>(), a5 = SIMD8<Float>(), a6 = SIMD8<Float>(), a7 = SIMD8<Float>()
+    var i = 0
+    while i + 64 <= count {
+        let o = 4 * i
+        a0 += p.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+        a1 += p.loadUnaligned(fromByteOffset: o + 32, as: SIMD8<Float>.self)
+        a2 += p.loadUnaligned(fromByteOffset: o + 64, as: SIMD8<Float>.self)
+        a3 += p.loadUnaligned(fromByteOffset: o + 96, as: SIMD8<Float>.self)
+        a4 += p.loadUnaligned(fromByteOffset: o + 128, as: SIMD8<Float>.self)
+        a5 += p.loadUnaligned(fromByteOffset: o + 160, as: SIMD8<Float>.self)
+        a6 += p.loadUnaligned(fromByteOffset: o + 192, as: SIMD8<Float>.self)
+        a7 += p.loadUnaligned(fromByteOffset: o + 224, as: SIMD8<Float>.self)
+        i += 64
+    }
+    return (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))).sum()
 }
 
 let bandwidthBytes = quick ? 128 << 20 : 512 << 20
@@ -297,16 +314,31 @@ print("")
 
 // MARK: - 4. Dispatch latency
 
-print("## Dispatch latency (an empty parallel loop of 2 chunks)")
+print("## Dispatch cost (median over 2000 parallel loops of 2 chunks: empty, and of 2 µs of work each)")
 print("")
-print("| mechanism | µs per loop |")
-print("|---|---:|")
+print("| mechanism | empty loop, µs | 2 x 2 µs of work, µs (ideal 2, serial 4) |")
+print("|---|---:|---:|")
 do {
+    /// Median wall time of `body` over `calls` calls, in seconds.
+    func medianTime(calls: Int = 2000, _ body: () -> Void) -> Double {
+        for _ in 0..<100 { body() }
+        var times: [UInt64] = []
+        times.reserveCapacity(calls)
+        for _ in 0..<calls {
+            let start = now()
+            body()
+            times.append(now() - start)
+        }
+        times.sort()
+        return Double(times[calls / 2]) / 1e9
+    }
     let pool = pools[2]!
-    let tPool = bestTime { pool.parallelFor(count: 2) { _ in } }
-    let tDispatch = bestTime { DispatchQueue.concurrentPerform(iterations: 2) { _ in } }
-    print("| ThreadPool(threads: 2).parallelFor | \(fmt(tPool * 1e6, 2)) |")
-    print("| DispatchQueue.concurrentPerform | \(fmt(tDispatch * 1e6, 2)) |")
+    let tPool = medianTime { pool.parallelFor(count: 2) { _ in } }
+    let tDispatch = medianTime { DispatchQueue.concurrentPerform(iterations: 2) { _ in } }
+    let wPool = medianTime { pool.parallelFor(count: 2) { r in for _ in r { busyWork(2000) } } }
+    let wDispatch = medianTime { DispatchQueue.concurrentPerform(iterations: 2) { _ in busyWork(2000) } }
+    print("| ThreadPool(threads: 2).parallelFor | \(fmt(tPool * 1e6, 2)) | \(fmt(wPool * 1e6, 2)) |")
+    print("| DispatchQueue.concurrentPerform | \(fmt(tDispatch * 1e6, 2)) | \(fmt(wDispatch * 1e6, 2)) |")
 }
 print("")
 

@@ -172,7 +172,7 @@ public final class ThreadPool: @unchecked Sendable {
                         if sleepRequest.load(ordering: .relaxed) { break }
                         // Past the first few microseconds, let other runnable threads
                         // have the core (a shared machine, or more threads than cores).
-                        if spins > 4096 { sched_yield() }
+                        if spins > 16_384 { sched_yield() }
                     }
                 }
                 if generation.load(ordering: .acquiring) == seen {
