@@ -39,30 +39,38 @@ struct Logits: AsyncParsableCommand {
             let path = try ModelCache.resolve(model)
             let lm = try TransformerModel(path: path)
             let prompt = try promptTokens(lm)
-            guard !prompt.isEmpty else { throw CLIError("the prompt is empty") }
             let forced = try follow.map(Logits.parseIDs)
-            let steps = forced?.count ?? greedy
-            let session = InferenceSession(model: lm, contextLength: prompt.count + steps + 1)
-            let rows = try session.evaluateAllLogits(prompt)
-            var out = JSONObject()
-            out["n_vocab"] = .integer(lm.hyperparameters.vocabularySize)
-            out["tokens"] = .array(prompt.map { .integer($0) })
-            out["top"] = .array(rows.map { Logits.topJSON($0, top) })
-            var greedyTokens: [JSONValue] = []
-            var greedyTop: [JSONValue] = []
-            var next = Logits.argmax(rows[rows.count - 1])
-            for step in 0..<steps {
-                let token = forced?[step] ?? next
-                greedyTokens.append(.integer(token))
-                try session.evaluate([token])
-                let logits = Array(session.logits)
-                greedyTop.append(Logits.topJSON(logits, top))
-                next = Logits.argmax(logits)
-            }
-            out["greedy"] = .array(greedyTokens)
-            out["greedy_top"] = .array(greedyTop)
-            writeOut(JSONValue.object(out).serialized(.compact) + "\n")
+            writeOut(try Logits.report(lm, prompt: prompt, top: top, greedy: greedy, follow: forced).serialized(.compact) + "\n")
         }
+    }
+
+    /// The golden files' object for `prompt`: `n_vocab`, `tokens`, `top` (every prompt
+    /// position, one batch), `greedy` (decoded one token at a time; `follow` replaces the
+    /// model's own argmax) and `greedy_top`.
+    static func report(_ lm: TransformerModel, prompt: [Int], top: Int, greedy: Int, follow: [Int]?) throws -> JSONValue {
+        guard !prompt.isEmpty else { throw CLIError("the prompt is empty") }
+        guard top > 0 else { throw CLIError("--top must be positive") }
+        let steps = follow?.count ?? max(0, greedy)
+        let session = InferenceSession(model: lm, contextLength: prompt.count + steps + 1)
+        let rows = try session.evaluateAllLogits(prompt)
+        var out = JSONObject()
+        out["n_vocab"] = .integer(lm.hyperparameters.vocabularySize)
+        out["tokens"] = .array(prompt.map { .integer($0) })
+        out["top"] = .array(rows.map { topJSON($0, top) })
+        var greedyTokens: [JSONValue] = []
+        var greedyTop: [JSONValue] = []
+        var next = argmax(rows[rows.count - 1])
+        for step in 0..<steps {
+            let token = follow?[step] ?? next
+            greedyTokens.append(.integer(token))
+            try session.evaluate([token])
+            let logits = Array(session.logits)
+            greedyTop.append(topJSON(logits, top))
+            next = argmax(logits)
+        }
+        out["greedy"] = .array(greedyTokens)
+        out["greedy_top"] = .array(greedyTop)
+        return .object(out)
     }
 
     func promptTokens(_ lm: TransformerModel) throws -> [Int] {
