@@ -80,7 +80,9 @@ struct Bench: AsyncParsableCommand {
 
     /// "Q4_0" for a file whose large matrices are all one type, else the file type number.
     static func typeLabel(_ lm: TransformerModel) -> String {
-        let big = lm.file.tensors.filter { $0.shape.count == 2 && !$0.name.hasPrefix("token_embd") && $0.name != "output.weight" }
+        let big = lm.file.tensors.filter {
+            $0.shape.count == 2 && $0.shape[0] % 32 == 0 && !$0.name.hasPrefix("token_embd") && $0.name != "output.weight"
+        }
         let types = Set(big.map(\.type))
         if types.count == 1 { return types.first!.name.uppercased() }
         return "mixed"
