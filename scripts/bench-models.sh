@@ -20,8 +20,10 @@ if [ ! -f "$lfm2" ]; then
     mv "$lfm2.part" "$lfm2"
 fi
 bin="$(swift build -c release --show-bin-path)/leap-ref"
-first=1
+echo "| model | size | params | backend | threads | test | t/s |"
+echo "| --- | ---: | ---: | --- | ---: | ---: | ---: |"
 for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf lfm2-350m-shape.Q4_0.gguf; do
-    if [ $first = 1 ]; then "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@"; first=0
-    else "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@" | tail -n 2; fi
+    "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@" | grep -E '^\| [a-z]' | grep -v '^| model'
 done
+"$bin" bench --model "$MODELS/SmolLM2-135M-Instruct.Q4_0.gguf" -p 0 -n 1 -r 1 | grep '^kernels:'
+echo "(machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
