@@ -51,6 +51,7 @@ let package = Package(
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
+        .library(name: "Grammar", targets: ["Grammar"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -66,6 +67,7 @@ let package = Package(
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
+        .target(name: "Grammar", dependencies: ["LeapJSON"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
@@ -84,5 +86,7 @@ let package = Package(
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
+        .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]
 )

@@ -1,0 +1,871 @@
+import LeapJSON
+
+/// Why a JSON Schema could not be compiled.
+public struct SchemaError: Error, Sendable, CustomStringConvertible, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// A keyword (named) that the compiler cannot enforce exactly.
+        case unsupported(keyword: String)
+        /// The schema itself is malformed (wrong keyword value, unresolvable `$ref`, bad pattern...).
+        case invalid
+        /// No JSON value satisfies the schema.
+        case unsatisfiable
+    }
+    public let kind: Kind
+    public let message: String
+    public var description: String {
+        switch kind {
+        case .unsupported(let k): return "unsupported keyword '\(k)': \(message)"
+        case .invalid: return "invalid schema: \(message)"
+        case .unsatisfiable: return "unsatisfiable schema: \(message)"
+        }
+    }
+    static func unsupported(_ keyword: String, _ message: String = "cannot be enforced exactly") -> SchemaError {
+        SchemaError(kind: .unsupported(keyword: keyword), message: message)
+    }
+    static func invalid(_ message: String) -> SchemaError { SchemaError(kind: .invalid, message: message) }
+}
+
+/// Compiles JSON Schema (draft 2020-12, with the draft-04..2019-09 spellings `definitions`,
+/// array-form `items` + `additionalItems`, and boolean `exclusiveMinimum`) to a `Grammar` whose
+/// language is the set of JSON texts valid under the schema, in the compiler's canonical
+/// shape: object properties in schema order, any JSON whitespace between tokens, no whitespace
+/// before or after the document.
+///
+/// Exactness first: a validation keyword that cannot be enforced exactly is a compile error
+/// naming it (`SchemaError.Kind.unsupported`), never a silent widening. Annotations and
+/// unknown keywords are ignored. See docs/structured-output.md for the keyword table.
+public enum JSONSchemaCompiler {
+    /// Compilation options.
+    public struct Options: Sendable {
+        /// The meaning of a missing `additionalProperties`: true (the JSON Schema default: other
+        /// properties are allowed, after or between the declared ones) or false (only declared
+        /// properties; closer to what generation usually wants).
+        public var additionalPropertiesDefault: Bool = true
+        /// Treat `oneOf` as `anyOf` even when the branches cannot be proven mutually exclusive.
+        /// Off by default: such a `oneOf` is then a compile error.
+        public var oneOfAsAnyOf: Bool = false
+        /// Enforce `format` for the supported formats (date, time, date-time, uuid, email, ipv4).
+        /// When false every format is an annotation.
+        public var assertFormat: Bool = true
+        public init() {}
+    }
+
+    /// Compiles a schema given as a JSON value.
+    public static func compile(_ schema: JSONValue, options: Options = Options()) throws(SchemaError) -> Grammar {
+        var builder = GrammarBuilder()
+        let root = try addSchema(schema, to: &builder, options: options)
+        do { return try builder.build(root: root) } catch { throw SchemaError(kind: .unsatisfiable, message: error.message) }
+    }
+
+    /// Compiles a schema given as JSON text.
+    public static func compile(_ schemaText: String, options: Options = Options()) throws(SchemaError) -> Grammar {
+        let value: JSONValue
+        do { value = try JSONValue.parse(schemaText) } catch { throw .invalid("not JSON: \(error)") }
+        return try compile(value, options: options)
+    }
+
+    /// Adds the schema's rules to a builder and returns the rule for one value valid under it,
+    /// so that schema-constrained JSON can be composed with literal text (tool-call formats).
+    public static func addSchema(_ schema: JSONValue, to builder: inout GrammarBuilder, options: Options = Options()) throws(SchemaError) -> GrammarBuilder.Symbol {
+        let c = SchemaCompiler(root: schema, options: options, builder: builder)
+        try c.indexResources(schema, base: "")
+        let sym = try c.compileNode(schema, base: c.rootBase)
+        builder = c.b
+        return sym
+    }
+}
+
+/// The keywords that constrain values (anything else is an annotation and ignored).
+private let knownAnnotationKeys: Set<String> = [
+    "$schema", "$id", "id", "$anchor", "$comment", "$vocabulary", "$defs", "definitions", "title", "description",
+    "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType",
+    "contentSchema", "$dynamicAnchor", "$recursiveAnchor",
+]
+
+private let alwaysUnsupported: Set<String> = [
+    "contains", "minContains", "maxContains", "dependentSchemas", "dependentRequired", "dependencies",
+    "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems",
+]
+
+final class SchemaCompiler {
+    let root: JSONValue
+    let options: JSONSchemaCompiler.Options
+    var b: GrammarBuilder
+    var memo: [MemoKey: GrammarBuilder.Symbol] = [:]
+    var resources: [String: JSONValue] = [:]
+    var anchors: [String: JSONValue] = [:]
+    var rootBase = ""
+    var patternCache: [String: CodePointDFA?] = [:]
+    var ws: GrammarBuilder.Symbol!
+    var anyValue: GrammarBuilder.Symbol?
+    var depth = 0
+
+    struct MemoKey: Hashable { let schema: JSONValue; let base: String }
+
+    init(root: JSONValue, options: JSONSchemaCompiler.Options, builder: GrammarBuilder) {
+        self.root = root
+        self.options = options
+        self.b = builder
+        ws = b.whitespace()
+    }
+
+    // MARK: References
+
+    func indexResources(_ s: JSONValue, base: String) throws(SchemaError) {
+        guard case .object(let o) = s else {
+            if case .array(let a) = s { for x in a { try indexResources(x, base: base) } }
+            return
+        }
+        var here = base
+        if case .string(let id)? = o["$id"] {
+            here = resolveURI(base: base, ref: id)
+            if let hash = here.firstIndex(of: "#") { here = String(here[..<hash]) }
+            resources[here] = s
+            if base.isEmpty && rootBase.isEmpty { rootBase = here }
+        } else if base.isEmpty && resources[""] == nil {
+            resources[""] = s
+        }
+        if case .string(let a)? = o["$anchor"] { anchors[here + "#" + a] = s }
+        for (k, v) in o where k != "enum" && k != "const" && k != "default" && k != "examples" {
+            try indexResources(v, base: here)
+        }
+    }
+
+    func resolveURI(base: String, ref: String) -> String {
+        if ref.contains("://") || ref.hasPrefix("urn:") { return ref }
+        if ref.hasPrefix("#") { return base + ref }
+        if base.isEmpty { return ref }
+        var b = base
+        if let hash = b.firstIndex(of: "#") { b = String(b[..<hash]) }
+        if ref.hasPrefix("/") {
+            if let r = schemeEnd(b), let slash = b[r...].firstIndex(of: "/") { return String(b[..<slash]) + ref }
+            return ref
+        }
+        if let slash = b.lastIndex(of: "/") { return String(b[...slash]) + ref }
+        return ref
+    }
+
+    func schemeEnd(_ s: String) -> String.Index? {
+        var i = s.startIndex
+        while i < s.endIndex {
+            if s[i...].hasPrefix("://") { return s.index(i, offsetBy: 3) }
+            i = s.index(after: i)
+        }
+        return nil
+    }
+
+    func percentDecoded(_ s: String) -> String {
+        var out: [UInt8] = []
+        let u = Array(s.utf8)
+        var i = 0
+        while i < u.count {
+            if u[i] == 0x25, i + 2 < u.count, let h = StringLexer.hexValue(u[i + 1]), let l = StringLexer.hexValue(u[i + 2]) {
+                out.append(UInt8(h * 16 + l)); i += 3
+            } else { out.append(u[i]); i += 1 }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    func unescapePointer(_ s: String) -> String {
+        var out = ""
+        var it = s.makeIterator()
+        while let c = it.next() {
+            if c == "~" {
+                let n = it.next()
+                out.append(n == "1" ? "/" : n == "0" ? "~" : "~\(n.map(String.init) ?? "")")
+            } else { out.append(c) }
+        }
+        return out
+    }
+
+    func resolveRef(_ ref: String, base: String) throws(SchemaError) -> (JSONValue, String) {
+        let full = resolveURI(base: base, ref: ref)
+        var doc = full, frag = ""
+        if let hash = full.firstIndex(of: "#") { doc = String(full[..<hash]); frag = String(full[full.index(after: hash)...]) }
+        guard let resource = resources[doc] ?? (doc.isEmpty ? Optional(root) : nil) else {
+            throw .unsupported("$ref", "reference '\(ref)' is not local to the schema (remote references are not supported)")
+        }
+        frag = percentDecoded(frag)
+        if frag.isEmpty { return (resource, doc) }
+        if !frag.hasPrefix("/") {
+            guard let s = anchors[doc + "#" + frag] else { throw .invalid("unresolvable $ref '\(ref)'") }
+            return (s, doc)
+        }
+        var cur = resource
+        for raw in frag.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            let token = unescapePointer(String(raw))
+            switch cur {
+            case .object(let o):
+                guard let next = o[token] else { throw .invalid("unresolvable $ref '\(ref)'") }
+                cur = next
+            case .array(let a):
+                guard let i = Int(token), i >= 0, i < a.count else { throw .invalid("unresolvable $ref '\(ref)'") }
+                cur = a[i]
+            default: throw .invalid("unresolvable $ref '\(ref)'")
+            }
+        }
+        return (cur, doc)
+    }
+
+    // MARK: Compilation
+
+    func compileNode(_ schema: JSONValue, base: String) throws(SchemaError) -> GrammarBuilder.Symbol {
+        let key = MemoKey(schema: schema, base: base)
+        if let s = memo[key] { return s }
+        let rule = b.declareRule()
+        memo[key] = rule
+        depth += 1
+        defer { depth -= 1 }
+        if depth > 400 { throw .invalid("schema nesting too deep") }
+        // A lone $ref (plus annotations) switches resource.
+        if case .object(let o) = schema, case .string(let ref)? = o["$ref"],
+           o.keys.allSatisfy({ $0 == "$ref" || knownAnnotationKeys.contains($0) && $0 != "$id" }) {
+            let (target, tbase) = try resolveRef(ref, base: base)
+            let sym = try compileNode(target, base: tbase)
+            b.define(rule, [[sym]])
+            return rule
+        }
+        let base2 = idBase(schema, base)
+        let flat = try flatten(schema, base: base2, depth: 0)
+        b.define(rule, try alternatives(flat, base: base2))
+        return rule
+    }
+
+    func idBase(_ schema: JSONValue, _ base: String) -> String {
+        if case .string(let id)? = schema["$id"] {
+            var here = resolveURI(base: base, ref: id)
+            if let hash = here.firstIndex(of: "#") { here = String(here[..<hash]) }
+            return here
+        }
+        return base
+    }
+
+    /// A schema with `$ref` and `allOf` merged in and keywords normalized; nil means `false`.
+    typealias Flat = JSONObject?
+
+    func flatten(_ schema: JSONValue, base: String, depth: Int) throws(SchemaError) -> Flat {
+        if depth > 64 { throw .unsupported("$ref", "reference cycle through allOf/$ref without an intervening value") }
+        switch schema {
+        case .bool(let v): return v ? JSONObject() : nil
+        case .object(let o):
+            var own = JSONObject()
+            var parts: [Flat] = []
+            for (k, v) in o {
+                if k == "$ref" || k == "allOf" || knownAnnotationKeys.contains(k) { continue }
+                own[k] = v
+            }
+            parts.append(try normalize(own))
+            if case .string(let ref)? = o["$ref"] {
+                let (target, tbase) = try resolveRef(ref, base: base)
+                if tbase != base { throw .unsupported("$ref", "a $ref into another schema resource beside other keywords") }
+                parts.append(try flatten(target, base: tbase, depth: depth + 1))
+            }
+            if let all = o["allOf"] {
+                guard case .array(let items) = all, !items.isEmpty else { throw .invalid("allOf must be a non-empty array") }
+                for it in items {
+                    if case .object(let io) = it, io["$id"] != nil { throw .unsupported("allOf", "a subschema with its own $id") }
+                    parts.append(try flatten(it, base: base, depth: depth + 1))
+                }
+            }
+            var acc: Flat = JSONObject()
+            for p in parts { acc = try merge(acc, p) }
+            return acc
+        default:
+            throw .invalid("a schema must be an object or a boolean")
+        }
+    }
+
+    /// Rewrites one schema object's keywords into the internal normal form.
+    func normalize(_ o: JSONObject) throws(SchemaError) -> Flat {
+        var out = JSONObject()
+        for (k, v) in o {
+            switch k {
+            case "type":
+                switch v {
+                case .string(let t): out["type"] = .array([.string(t)])
+                case .array(let ts):
+                    for t in ts { guard case .string = t else { throw .invalid("type entries must be strings") } }
+                    out["type"] = .array(ts)
+                default: throw .invalid("type must be a string or an array")
+                }
+                for t in out["type"]!.arrayValue! where !["null", "boolean", "integer", "number", "string", "array", "object"].contains(t.stringValue!) {
+                    throw .invalid("unknown type '\(t.stringValue!)'")
+                }
+            case "const": out["enum"] = .array([v])
+            case "enum":
+                guard case .array = v else { throw .invalid("enum must be an array") }
+                if let prev = out["enum"] { out["enum"] = .array(intersectEnums(prev.arrayValue!, v.arrayValue!)) } else { out["enum"] = v }
+            case "anyOf", "oneOf":
+                guard case .array(let a) = v, !a.isEmpty else { throw .invalid("\(k) must be a non-empty array") }
+                out["x-" + k] = .array([v])
+            case "pattern":
+                guard case .string = v else { throw .invalid("pattern must be a string") }
+                out["x-patterns"] = .array([v])
+            case "format":
+                guard case .string(let f) = v else { throw .invalid("format must be a string") }
+                if !options.assertFormat || (Formats.enforced[f] == nil && !Formats.unenforceable.contains(f)) { continue }
+                if Formats.unenforceable.contains(f) { throw .unsupported("format", "format '\(f)' cannot be enforced") }
+                out["x-formats"] = .array([v])
+            case "not": out["x-not"] = .array([v])
+            case "items":
+                if case .array(let a) = v {
+                    out["prefixItems"] = .array(a)
+                    out["items"] = o["additionalItems"] ?? .bool(true)
+                } else { out["items"] = v }
+            case "additionalItems":
+                continue  // only meaningful with array-form items (handled there)
+            case "exclusiveMinimum", "exclusiveMaximum":
+                if case .bool(let flag) = v {
+                    // draft-04: modifies minimum/maximum
+                    let plain = k == "exclusiveMinimum" ? "minimum" : "maximum"
+                    if flag, let m = o[plain] { out[k] = m }
+                } else { out[k] = v }
+            case "minimum", "maximum":
+                if case .bool(true)? = o[k == "minimum" ? "exclusiveMinimum" : "exclusiveMaximum"] { continue }
+                out[k] = v
+            case "uniqueItems":
+                if case .bool(true) = v { out[k] = v }
+            case "if":
+                if o["then"] != nil || o["else"] != nil { throw .unsupported("if", "if/then/else is not supported") }
+            case "then", "else":
+                continue
+            case "propertyNames":
+                if case .bool(true) = v { continue }
+                if case .object(let po) = v, po.keys.allSatisfy({ knownAnnotationKeys.contains($0) }) { continue }
+                throw .unsupported("propertyNames")
+            default:
+                if alwaysUnsupported.contains(k) { throw .unsupported(k) }
+                if knownAnnotationKeys.contains(k) { continue }
+                if ["properties", "required", "additionalProperties", "patternProperties", "prefixItems", "minItems",
+                    "maxItems", "minLength", "maxLength", "multipleOf", "minProperties", "maxProperties"].contains(k) {
+                    out[k] = v
+                }
+                // Anything else is an unknown keyword: an annotation.
+            }
+        }
+        return out
+    }
+
+    static func numericEqual(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.integer, .double), (.double, .integer), (.double, .double), (.integer, .integer):
+            return a.doubleValue == b.doubleValue && (a.intValue == nil) == (b.intValue == nil)
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { numericEqual($0, $1) }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.keys.allSatisfy { k in y[k].map { numericEqual(x[k]!, $0) } ?? false }
+        default: return a == b
+        }
+    }
+
+    func intersectEnums(_ a: [JSONValue], _ b: [JSONValue]) -> [JSONValue] {
+        a.filter { x in b.contains { SchemaCompiler.numericEqual(x, $0) } }
+    }
+
+    func merge(_ a: Flat, _ bb: Flat) throws(SchemaError) -> Flat {
+        guard var x = a, let y = bb else { return nil }
+        for (k, v) in y {
+            guard let old = x[k] else { x[k] = v; continue }
+            switch k {
+            case "type":
+                var set: [JSONValue] = []
+                for t in old.arrayValue! {
+                    if y["type"]!.arrayValue!.contains(t) { set.append(t) }
+                    else if t == "integer", v.arrayValue!.contains("number") { set.append(t) }
+                    else if t == "number", v.arrayValue!.contains("integer") { set.append("integer") }
+                }
+                x[k] = .array(set)
+            case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
+            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not":
+                x[k] = .array(old.arrayValue! + v.arrayValue!)
+            case "required":
+                var r = old.arrayValue!
+                for n in v.arrayValue ?? [] where !r.contains(n) { r.append(n) }
+                x[k] = .array(r)
+            case "minLength", "minItems", "minProperties", "minimum", "exclusiveMinimum":
+                x[k] = (old.doubleValue ?? 0) >= (v.doubleValue ?? 0) ? old : v
+            case "maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum":
+                x[k] = (old.doubleValue ?? 0) <= (v.doubleValue ?? 0) ? old : v
+            case "uniqueItems": break
+            case "items", "additionalProperties":
+                x[k] = old == v ? old : .object(JSONObject([("allOf", .array([old, v]))]))
+            case "properties":
+                guard case .object(let po) = old, case .object(let pv) = v else { throw .invalid("properties must be an object") }
+                if x["patternProperties"] != nil || y["patternProperties"] != nil {
+                    throw .unsupported("allOf", "merging properties together with patternProperties")
+                }
+                var merged = JSONObject()
+                let addX = x["additionalProperties"], addY = y["additionalProperties"]
+                for (name, s) in po {
+                    if let t = pv[name] { merged[name] = s == t ? s : .object(JSONObject([("allOf", .array([s, t]))])) }
+                    else if let addY { merged[name] = .object(JSONObject([("allOf", .array([s, addY]))])) }
+                    else { merged[name] = s }
+                }
+                for (name, t) in pv where po[name] == nil {
+                    if let addX { merged[name] = .object(JSONObject([("allOf", .array([t, addX]))])) } else { merged[name] = t }
+                }
+                x[k] = .object(merged)
+            case "prefixItems":
+                guard old == v else { throw .unsupported("allOf", "merging two different prefixItems") }
+            case "multipleOf":
+                guard let p = old.intValue, let q = v.intValue, p > 0, q > 0 else {
+                    if old == v { continue }
+                    throw .unsupported("multipleOf", "merging non-integer divisors")
+                }
+                var g = p, h = q
+                while h != 0 { (g, h) = (h, g % h) }
+                x[k] = .integer(p / g * q)
+            default:
+                if old != v { throw .unsupported("allOf", "cannot merge two values of '\(k)'") }
+            }
+        }
+        // Properties declared on one side only are still subject to the other side's
+        // additionalProperties (handled above when both have properties).
+        if (a?["properties"] == nil) != (bb?["properties"] == nil) {
+            let withProps = a?["properties"] != nil ? a! : bb!
+            let other = a?["properties"] != nil ? bb! : a!
+            if let add = other["additionalProperties"], add != .bool(true), case .object(let po)? = withProps["properties"] {
+                if other["patternProperties"] != nil { throw .unsupported("allOf", "merging properties with patternProperties") }
+                var merged = JSONObject()
+                for (name, s) in po { merged[name] = .object(JSONObject([("allOf", .array([s, add]))])) }
+                x["properties"] = .object(merged)
+            }
+        }
+        return x
+    }
+
+    // MARK: Alternatives for a flat schema
+
+    func alternatives(_ flat: Flat, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        guard var f = flat else { return [] }
+        // Distribute anyOf / oneOf.
+        let anyGroups = f["x-anyOf"]?.arrayValue ?? []
+        let oneGroups = f["x-oneOf"]?.arrayValue ?? []
+        if !anyGroups.isEmpty || !oneGroups.isEmpty {
+            f["x-anyOf"] = nil; f["x-oneOf"] = nil
+            var combos: [Flat] = [f]
+            for (gi, g) in (anyGroups + oneGroups).enumerated() {
+                let isOne = gi >= anyGroups.count
+                var branches: [Flat] = []
+                for s in g.arrayValue! { branches.append(try flatten(s, base: base, depth: 1)) }
+                var next: [Flat] = []
+                for c in combos {
+                    var merged: [Flat] = []
+                    for br in branches { merged.append(try merge(c, br)) }
+                    if isOne && !options.oneOfAsAnyOf {
+                        for i in 0..<merged.count { for j in (i + 1)..<max(i + 1, merged.count) {
+                            if !disjoint(merged[i], merged[j], base: base, depth: 0) {
+                                throw .unsupported("oneOf", "branches \(i) and \(j) are not provably exclusive")
+                            }
+                        } }
+                    }
+                    next += merged.filter { $0 != nil }
+                }
+                combos = next
+                if combos.count > 512 { throw .unsupported("anyOf", "too many combinations of anyOf/oneOf/allOf") }
+            }
+            var alts: [[GrammarBuilder.Symbol]] = []
+            for c in combos {
+                let r = b.declareRule()
+                b.define(r, try alternatives(c, base: base))
+                alts.append([r])
+            }
+            return alts
+        }
+        return try typedAlternatives(f, base: base)
+    }
+
+    static let allTypes: [String] = ["null", "boolean", "integer", "number", "string", "array", "object"]
+
+    func effectiveTypes(_ f: JSONObject) -> Set<String> {
+        var t = Set(f["type"]?.arrayValue?.compactMap(\.stringValue) ?? SchemaCompiler.allTypes)
+        if t.contains("number") { t.insert("integer") }
+        if let e = f["enum"]?.arrayValue {
+            var et = Set<String>()
+            for v in e { et.formUnion(SchemaCompiler.types(of: v)) }
+            t.formIntersection(et)
+        }
+        return t
+    }
+
+    static func types(of v: JSONValue) -> Set<String> {
+        switch v {
+        case .null: return ["null"]
+        case .bool: return ["boolean"]
+        case .integer: return ["integer", "number"]
+        case .double(let d): return d.rounded() == d ? ["integer", "number"] : ["number"]
+        case .string: return ["string"]
+        case .array: return ["array"]
+        case .object: return ["object"]
+        }
+    }
+
+    /// A sound (incomplete) test that no value satisfies both schemas.
+    func disjoint(_ a: Flat, _ c: Flat, base: String, depth: Int) -> Bool {
+        guard let a, let c else { return true }
+        if depth > 4 { return false }
+        if a["x-anyOf"] != nil || a["x-oneOf"] != nil || c["x-anyOf"] != nil || c["x-oneOf"] != nil { return false }
+        let ta = effectiveTypes(a), tc = effectiveTypes(c)
+        var common = ta.intersection(tc)
+        if ta.contains("number") && tc.contains("integer") || tc.contains("number") && ta.contains("integer") { common.insert("integer") }
+        if common.isEmpty { return true }
+        if let ea = a["enum"]?.arrayValue, let ec = c["enum"]?.arrayValue, intersectEnums(ea, ec).isEmpty { return true }
+        if common == ["object"] || common.isSubset(of: ["object"]) {
+            let ra = Set(a["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            let rc = Set(c["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            func forbids(_ s: JSONObject, _ name: String) -> Bool {
+                if let p = s["properties"]?[name] { return p == .bool(false) }
+                return s["additionalProperties"] == .bool(false) && s["patternProperties"] == nil
+            }
+            for n in ra where forbids(c, n) { return true }
+            for n in rc where forbids(a, n) { return true }
+            for n in ra.intersection(rc) {
+                if let pa = a["properties"]?[n], let pc = c["properties"]?[n],
+                   let fa = try? flatten(pa, base: base, depth: 1), let fc = try? flatten(pc, base: base, depth: 1),
+                   disjoint(fa, fc, base: base, depth: depth + 1) { return true }
+            }
+        }
+        return false
+    }
+
+    func typedAlternatives(_ f: JSONObject, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        var types = Set(f["type"]?.arrayValue?.compactMap(\.stringValue) ?? SchemaCompiler.allTypes)
+        if types.contains("number") { types.remove("integer") }
+        // not
+        var notPatterns: [String] = []
+        var notStrings: [String] = []
+        var notLiterals: [JSONValue] = []
+        for n in f["x-not"]?.arrayValue ?? [] {
+            switch n {
+            case .bool(true): return []
+            case .bool(false): continue
+            case .object(let o):
+                let keys = o.keys.filter { !knownAnnotationKeys.contains($0) }
+                if keys.isEmpty { return [] }
+                if keys == ["type"] {
+                    let ts = o["type"]!.stringValue.map { [$0] } ?? o["type"]!.arrayValue?.compactMap(\.stringValue) ?? []
+                    for t in ts {
+                        types.remove(t)
+                        if t == "number" { types.remove("integer") }
+                        if t == "integer" && types.contains("number") { throw .unsupported("not", "not integer among numbers") }
+                    }
+                } else if keys == ["pattern"], case .string(let p)? = o["pattern"] {
+                    notPatterns.append(p)
+                } else if keys == ["enum"] || keys == ["const"] {
+                    let vals = o["enum"]?.arrayValue ?? [o["const"]!]
+                    for v in vals {
+                        switch v {
+                        case .string(let s): notStrings.append(s)
+                        case .null, .bool: notLiterals.append(v)
+                        default: throw .unsupported("not", "not of a non-string, non-literal enum")
+                        }
+                    }
+                } else {
+                    throw .unsupported("not")
+                }
+            default: throw .invalid("not must be a schema")
+            }
+        }
+        if let e = f["enum"] {
+            var rest = f
+            rest["enum"] = nil
+            return try enumAlternatives(e.arrayValue!, rest: rest, types: types, notStrings: notStrings, notLiterals: notLiterals, notPatterns: notPatterns, base: base)
+        }
+        var alts: [[GrammarBuilder.Symbol]] = []
+        for t in SchemaCompiler.allTypes where types.contains(t) {
+            switch t {
+            case "null": if !notLiterals.contains(.null) { alts.append([b.literal("null")]) }
+            case "boolean":
+                if !notLiterals.contains(.bool(true)) { alts.append([b.literal("true")]) }
+                if !notLiterals.contains(.bool(false)) { alts.append([b.literal("false")]) }
+            case "integer", "number":
+                if let spec = try numberSpec(f, integer: t == "integer") { alts.append([b.terminal(.number(spec))]) }
+            case "string":
+                if let spec = try stringSpec(f, notPatterns: notPatterns, notStrings: notStrings) { alts.append([b.terminal(.string(spec))]) }
+            case "array": alts += try arrayAlternatives(f, base: base)
+            case "object": alts += try objectAlternatives(f, base: base)
+            default: break
+            }
+        }
+        return alts
+    }
+
+    // MARK: enum
+
+    func enumAlternatives(_ values: [JSONValue], rest: JSONObject, types: Set<String>, notStrings: [String], notLiterals: [JSONValue],
+                          notPatterns: [String], base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        var kept: [JSONValue] = []
+        let typeOnly = rest.keys.allSatisfy { $0 == "type" }
+        var checker: GrammarMatcher?
+        if !typeOnly {
+            var restNoNot = rest
+            restNoNot["x-not"] = nil
+            var sub = GrammarBuilder()
+            let c = SchemaCompiler(root: root, options: options, builder: sub)
+            c.resources = resources; c.anchors = anchors; c.rootBase = rootBase
+            let r = sub.declareRule()
+            _ = r
+            let sym = c.b.rule("enum-check", try c.alternatives(restNoNot, base: base))
+            sub = c.b
+            if let g = try? sub.build(root: sym) { checker = GrammarMatcher(grammar: g) } else { return [] }
+        }
+        for v in values {
+            if !SchemaCompiler.types(of: v).contains(where: { types.contains($0) || ($0 == "integer" && types.contains("number")) }) { continue }
+            if case .string(let s) = v, notStrings.contains(s) { continue }
+            if notLiterals.contains(v) { continue }
+            if case .string(let s) = v, !notPatterns.isEmpty {
+                var bad = false
+                for p in notPatterns { if let d = try patternDFA(p), d.accepts(s) { bad = true } }
+                if bad { continue }
+            }
+            if let m = checker {
+                m.reset()
+                if !(m.accept(v.serialized(.compact)) && m.canAcceptEnd) { continue }
+            }
+            if !kept.contains(where: { SchemaCompiler.numericEqual($0, v) }) { kept.append(v) }
+        }
+        var alts: [[GrammarBuilder.Symbol]] = []
+        let strings = kept.compactMap(\.stringValue)
+        if !strings.isEmpty, let dfa = CodePointDFA.literals(strings) {
+            alts.append([b.terminal(.string(StringSpec(dfa: dfa)))])
+        }
+        for v in kept where v.stringValue == nil { alts.append([valueLiteral(v)]) }
+        return alts
+    }
+
+    /// A rule for exactly this JSON value (whitespace allowed between tokens; object keys in the given order).
+    func valueLiteral(_ v: JSONValue) -> GrammarBuilder.Symbol {
+        switch v {
+        case .null: return b.literal("null")
+        case .bool(let x): return b.literal(x ? "true" : "false")
+        case .integer(let i): return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]])
+        case .double(let d):
+            if d.rounded() == d, abs(d) < 1e15 { let i = Int(d); return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]]) }
+            return b.literal(JSONValue.pythonFloatRepr(d))
+        case .string(let s):
+            guard let dfa = CodePointDFA.literals([s]) else { return b.literal(v.serialized(.compact)) }
+            return b.terminal(.string(StringSpec(dfa: dfa)))
+        case .array(let a):
+            if a.isEmpty { return b.rule("arr", [[b.literal("["), ws, b.literal("]")]]) }
+            var seq: [GrammarBuilder.Symbol] = [b.literal("["), ws]
+            for (i, x) in a.enumerated() {
+                if i > 0 { seq += [ws, b.literal(","), ws] }
+                seq.append(valueLiteral(x))
+            }
+            seq += [ws, b.literal("]")]
+            return b.rule("arr", [seq])
+        case .object(let o):
+            if o.isEmpty { return b.rule("obj", [[b.literal("{"), ws, b.literal("}")]]) }
+            var seq: [GrammarBuilder.Symbol] = [b.literal("{"), ws]
+            for (i, (k, x)) in o.enumerated() {
+                if i > 0 { seq += [ws, b.literal(","), ws] }
+                seq += [b.literal(JSONValue.string(k).serialized(.compact)), ws, b.literal(":"), ws, valueLiteral(x)]
+            }
+            seq += [ws, b.literal("}")]
+            return b.rule("obj", [seq])
+        }
+    }
+
+    // MARK: numbers
+
+    func numberSpec(_ f: JSONObject, integer: Bool) throws(SchemaError) -> NumberSpec? {
+        var spec = NumberSpec(integerOnly: integer)
+        if let m = f["multipleOf"] {
+            guard let d = m.doubleValue, d > 0 else { throw .invalid("multipleOf must be a positive number") }
+            if let k = m.intValue, k > 0 {
+                if k > 1 { spec.multipleOf = Int64(k) }
+                spec.integerOnly = true
+            } else if integer, (1 / d).rounded() == 1 / d {
+                // every integer is a multiple of 1/n
+            } else {
+                throw .unsupported("multipleOf", "a non-integer multipleOf (\(d))")
+            }
+        }
+        func bound(_ key: String, lower: Bool, exclusive: Bool) throws(SchemaError) -> NumberBound? {
+            guard let v = f[key] else { return nil }
+            if case .integer(let i) = v { return NumberBound(value: Int64(i), exclusive: exclusive) }
+            guard let d = v.doubleValue else { throw .invalid("\(key) must be a number") }
+            if d.rounded() == d {
+                guard abs(d) < 9.2e18 else { throw .unsupported(key, "bound \(d) beyond the 64-bit range") }
+                return NumberBound(value: Int64(d), exclusive: exclusive)
+            }
+            guard spec.integerOnly else { throw .unsupported(key, "non-integer bound \(d) on a number") }
+            guard abs(d) < 9.2e18 else { throw .unsupported(key, "bound \(d) beyond the 64-bit range") }
+            // On integers: x >= 2.5 <=> x >= 3; x <= 2.5 <=> x <= 2 (exclusive or not).
+            return NumberBound(value: Int64(lower ? d.rounded(.up) : d.rounded(.down)), exclusive: false)
+        }
+        func tighter(_ x: NumberBound?, _ y: NumberBound?, lower: Bool) -> NumberBound? {
+            guard let x else { return y }
+            guard let y else { return x }
+            if x.value != y.value { return (x.value > y.value) == lower ? x : y }
+            return x.exclusive ? x : y
+        }
+        spec.minimum = tighter(try bound("minimum", lower: true, exclusive: false), try bound("exclusiveMinimum", lower: true, exclusive: true), lower: true)
+        spec.maximum = tighter(try bound("maximum", lower: false, exclusive: false), try bound("exclusiveMaximum", lower: false, exclusive: true), lower: false)
+        // Empty range?
+        if !NumberLexer.feasible(spec, LexState()) { return nil }
+        return spec
+    }
+
+    // MARK: strings
+
+    func patternDFA(_ p: String) throws(SchemaError) -> CodePointDFA? {
+        if let d = patternCache[p] { return d }
+        do {
+            let d = try RegexCompiler.compilePattern(p)
+            patternCache[p] = d
+            return d
+        } catch {
+            throw .unsupported("pattern", "\(error.message) in /\(p)/")
+        }
+    }
+
+    func stringSpec(_ f: JSONObject, notPatterns: [String], notStrings: [String]) throws(SchemaError) -> StringSpec? {
+        var spec = StringSpec()
+        if let v = f["minLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("minLength must be a non-negative integer") }; spec.minLength = n }
+        if let v = f["maxLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("maxLength must be a non-negative integer") }; spec.maxLength = n }
+        if let m = spec.maxLength, m < spec.minLength { return nil }
+        var dfa: CodePointDFA?
+        func and(_ d: CodePointDFA?) -> Bool {
+            guard let d else { return false }
+            if let cur = dfa { dfa = cur.intersection(d); return dfa != nil }
+            dfa = d
+            return true
+        }
+        for p in f["x-patterns"]?.arrayValue ?? [] { if !and(try patternDFA(p.stringValue!)) { return nil } }
+        for fm in f["x-formats"]?.arrayValue ?? [] {
+            guard let d = Formats.compiled[fm.stringValue!] else { throw .unsupported("format", "format '\(fm.stringValue!)'") }
+            if !and(d) { return nil }
+        }
+        for p in notPatterns {
+            guard let d = try patternDFA(p) else { continue }
+            if !and(d.complement()) { return nil }
+        }
+        if !notStrings.isEmpty, let lit = CodePointDFA.literals(notStrings) { if !and(lit.complement()) { return nil } }
+        spec.dfa = dfa
+        if let d = dfa, let m = spec.maxLength, Int(d.minToAccept[Int(d.start)]) > m { return nil }
+        return spec
+    }
+
+    // MARK: arrays
+
+    func arrayAlternatives(_ f: JSONObject, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        let prefix = f["prefixItems"]?.arrayValue ?? []
+        let items = f["items"] ?? .bool(true)
+        let minItems = f["minItems"]?.intValue ?? 0
+        var maxItems = f["maxItems"]?.intValue
+        if items == .bool(false) { maxItems = min(maxItems ?? prefix.count, prefix.count) }
+        if let m = maxItems, m < minItems { return [] }
+        if f["uniqueItems"] == .bool(true), (maxItems ?? 2) > 1 { throw .unsupported("uniqueItems") }
+        let unrolled = max(prefix.count, minItems)
+        if let m = maxItems, m > 5000 { maxItems = nil; if m < unrolled { return [] } }
+        if let m = maxItems, m > 1000 { throw .unsupported("maxItems", "maxItems \(m) is too large to unroll") }
+        if minItems > 1000 { throw .unsupported("minItems", "minItems \(minItems) is too large to unroll") }
+        func elem(_ i: Int) throws(SchemaError) -> GrammarBuilder.Symbol {
+            try compileNode(i < prefix.count ? prefix[i] : items, base: base)
+        }
+        let open = b.literal("["), close = b.literal("]"), comma = b.literal(",")
+        // tails[i]: after i elements.
+        let last = max(maxItems ?? unrolled, 1)
+        var tails: [GrammarBuilder.Symbol] = []
+        for _ in 0...last { tails.append(b.declareRule("arr-tail")) }
+        for i in 1...last {
+            var alts: [[GrammarBuilder.Symbol]] = []
+            if i >= minItems { alts.append([ws, close]) }
+            if maxItems == nil && i == last {
+                alts.append([ws, comma, ws, try elem(i), tails[i]])
+            } else if maxItems.map({ i < $0 }) ?? true {
+                alts.append([ws, comma, ws, try elem(i), tails[i + 1]])
+            }
+            b.define(tails[i], alts)
+        }
+        var out: [[GrammarBuilder.Symbol]] = []
+        if minItems == 0 { out.append([open, ws, close]) }
+        if maxItems != 0 { out.append([open, ws, try elem(0), tails[1]]) }
+        return out
+    }
+
+    // MARK: objects
+
+    func objectAlternatives(_ f: JSONObject, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        let props = f["properties"]?.objectValue ?? JSONObject()
+        let required = (f["required"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let additional = f["additionalProperties"] ?? .bool(options.additionalPropertiesDefault)
+        let patterns = f["patternProperties"]?.objectValue ?? JSONObject()
+        if patterns.count > 3 { throw .unsupported("patternProperties", "more than 3 patterns") }
+        var patternDFAs: [(CodePointDFA?, JSONValue)] = []
+        for (p, s) in patterns { patternDFAs.append((try patternDFA(p), s)) }
+        func schemaFor(_ name: String, declared: JSONValue?) -> JSONValue {
+            var parts: [JSONValue] = declared.map { [$0] } ?? []
+            for (d, s) in patternDFAs where d?.accepts(name) ?? false { parts.append(s) }
+            if parts.isEmpty { return additional }
+            return parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))]))
+        }
+        var names: [String] = []
+        var schemas: [JSONValue] = []
+        for (n, s) in props { names.append(n); schemas.append(schemaFor(n, declared: s)) }
+        for r in required where props[r] == nil && !names.contains(r) { names.append(r); schemas.append(schemaFor(r, declared: nil)) }
+        let isRequired = names.map { required.contains($0) }
+        // Extra keys: partition by which patterns they match.
+        var extraAlts: [[GrammarBuilder.Symbol]] = []
+        let colon = b.literal(":")
+        let exclude = CodePointDFA.literals(names)?.complement()
+        if !names.isEmpty && exclude == nil { /* every string is declared: impossible */ }
+        let k = patternDFAs.count
+        for mask in 0..<(1 << k) {
+            var dfa: CodePointDFA? = names.isEmpty ? nil : exclude
+            var empty = !names.isEmpty && exclude == nil
+            var parts: [JSONValue] = []
+            for i in 0..<k where !empty {
+                guard let pd = patternDFAs[i].0 else { if mask & (1 << i) != 0 { empty = true }; continue }
+                let side = mask & (1 << i) != 0 ? pd : pd.complement()
+                if mask & (1 << i) != 0 { parts.append(patternDFAs[i].1) }
+                guard let side else { empty = true; break }
+                if let cur = dfa { dfa = cur.intersection(side); if dfa == nil { empty = true } } else { dfa = side }
+            }
+            if empty { continue }
+            let valueSchema: JSONValue = parts.isEmpty ? additional : (parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))])))
+            if valueSchema == .bool(false) { continue }
+            let key = b.terminal(.string(StringSpec(dfa: dfa)))
+            extraAlts.append([key, ws, colon, ws, try compileNode(valueSchema, base: base)])
+        }
+        let hasExtras = !extraAlts.isEmpty
+        let extra = hasExtras ? b.rule("extra", extraAlts) : nil
+        // Declared members.
+        var kv: [GrammarBuilder.Symbol?] = []
+        var impossible = false
+        for (i, n) in names.enumerated() {
+            if schemas[i] == .bool(false) { kv.append(nil); if isRequired[i] { impossible = true }; continue }
+            let keyLit = b.literal(JSONValue.string(n).serialized(.compact))
+            kv.append(b.rule("member", [[keyLit, ws, colon, ws, try compileNode(schemas[i], base: base)]]))
+        }
+        if impossible { return [] }
+        let requiredCount = isRequired.filter { $0 }.count
+        let minProps = f["minProperties"]?.intValue ?? 0
+        let maxProps = f["maxProperties"]?.intValue
+        if minProps > max(requiredCount, 1) { throw .unsupported("minProperties") }
+        if let m = maxProps {
+            let possible = hasExtras ? Int.max : kv.compactMap { $0 }.count
+            if m == 0 { return requiredCount == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            if m < possible { throw .unsupported("maxProperties") }
+        }
+        let n = names.count
+        let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
+        var rest: [GrammarBuilder.Symbol] = [], first: [GrammarBuilder.Symbol] = []
+        for _ in 0...n { rest.append(b.declareRule("obj-rest")); first.append(b.declareRule("obj-first")) }
+        for i in 0...n {
+            var ra: [[GrammarBuilder.Symbol]] = [], fa: [[GrammarBuilder.Symbol]] = []
+            if i < n {
+                if let m = kv[i] { ra.append([ws, comma, ws, m, rest[i + 1]]); fa.append([m, rest[i + 1]]) }
+                if !isRequired[i] { ra.append([rest[i + 1]]); fa.append([first[i + 1]]) }
+            } else {
+                ra.append([ws, close])
+            }
+            if let extra { ra.append([ws, comma, ws, extra, rest[i]]); fa.append([extra, rest[i]]) }
+            b.define(rest[i], ra); b.define(first[i], fa)
+        }
+        var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0], ]]
+        // first[i] ends with rest[...] which closes the object.
+        if requiredCount == 0 && minProps < 1 { out.append([open, ws, close]) }
+        return out
+    }
+}
