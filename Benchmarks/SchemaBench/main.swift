@@ -25,6 +25,7 @@ guard let vtext = try? String(contentsOfFile: vocabPath, encoding: .utf8), let v
     print("cannot read vocabulary \(vocabPath)"); exit(1)
 }
 let tokenizer = GreedyTokenizer(vocabulary: vocab)
+let computer = TokenMaskComputer(vocabulary: vocab)
 var files = (try FileManager.default.contentsOfDirectory(atPath: dir)).filter { $0.hasSuffix(".json") }.sorted()
 if let filter { files = files.filter { $0.contains(filter) } }
 if let limit { files = Array(files.prefix(limit)) }
@@ -33,11 +34,11 @@ options.oneOfAsAnyOf = lenientOneOf
 var results: [MaskBench.FileResult] = []
 for f in files {
     let text = try String(contentsOfFile: dir + "/" + f, encoding: .utf8)
-    let r = MaskBench.run(id: f, fileText: text, vocabulary: vocab, options: options, tokenize: tokenizer.tokenize)
+    let r = MaskBench.run(id: f, fileText: text, computer: computer, options: options, tokenize: tokenizer.tokenize)
     if verbose || r.invalidationError || r.maskInconsistencies > 0 {
         let status = r.passed ? "ok" : (r.compileError.map { "compile: \($0)" } ?? (r.invalidationError ? "INVALIDATION" : "validation"))
         let mx = r.maskMicros.max() ?? 0
-        print("\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us")
+        print("\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us wrong tests \(r.wrongTests)")
     }
     results.append(r)
 }

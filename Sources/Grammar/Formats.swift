@@ -19,16 +19,34 @@ enum Formats {
     static let octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
     static let ipv4 = "\(octet)(\\.\(octet)){3}"
 
+    // RFC 3986 (ASCII only; IP-literal hosts are not accepted: a documented restriction).
+    static let unreserved = "[A-Za-z0-9._~-]"
+    static let pct = "%[0-9A-Fa-f]{2}"
+    static let subDelims = "[!$&'()*+,;=]"
+    static let pchar = "(\(unreserved)|\(pct)|\(subDelims)|[:@])"
+    static let segment = "\(pchar)*"
+    static let segmentNZ = "\(pchar)+"
+    static let authority = "((\(unreserved)|\(pct)|\(subDelims)|:)*@)?(\(unreserved)|\(pct)|\(subDelims))*(:[0-9]*)?"
+    static let pathAbempty = "(/\(segment))*"
+    static let pathAbsolute = "/(\(segmentNZ)(/\(segment))*)?"
+    static let pathRootless = "\(segmentNZ)(/\(segment))*"
+    static let queryFragment = "(\\?(\(pchar)|[/?])*)?(#(\(pchar)|[/?])*)?"
+    static let uri = "[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)\(pathAbempty)|\(pathAbsolute)|\(pathRootless))?\(queryFragment)"
+    static let pathNoScheme = "(\(unreserved)|\(pct)|\(subDelims)|@)+(/\(segment))*"
+    static let relativeRef = "(//\(authority)\(pathAbempty)|\(pathAbsolute)|\(pathNoScheme))?\(queryFragment)"
+    static let uriReference = "(\(uri)|\(relativeRef))"
+
     /// Formats enforced by the compiler.
     static let enforced: [String: String] = [
         "date": date, "time": time, "date-time": dateTime, "uuid": uuid, "email": email, "ipv4": ipv4,
+        "uri": uri, "uri-reference": uriReference,
     ]
 
     /// Formats that validators commonly assert but that this compiler cannot enforce: using one
     /// is a compile error. Any other format is an annotation (JSON Schema 2020-12 default).
     static let unenforceable: Set<String> = [
         "regex", "ipv6", "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer",
-        "duration", "iri", "iri-reference", "uri-template",
+        "duration", "iri", "iri-reference", "uri-template", "hostname",
     ]
 
     /// The DFAs of the enforced formats, built once per process.

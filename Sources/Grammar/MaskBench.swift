@@ -21,6 +21,8 @@ public enum MaskBench {
         public var maskMicros: [Double] = []
         /// Tokens allowed by the mask that the matcher then refused (must be 0: internal check).
         public var maskInconsistencies = 0
+        /// Indices of the tests whose outcome was wrong (for diagnostics).
+        public var wrongTests: [Int] = []
 
         public var passed: Bool { compileError == nil && !validationError && !invalidationError }
 
@@ -43,7 +45,7 @@ public enum MaskBench {
     /// - Parameters:
     ///   - vocabulary: the model's tokens (shared across files).
     ///   - tokenize: the model's tokenizer, without special tokens.
-    public static func run(id: String, fileText: String, vocabulary: TokenVocabulary, options: JSONSchemaCompiler.Options = .init(),
+    public static func run(id: String, fileText: String, computer: TokenMaskComputer, options: JSONSchemaCompiler.Options = .init(),
                            tokenize: (String) -> [Int]) -> FileResult {
         var result = FileResult(id: id)
         let file: JSONValue
@@ -58,8 +60,8 @@ public enum MaskBench {
         do { grammar = try JSONSchemaCompiler.compile(schema, options: options) } catch { compileError = error }
         result.compileMicros = micros(clock.now - t0)
         guard let grammar else { result.compileError = compileError?.description ?? "compile error"; return result }
-        let computer = TokenMaskComputer(vocabulary: vocabulary, grammar: grammar)
-        for test in tests {
+        let vocabulary = computer.vocabulary
+        for (testIndex, test) in tests.enumerated() {
             guard let data = test["data"], let valid = test["valid"]?.boolValue else { continue }
             let text = data.serialized(.python)
             let ids = tokenize(text)
@@ -74,8 +76,8 @@ public enum MaskBench {
                 if !matcher.accept(bytes: vocabulary.tokens[id]) { result.maskInconsistencies += 1; accepted = false; break }
             }
             if accepted && !matcher.canAcceptEnd { accepted = false }
-            if valid && !accepted { result.validationError = true }
-            if !valid && accepted { result.invalidationError = true }
+            if valid && !accepted { result.validationError = true; result.wrongTests.append(testIndex) }
+            if !valid && accepted { result.invalidationError = true; result.wrongTests.append(testIndex) }
         }
         return result
     }

@@ -17,6 +17,9 @@ final class StackPool {
     var parent: [Int32] = [0]
     var top: [Int32] = [-1]
     var index: [UInt64: Int32] = [:]
+    /// Masks computed for states of this pool (stack ids are only meaningful within a pool).
+    var maskCache: [MatchState: TokenMask] = [:]
+    weak var maskOwner: TokenMaskComputer?
 
     @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
         let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))

@@ -113,7 +113,6 @@ public final class TokenVocabulary: Sendable {
 /// thread's continuation. Whole masks are also cached per matcher state, since states recur.
 public final class TokenMaskComputer {
     public let vocabulary: TokenVocabulary
-    let grammar: Grammar
 
     struct LexInfo {
         var accepted: [UInt64]
@@ -122,31 +121,50 @@ public final class TokenMaskComputer {
 
     struct LexKey: Hashable { let terminal: Int32; let state: LexState }
 
+    /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
+    var terminalIDs: [Terminal: Int32] = [:]
+    /// Per grammar: its terminal index -> shared terminal id.
+    var grammarTerminals: [ObjectIdentifier: (grammar: Grammar, ids: [Int32])] = [:]
     var lexCache: [LexKey: LexInfo] = [:]
-    var stateCache: [MatchState: TokenMask] = [:]
     var buffers: [[MatchThread]] = []
     var stepCache: [UInt8: ([MatchThread], Bool)] = [:]
     /// Cache statistics.
     public private(set) var lexCacheMisses = 0
     public private(set) var stateCacheHits = 0
 
-    /// Prepares mask computation for one grammar over a vocabulary.
-    public init(vocabulary: TokenVocabulary, grammar: Grammar) {
+    /// Prepares mask computation over a vocabulary, for any number of grammars.
+    public init(vocabulary: TokenVocabulary) {
         self.vocabulary = vocabulary
-        self.grammar = grammar
+    }
+
+    func sharedIDs(_ grammar: Grammar) -> [Int32] {
+        if let e = grammarTerminals[ObjectIdentifier(grammar)], e.grammar === grammar { return e.ids }
+        var ids: [Int32] = []
+        for t in grammar.terminals {
+            if let id = terminalIDs[t] { ids.append(id) } else {
+                let id = Int32(terminalIDs.count)
+                terminalIDs[t] = id
+                ids.append(id)
+            }
+        }
+        if grammarTerminals.count > 64 { grammarTerminals.removeAll() }
+        grammarTerminals[ObjectIdentifier(grammar)] = (grammar, ids)
+        return ids
     }
 
     /// The tokens allowed after the matcher's current input. Special tokens are allowed exactly
     /// when the matcher can end.
     public func mask(for matcher: GrammarMatcher) -> TokenMask {
-        precondition(matcher.grammar === grammar, "the matcher uses another grammar")
         let state = matcher.state
-        if let m = stateCache[state] { stateCacheHits += 1; return m }
+        let pool = matcher.pool
+        if pool.maskOwner === self, let m = pool.maskCache[state] { stateCacheHits += 1; return m }
+        let grammar = matcher.grammar
+        let ids = sharedIDs(grammar)
         let engine = matcher.engine
         var mask = TokenMask(count: vocabulary.count)
         for th in state.threads {
-            let tid = grammar.symbols[Int(th.position)]
-            let info = lexInfo(terminal: tid, state: th.lex)
+            let tid = Int(grammar.symbols[Int(th.position)])
+            let info = lexInfo(grammar.terminals[tid], sharedID: ids[tid], state: th.lex)
             mask.formUnion(info.accepted)
             if info.exits.isEmpty { continue }
             var cont: [MatchThread] = []
@@ -158,8 +176,9 @@ public final class TokenMaskComputer {
             for node in info.exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, useStepCache: true) }
         }
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
-        if stateCache.count > 4096 { stateCache.removeAll() }
-        stateCache[state] = mask
+        if pool.maskOwner !== self { pool.maskOwner = self; pool.maskCache.removeAll() }
+        if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
+        pool.maskCache[state] = mask
         return mask
     }
 
@@ -193,37 +212,96 @@ public final class TokenMaskComputer {
         }
     }
 
-    func lexInfo(terminal tid: Int32, state: LexState) -> LexInfo {
-        let term = grammar.terminals[Int(tid)]
-        let key = LexKey(terminal: tid, state: term.cacheKey(state, horizon: vocabulary.maxTokenScalars))
+    func lexInfo(_ term: Terminal, sharedID: Int32, state: LexState) -> LexInfo {
+        let key = LexKey(terminal: sharedID, state: term.cacheKey(state, horizon: vocabulary.maxTokenScalars))
         if let info = lexCache[key] { return info }
         lexCacheMisses += 1
-        var info = LexInfo(accepted: [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64), exits: [])
-        let v = vocabulary
-        // Iterative DFS over the trie with the terminal automaton alone.
-        var stack: [(node: Int32, state: LexState)] = [(0, state)]
-        while let (node, s) = stack.popLast() {
-            let end = Int(v.subtreeEnd[Int(node)])
-            var child = Int(node) + 1
-            while child < end {
-                if let ns = term.step(s, v.nodeByte[child]) {
-                    for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) {
-                        let id = Int(v.tokenIDs[k])
-                        info.accepted[id >> 6] |= 1 << UInt64(id & 63)
-                    }
-                    let hasChildren = Int(v.subtreeEnd[child]) > child + 1
-                    if hasChildren {
-                        if term.isFinal(ns) { info.exits.append(Int32(child)) }
-                        if term.canContinue(ns) { stack.append((Int32(child), ns)) }
-                    }
-                }
-                child = Int(v.subtreeEnd[child])
-            }
+        let info: LexInfo
+        switch term {
+        case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
+        case .whitespace: info = walkLexer(WhitespaceLexer(), from: state)
+        case .string(let spec): info = walkLexer(StringLexerBox(spec: spec), from: state)
+        case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
         }
-        if lexCache.count > 100_000 { lexCache.removeAll() }
+        if lexCache.count > 50_000 { lexCache.removeAll() }
         lexCache[key] = info
         return info
     }
+
+    /// Walks the whole trie with one terminal automaton (specialized per kind for speed).
+    func walkLexer<L: ByteLexer>(_ lexer: L, from state: LexState) -> LexInfo {
+        var info = LexInfo(accepted: [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64), exits: [])
+        let v = vocabulary
+        v.nodeByte.withUnsafeBufferPointer { nodeByte in
+        v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
+        v.tokenStart.withUnsafeBufferPointer { tokenStart in
+        v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
+        info.accepted.withUnsafeMutableBufferPointer { acc in
+            var stack: [(node: Int32, state: LexState)] = [(0, state)]
+            while let (node, s) = stack.popLast() {
+                let end = Int(subtreeEnd[Int(node)])
+                var child = Int(node) + 1
+                while child < end {
+                    let next = Int(subtreeEnd[child])
+                    if let ns = lexer.step(s, nodeByte[child]) {
+                        for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
+                            let id = Int(tokenIDs[k])
+                            acc[id >> 6] |= 1 << UInt64(id & 63)
+                        }
+                        if next > child + 1 {
+                            if lexer.isFinal(ns) { info.exits.append(Int32(child)) }
+                            if lexer.canContinue(ns) { stack.append((Int32(child), ns)) }
+                        }
+                    }
+                    child = next
+                }
+            }
+        }
+        }
+        }
+        }
+        }
+        return info
+    }
+}
+
+/// A terminal automaton, for specialized trie walks.
+protocol ByteLexer {
+    func step(_ s: LexState, _ byte: UInt8) -> LexState?
+    func isFinal(_ s: LexState) -> Bool
+    func canContinue(_ s: LexState) -> Bool
+}
+
+struct LiteralLexer: ByteLexer {
+    let bytes: [UInt8]
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
+        let i = Int(s.a)
+        return i < bytes.count && bytes[i] == byte ? LexState(s.a + 1, 0) : nil
+    }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { Int(s.a) == bytes.count }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { Int(s.a) < bytes.count }
+}
+
+struct WhitespaceLexer: ByteLexer {
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 ? LexState(1, 0) : nil
+    }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.a == 1 }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
+}
+
+struct StringLexerBox: ByteLexer {
+    let spec: StringSpec
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
+}
+
+struct NumberLexerBox: ByteLexer {
+    let spec: NumberSpec
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { NumberLexer.step(spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { NumberLexer.isFinal(spec, s) }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
 }
 
 extension TokenVocabulary {
