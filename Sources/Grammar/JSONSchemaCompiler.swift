@@ -852,16 +852,36 @@ final class SchemaCompiler {
         let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
         var rest: [GrammarBuilder.Symbol] = [], first: [GrammarBuilder.Symbol] = []
         for _ in 0...n { rest.append(b.declareRule("obj-rest")); first.append(b.declareRule("obj-first")) }
-        for i in 0...n {
-            var ra: [[GrammarBuilder.Symbol]] = [], fa: [[GrammarBuilder.Symbol]] = []
-            if i < n {
-                if let m = kv[i] { ra.append([ws, comma, ws, m, rest[i + 1]]); fa.append([m, rest[i + 1]]) }
-                if !isRequired[i] { ra.append([rest[i + 1]]); fa.append([first[i + 1]]) }
-            } else {
-                ra.append([ws, close])
+        if n <= 160 {
+            // Unambiguous form: rest[i] = after a member, next declared index >= i;
+            // first[i] = the next member (declared j >= i without skipping a required one, or an extra).
+            for i in 0...n {
+                var fa: [[GrammarBuilder.Symbol]] = []
+                var j = i
+                while j < n {
+                    if let m = kv[j] { fa.append([m, rest[j + 1]]) }
+                    if isRequired[j] { break }
+                    j += 1
+                }
+                if let extra { fa.append([extra, rest[i]]) }
+                b.define(first[i], fa)
+                var ra: [[GrammarBuilder.Symbol]] = [[ws, comma, ws, first[i]]]
+                if !isRequired[i...].contains(true) { ra.append([ws, close]) }
+                b.define(rest[i], ra)
             }
-            if let extra { ra.append([ws, comma, ws, extra, rest[i]]); fa.append([extra, rest[i]]) }
-            b.define(rest[i], ra); b.define(first[i], fa)
+        } else {
+            // Linear-size form for very many properties (ambiguous where extras are allowed).
+            for i in 0...n {
+                var ra: [[GrammarBuilder.Symbol]] = [], fa: [[GrammarBuilder.Symbol]] = []
+                if i < n {
+                    if let m = kv[i] { ra.append([ws, comma, ws, m, rest[i + 1]]); fa.append([m, rest[i + 1]]) }
+                    if !isRequired[i] { ra.append([rest[i + 1]]); fa.append([first[i + 1]]) }
+                } else {
+                    ra.append([ws, close])
+                }
+                if let extra { ra.append([ws, comma, ws, extra, rest[i]]); fa.append([extra, rest[i]]) }
+                b.define(rest[i], ra); b.define(first[i], fa)
+            }
         }
         var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0], ]]
         // first[i] ends with rest[...] which closes the object.

@@ -115,19 +115,29 @@ public final class TokenMaskComputer {
     public let vocabulary: TokenVocabulary
 
     struct LexInfo {
-        var accepted: [UInt64]
+        /// Tokens accepted inside the terminal: a bitset, or a short list when few.
+        var acceptedBits: [UInt64]?
+        var acceptedList: [Int32]
         var exits: [Int32]
     }
 
     struct LexKey: Hashable { let terminal: Int32; let state: LexState }
+
+    /// Scratch state of a mask computation (a local value while computing, so that no
+    /// exclusivity checks are paid on class properties in the inner loops).
+    struct WalkContext {
+        var buffers: [[MatchThread]] = []
+        var stepGen = [UInt32](repeating: 0, count: 256)
+        var stepVal = [([MatchThread], Bool)](repeating: ([], false), count: 256)
+        var gen: UInt32 = 1
+    }
 
     /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
     var terminalIDs: [Terminal: Int32] = [:]
     /// Per grammar: its terminal index -> shared terminal id.
     var grammarTerminals: [ObjectIdentifier: (grammar: Grammar, ids: [Int32])] = [:]
     var lexCache: [LexKey: LexInfo] = [:]
-    var buffers: [[MatchThread]] = []
-    var stepCache: [UInt8: ([MatchThread], Bool)] = [:]
+    var context = WalkContext()
     /// Cache statistics.
     public private(set) var lexCacheMisses = 0
     public private(set) var stateCacheHits = 0
@@ -152,6 +162,8 @@ public final class TokenMaskComputer {
         return ids
     }
 
+    struct GroupKey: Hashable { let position: Int32; let lex: LexState }
+
     /// The tokens allowed after the matcher's current input. Special tokens are allowed exactly
     /// when the matcher can end.
     public func mask(for matcher: GrammarMatcher) -> TokenMask {
@@ -162,19 +174,30 @@ public final class TokenMaskComputer {
         let ids = sharedIDs(grammar)
         let engine = matcher.engine
         var mask = TokenMask(count: vocabulary.count)
+        var ctx = WalkContext()
+        swap(&ctx, &context)
+        // Threads in the same terminal state share their lexical work; their continuations
+        // are merged for the exit walks.
+        var groups: [GroupKey: [Int32]] = [:]
+        var order: [GroupKey] = []
         for th in state.threads {
-            let tid = Int(grammar.symbols[Int(th.position)])
-            let info = lexInfo(grammar.terminals[tid], sharedID: ids[tid], state: th.lex)
-            mask.formUnion(info.accepted)
+            let k = GroupKey(position: th.position, lex: th.lex)
+            if groups[k] == nil { order.append(k); groups[k] = [th.stack] } else { groups[k]!.append(th.stack) }
+        }
+        for k in order {
+            let tid = Int(grammar.symbols[Int(k.position)])
+            let info = lexInfo(grammar.terminals[tid], sharedID: ids[tid], state: k.lex)
+            if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
             if info.exits.isEmpty { continue }
             var cont: [MatchThread] = []
             var canEnd = false
-            engine.expand(th.position + 1, th.stack, into: &cont, canEnd: &canEnd)
+            for stack in groups[k]! { engine.expand(k.position + 1, stack, into: &cont, canEnd: &canEnd) }
             engine.dedupe(&cont)
             if cont.isEmpty { continue }
-            stepCache.removeAll(keepingCapacity: true)
-            for node in info.exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, useStepCache: true) }
+            ctx.gen &+= 1
+            for node in info.exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
         }
+        swap(&ctx, &context)
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
         if pool.maskOwner !== self { pool.maskOwner = self; pool.maskCache.removeAll() }
         if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
@@ -183,31 +206,32 @@ public final class TokenMaskComputer {
     }
 
     /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
-    /// the input valid.
-    func walkChildren(of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, useStepCache: Bool) {
+    /// the input valid. At depth 0 the step results are memoized per byte (many exit nodes
+    /// share the same continuation).
+    func walkChildren(of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext) {
         let v = vocabulary
         let end = Int(v.subtreeEnd[node])
         var child = node + 1
-        if buffers.count <= depth { buffers.append([]) }
+        if ctx.buffers.count <= depth { ctx.buffers.append([]) }
         while child < end {
             let byte = v.nodeByte[child]
             var next: [MatchThread]
             var canEnd: Bool
-            if useStepCache, let c = stepCache[byte] {
-                (next, canEnd) = c
+            if depth == 0 && ctx.stepGen[Int(byte)] == ctx.gen {
+                (next, canEnd) = ctx.stepVal[Int(byte)]
             } else {
                 next = []
-                swap(&next, &buffers[depth])
+                swap(&next, &ctx.buffers[depth])
                 canEnd = engine.step(threads, byte, into: &next)
-                if useStepCache { stepCache[byte] = (next, canEnd) }
+                if depth == 0 { ctx.stepGen[Int(byte)] = ctx.gen; ctx.stepVal[Int(byte)] = (next, canEnd) }
             }
             if !next.isEmpty || canEnd {
                 for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { mask[Int(v.tokenIDs[k])] = true }
                 if !next.isEmpty && Int(v.subtreeEnd[child]) > child + 1 {
-                    walkChildren(of: child, from: next, depth: depth + 1, engine: engine, mask: &mask, useStepCache: false)
+                    walkChildren(of: child, from: next, depth: depth + 1, engine: engine, mask: &mask, ctx: &ctx)
                 }
             }
-            if !useStepCache { swap(&next, &buffers[depth]) }
+            if depth != 0 { swap(&next, &ctx.buffers[depth]) }
             child = Int(v.subtreeEnd[child])
         }
     }
@@ -230,13 +254,14 @@ public final class TokenMaskComputer {
 
     /// Walks the whole trie with one terminal automaton (specialized per kind for speed).
     func walkLexer<L: ByteLexer>(_ lexer: L, from state: LexState) -> LexInfo {
-        var info = LexInfo(accepted: [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64), exits: [])
+        var bits = [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64)
+        var exits: [Int32] = []
         let v = vocabulary
         v.nodeByte.withUnsafeBufferPointer { nodeByte in
         v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
         v.tokenStart.withUnsafeBufferPointer { tokenStart in
         v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
-        info.accepted.withUnsafeMutableBufferPointer { acc in
+        bits.withUnsafeMutableBufferPointer { acc in
             var stack: [(node: Int32, state: LexState)] = [(0, state)]
             while let (node, s) = stack.popLast() {
                 let end = Int(subtreeEnd[Int(node)])
@@ -249,7 +274,7 @@ public final class TokenMaskComputer {
                             acc[id >> 6] |= 1 << UInt64(id & 63)
                         }
                         if next > child + 1 {
-                            if lexer.isFinal(ns) { info.exits.append(Int32(child)) }
+                            if lexer.isFinal(ns) { exits.append(Int32(child)) }
                             if lexer.canContinue(ns) { stack.append((Int32(child), ns)) }
                         }
                     }
@@ -261,7 +286,14 @@ public final class TokenMaskComputer {
         }
         }
         }
-        return info
+        let count = bits.reduce(0) { $0 + $1.nonzeroBitCount }
+        if count > 128 { return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits) }
+        var list: [Int32] = []
+        for (wi, w) in bits.enumerated() where w != 0 {
+            var x = w
+            while x != 0 { list.append(Int32(wi * 64 + x.trailingZeroBitCount)); x &= x - 1 }
+        }
+        return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits)
     }
 }
 
