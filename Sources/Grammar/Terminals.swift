@@ -152,11 +152,16 @@ enum StringLexer {
                 guard count >= spec.minLength else { return nil }
                 if let dfa = spec.dfa, !dfa.accepting[Int(s.a & 0xFFFF_FFFF)] { return nil }
                 return LexState(s.a, pack(done))
-            case 0x5C: return LexState(s.a, pack(escape))
             case 0..<0x20: return nil
-            case 0x20..<0x80:
+            case 0x20..<0x80 where byte != 0x5C:
                 guard let a = emit(spec, s.a, UInt32(byte)) else { return nil }
                 return LexState(a, s.b)
+            default: break
+            }
+            // An escape or a multi-byte sequence starts a scalar: there must be room for it.
+            if let m = spec.maxLength, Int(s.a >> 32) + 1 > m { return nil }
+            switch byte {
+            case 0x5C: return LexState(s.a, pack(escape))
             case 0xC2...0xDF: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x1F), counter: 1, extra: 0))
             case 0xE0: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x0F), counter: 2, extra: 1))
             case 0xED: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x0F), counter: 2, extra: 2))

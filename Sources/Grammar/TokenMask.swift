@@ -119,6 +119,18 @@ public final class TokenMaskComputer {
         var acceptedBits: [UInt64]?
         var acceptedList: [Int32]
         var exits: [Int32]
+        /// For unconstrained-content strings: scalar counts, so that one walk serves every
+        /// length bound (see `boundedStringMask`).
+        var lengths: StringLengths?
+    }
+
+    struct StringLengths {
+        /// Tokens that stay inside the string, with their scalar counts, longest first.
+        var inside: [(id: Int32, scalars: Int32)] = []
+        /// Tokens that end exactly with the closing quote: scalars before it.
+        var closers: [(id: Int32, scalars: Int32)] = []
+        /// Scalars before the closing quote, per exit node.
+        var exitScalars: [Int32] = []
     }
 
     struct LexKey: Hashable { let terminal: Int32; let state: LexState }
@@ -186,16 +198,23 @@ public final class TokenMaskComputer {
         }
         for k in order {
             let tid = Int(grammar.symbols[Int(k.position)])
-            let info = lexInfo(grammar.terminals[tid], sharedID: ids[tid], state: k.lex)
-            if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
-            if info.exits.isEmpty { continue }
+            let term = grammar.terminals[tid]
+            var exits: [Int32]
+            if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
+                exits = boundedStringMask(spec, state: k.lex, into: &mask)
+            } else {
+                let info = lexInfo(term, sharedID: ids[tid], state: k.lex)
+                if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
+                exits = info.exits
+            }
+            if exits.isEmpty { continue }
             var cont: [MatchThread] = []
             var canEnd = false
             for stack in groups[k]! { engine.expand(k.position + 1, stack, into: &cont, canEnd: &canEnd) }
             engine.dedupe(&cont)
             if cont.isEmpty { continue }
             ctx.gen &+= 1
-            for node in info.exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
+            for node in exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
         }
         swap(&ctx, &context)
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
@@ -203,6 +222,34 @@ public final class TokenMaskComputer {
         if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
         pool.maskCache[state] = mask
         return mask
+    }
+
+    /// A string with only length bounds: the walk of the unbounded string from the same
+    /// decoder state (count zeroed) is shared, then filtered by scalar counts.
+    func boundedStringMask(_ spec: StringSpec, state: LexState, into mask: inout TokenMask) -> [Int32] {
+        let plain = Terminal.string(StringSpec())
+        let pid: Int32
+        if let id = terminalIDs[plain] { pid = id } else { pid = Int32(terminalIDs.count); terminalIDs[plain] = pid }
+        let base = LexState(state.a & 0xFFFF_FFFF, state.b)
+        let info = lexInfo(plain, sharedID: pid, state: base)
+        guard let lengths = info.lengths, var bits = info.acceptedBits else { return [] }
+        let count = Int(state.a >> 32)
+        let left = spec.maxLength.map { $0 - count } ?? Int.max
+        let need = spec.minLength - count
+        for (id, sc) in lengths.inside {
+            if Int(sc) <= left { break }
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        for (id, sc) in lengths.closers where Int(sc) > left || Int(sc) < need {
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        mask.formUnion(bits)
+        var exits: [Int32] = []
+        for (i, node) in info.exits.enumerated() {
+            let sc = Int(lengths.exitScalars[i])
+            if sc <= left && sc >= need { exits.append(node) }
+        }
+        return exits
     }
 
     /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
@@ -244,7 +291,12 @@ public final class TokenMaskComputer {
         switch term {
         case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
         case .whitespace: info = walkLexer(WhitespaceLexer(), from: state)
-        case .string(let spec): info = walkLexer(StringLexerBox(spec: spec), from: state)
+        case .string(let spec):
+            if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
+                info = walkLexer(PlainStringLexer(), from: state)
+            } else {
+                info = walkLexer(StringLexerBox(spec: spec), from: state)
+            }
         case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
         }
         if lexCache.count > 50_000 { lexCache.removeAll() }
@@ -256,6 +308,7 @@ public final class TokenMaskComputer {
     func walkLexer<L: ByteLexer>(_ lexer: L, from state: LexState) -> LexInfo {
         var bits = [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64)
         var exits: [Int32] = []
+        var lengths: StringLengths? = L.tracksScalars ? StringLengths() : nil
         let v = vocabulary
         v.nodeByte.withUnsafeBufferPointer { nodeByte in
         v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
@@ -272,9 +325,13 @@ public final class TokenMaskComputer {
                         for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
                             let id = Int(tokenIDs[k])
                             acc[id >> 6] |= 1 << UInt64(id & 63)
+                            if L.tracksScalars {
+                                if lexer.isFinal(ns) { lengths!.closers.append((Int32(id), lexer.scalars(ns))) }
+                                else { lengths!.inside.append((Int32(id), lexer.scalars(ns))) }
+                            }
                         }
                         if next > child + 1 {
-                            if lexer.isFinal(ns) { exits.append(Int32(child)) }
+                            if lexer.isFinal(ns) { exits.append(Int32(child)); if L.tracksScalars { lengths!.exitScalars.append(lexer.scalars(ns)) } }
                             if lexer.canContinue(ns) { stack.append((Int32(child), ns)) }
                         }
                     }
@@ -286,22 +343,31 @@ public final class TokenMaskComputer {
         }
         }
         }
+        lengths?.inside.sort { $0.scalars > $1.scalars }
         let count = bits.reduce(0) { $0 + $1.nonzeroBitCount }
-        if count > 128 { return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits) }
+        if count > 128 || lengths != nil { return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: lengths) }
         var list: [Int32] = []
         for (wi, w) in bits.enumerated() where w != 0 {
             var x = w
             while x != 0 { list.append(Int32(wi * 64 + x.trailingZeroBitCount)); x &= x - 1 }
         }
-        return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits)
+        return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits, lengths: nil)
     }
 }
 
 /// A terminal automaton, for specialized trie walks.
 protocol ByteLexer {
+    /// Whether `scalars` is meaningful (decoded scalars so far, counting one in progress).
+    static var tracksScalars: Bool { get }
+    func scalars(_ s: LexState) -> Int32
     func step(_ s: LexState, _ byte: UInt8) -> LexState?
     func isFinal(_ s: LexState) -> Bool
     func canContinue(_ s: LexState) -> Bool
+}
+
+extension ByteLexer {
+    static var tracksScalars: Bool { false }
+    func scalars(_ s: LexState) -> Int32 { 0 }
 }
 
 struct LiteralLexer: ByteLexer {
@@ -320,6 +386,20 @@ struct WhitespaceLexer: ByteLexer {
     }
     @inline(__always) func isFinal(_ s: LexState) -> Bool { s.a == 1 }
     @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
+}
+
+/// Strings with unconstrained content and no length bounds, recording scalar counts.
+struct PlainStringLexer: ByteLexer {
+    static let spec = StringSpec()
+    static var tracksScalars: Bool { true }
+    @inline(__always) func scalars(_ s: LexState) -> Int32 {
+        let phase = s.b & 0xFF
+        let pending: Int32 = phase == StringLexer.normal || phase == StringLexer.done ? 0 : 1
+        return Int32(truncatingIfNeeded: s.a >> 32) + pending
+    }
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(PlainStringLexer.spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
 }
 
 struct StringLexerBox: ByteLexer {
