@@ -44,6 +44,7 @@ for f in files {
 }
 let summary = MaskBench.Summary(results)
 print(summary.text)
+print("lexical walks: \(computer.lexCacheMisses), \(Int(computer.lexWalkMicros / 1000)) ms; state cache hits \(computer.stateCacheHits)")
 if let jsonOut {
     let doc = JSONValue.object(JSONObject([("files", .array(results.map(\.json))), ("summary", summary.json)]))
     try doc.serialized(.compact).write(toFile: jsonOut, atomically: true, encoding: .utf8)

@@ -70,6 +70,10 @@ final class CodePointDFA: Sendable, Hashable {
     /// Shortest number of scalars from each state to acceptance.
     let minToAccept: [Int32]
     let start: Int32
+    /// Every state has a transition for every scalar (so every prefix of content is viable and
+    /// only the end of the string is constrained): true for "not one of these names" and for
+    /// unanchored patterns. Token masks use this to derive the string's mask cheaply.
+    let isComplete: Bool
 
     var stateCount: Int { accepting.count }
 
@@ -125,6 +129,11 @@ final class CodePointDFA: Sendable, Hashable {
             }
         }
         ascii = table
+        isComplete = transitions.allSatisfy { list in
+            var next: UInt32 = 0
+            for t in list { if t.lo != next { return false }; next = t.hi &+ 1 }
+            return next == ScalarSet.maxScalar + 1
+        }
     }
 
     @inline(__always) func step(_ s: Int32, _ c: UInt32) -> Int32 {

@@ -131,6 +131,8 @@ public final class TokenMaskComputer {
         var closers: [(id: Int32, scalars: Int32)] = []
         /// Scalars before the closing quote, per exit node.
         var exitScalars: [Int32] = []
+        /// Bytes from the walk's start to each exit node.
+        var exitDepths: [Int32] = []
     }
 
     struct LexKey: Hashable { let terminal: Int32; let state: LexState }
@@ -153,6 +155,8 @@ public final class TokenMaskComputer {
     /// Cache statistics.
     public private(set) var lexCacheMisses = 0
     public private(set) var stateCacheHits = 0
+    /// Time spent walking the trie for new lexical states.
+    public private(set) var lexWalkMicros = 0.0
 
     /// Prepares mask computation over a vocabulary, for any number of grammars.
     public init(vocabulary: TokenVocabulary) {
@@ -287,12 +291,16 @@ public final class TokenMaskComputer {
         let key = LexKey(terminal: sharedID, state: term.cacheKey(state, horizon: vocabulary.maxTokenScalars))
         if let info = lexCache[key] { return info }
         lexCacheMisses += 1
+        let t0 = ContinuousClock.now
+        defer { lexWalkMicros += MaskBench.micros(ContinuousClock.now - t0) }
         let info: LexInfo
         switch term {
         case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
         case .whitespace: info = walkLexer(WhitespaceLexer(), from: state)
         case .string(let spec):
-            if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
+            if let dfa = spec.dfa, dfa.isComplete, spec.minLength == 0, spec.maxLength == nil {
+                info = completeDFAString(spec, state: state)
+            } else if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
                 info = walkLexer(PlainStringLexer(), from: state)
             } else {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
@@ -302,6 +310,37 @@ public final class TokenMaskComputer {
         if lexCache.count > 50_000 { lexCache.removeAll() }
         lexCache[key] = info
         return info
+    }
+
+    /// The first token in the subtree of `node` (every leaf carries a token).
+    func firstToken(under node: Int) -> Int {
+        var n = node
+        while vocabulary.tokenStart[n + 1] == vocabulary.tokenStart[n] { n += 1 }
+        return Int(vocabulary.tokenIDs[Int(vocabulary.tokenStart[n])])
+    }
+
+    /// A string whose content DFA is complete: every token that stays inside the string is
+    /// accepted (as for a plain string); only tokens that close it need the DFA's verdict.
+    func completeDFAString(_ spec: StringSpec, state: LexState) -> LexInfo {
+        let plain = Terminal.string(StringSpec())
+        let pid: Int32
+        if let id = terminalIDs[plain] { pid = id } else { pid = Int32(terminalIDs.count); terminalIDs[plain] = pid }
+        let base = lexInfo(plain, sharedID: pid, state: LexState(0, state.b))
+        guard var bits = base.acceptedBits, let lengths = base.lengths else { return base }
+        func accepts(_ bytes: ArraySlice<UInt8>) -> Bool {
+            var s = state
+            for b in bytes { guard let n = StringLexer.step(spec, s, b) else { return false }; s = n }
+            return true
+        }
+        for (id, _) in lengths.closers where !accepts(vocabulary.tokens[Int(id)][...]) {
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        var exits: [Int32] = []
+        for (i, node) in base.exits.enumerated() {
+            let t = vocabulary.tokens[firstToken(under: Int(node))]
+            if accepts(t[..<Int(lengths.exitDepths[i])]) { exits.append(node) }
+        }
+        return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: nil)
     }
 
     /// Walks the whole trie with one terminal automaton (specialized per kind for speed).
@@ -315,8 +354,8 @@ public final class TokenMaskComputer {
         v.tokenStart.withUnsafeBufferPointer { tokenStart in
         v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
         bits.withUnsafeMutableBufferPointer { acc in
-            var stack: [(node: Int32, state: LexState)] = [(0, state)]
-            while let (node, s) = stack.popLast() {
+            var stack: [(node: Int32, state: LexState, depth: Int32)] = [(0, state, 0)]
+            while let (node, s, depth) = stack.popLast() {
                 let end = Int(subtreeEnd[Int(node)])
                 var child = Int(node) + 1
                 while child < end {
@@ -331,8 +370,8 @@ public final class TokenMaskComputer {
                             }
                         }
                         if next > child + 1 {
-                            if lexer.isFinal(ns) { exits.append(Int32(child)); if L.tracksScalars { lengths!.exitScalars.append(lexer.scalars(ns)) } }
-                            if lexer.canContinue(ns) { stack.append((Int32(child), ns)) }
+                            if lexer.isFinal(ns) { exits.append(Int32(child)); if L.tracksScalars { lengths!.exitScalars.append(lexer.scalars(ns)); lengths!.exitDepths.append(depth + 1) } }
+                            if lexer.canContinue(ns) { stack.append((Int32(child), ns, depth + 1)) }
                         }
                     }
                     child = next
