@@ -126,6 +126,7 @@ final class SchemaCompiler {
             resources[""] = s
         }
         if case .string(let a)? = o["$anchor"] { anchors[here + "#" + a] = s }
+        if case .string(let a)? = o["$dynamicAnchor"], anchors[here + "#" + a] == nil { anchors[here + "#" + a] = s }
         for (k, v) in o where k != "enum" && k != "const" && k != "default" && k != "examples" {
             try indexResources(v, base: here)
         }
@@ -361,9 +362,31 @@ final class SchemaCompiler {
         a.filter { x in b.contains { SchemaCompiler.numericEqual(x, $0) } }
     }
 
+    func allOf2(_ x: JSONValue, _ y: JSONValue) -> JSONValue {
+        if x == .bool(true) || x == y { return y }
+        if y == .bool(true) { return x }
+        return .object(JSONObject([("allOf", .array([x, y]))]))
+    }
+
     func merge(_ a: Flat, _ bb: Flat) throws(SchemaError) -> Flat {
         guard var x = a, let y = bb else { return nil }
+        // Arrays: element i is constrained by each side's prefixItems[i], or its items beyond.
+        if x["prefixItems"] != nil || y["prefixItems"] != nil, x["prefixItems"] != y["prefixItems"] || x["items"] != y["items"] {
+            let pa = x["prefixItems"]?.arrayValue ?? [], pb = y["prefixItems"]?.arrayValue ?? []
+            let ia = x["items"] ?? .bool(true), ib = y["items"] ?? .bool(true)
+            var prefix: [JSONValue] = []
+            for i in 0..<max(pa.count, pb.count) {
+                prefix.append(allOf2(i < pa.count ? pa[i] : ia, i < pb.count ? pb[i] : ib))
+            }
+            x["prefixItems"] = .array(prefix)
+            x["items"] = allOf2(ia, ib)
+        } else if let ia = x["items"], let ib = y["items"] {
+            x["items"] = allOf2(ia, ib)
+        } else if let ib = y["items"] {
+            x["items"] = ib
+        }
         for (k, v) in y {
+            if k == "prefixItems" || k == "items" { continue }
             guard let old = x[k] else { x[k] = v; continue }
             switch k {
             case "type":
@@ -386,8 +409,8 @@ final class SchemaCompiler {
             case "maxLength", "maxItems", "maxProperties", "maximum", "exclusiveMaximum":
                 x[k] = (old.doubleValue ?? 0) <= (v.doubleValue ?? 0) ? old : v
             case "uniqueItems": break
-            case "items", "additionalProperties":
-                x[k] = old == v ? old : .object(JSONObject([("allOf", .array([old, v]))]))
+            case "additionalProperties":
+                x[k] = allOf2(old, v)
             case "properties":
                 guard case .object(let po) = old, case .object(let pv) = v else { throw .invalid("properties must be an object") }
                 if x["patternProperties"] != nil || y["patternProperties"] != nil {
@@ -404,8 +427,6 @@ final class SchemaCompiler {
                     if let addX { merged[name] = .object(JSONObject([("allOf", .array([t, addX]))])) } else { merged[name] = t }
                 }
                 x[k] = .object(merged)
-            case "prefixItems":
-                guard old == v else { throw .unsupported("allOf", "merging two different prefixItems") }
             case "multipleOf":
                 guard let p = old.intValue, let q = v.intValue, p > 0, q > 0 else {
                     if old == v { continue }
@@ -437,6 +458,25 @@ final class SchemaCompiler {
 
     func alternatives(_ flat: Flat, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
         guard var f = flat else { return [] }
+        // `not`: where the negation is expressible as a union of positive schemas, it becomes an
+        // anyOf group; the remaining forms are handled (or refused) per type below.
+        if let nots = f["x-not"]?.arrayValue {
+            var keep: [JSONValue] = []
+            var groups = f["x-anyOf"]?.arrayValue ?? []
+            for n in nots {
+                // Forms negated natively by the string/literal terminals.
+                if case .object(let o) = n {
+                    let keys = Set(o.keys.filter { SchemaCompiler.validationKeywords.contains($0) })
+                    if keys == ["pattern"] || keys == ["enum"] || keys == ["const"] { keep.append(n); continue }
+                }
+                if let branches = try negate(n, base: base, depth: 0) {
+                    if branches.isEmpty { return [] }
+                    groups.append(.array(branches))
+                } else { keep.append(n) }
+            }
+            f["x-not"] = keep.isEmpty ? nil : .array(keep)
+            if !groups.isEmpty { f["x-anyOf"] = .array(groups) }
+        }
         // Distribute anyOf / oneOf.
         let anyGroups = f["x-anyOf"]?.arrayValue ?? []
         let oneGroups = f["x-oneOf"]?.arrayValue ?? []
@@ -472,6 +512,108 @@ final class SchemaCompiler {
             return alts
         }
         return try typedAlternatives(f, base: base)
+    }
+
+    static let validationKeywords: Set<String> = [
+        "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties", "items",
+        "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
+        "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
+        "allOf", "not", "$ref", "minProperties", "maxProperties", "if", "then", "else", "propertyNames",
+    ]
+
+    func nonType(_ t: String) -> JSONValue {
+        let drop: Set<String> = t == "number" ? ["number", "integer"] : [t]
+        return .object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter { !drop.contains($0) }.map { .string($0) }))]))
+    }
+
+    func typed(_ t: String, _ pairs: [(String, JSONValue)]) -> JSONValue {
+        .object(JSONObject([("type", .array([.string(t)]))] + pairs))
+    }
+
+    /// The negation of a schema as a union of schemas (empty: `false`), or nil when it is
+    /// not expressible that way.
+    func negate(_ n: JSONValue, base: String, depth: Int) throws(SchemaError) -> [JSONValue]? {
+        if depth > 8 { return nil }
+        switch n {
+        case .bool(let v): return v ? [] : [.bool(true)]
+        case .object(let o):
+            if case .string(let ref)? = o["$ref"] {
+                guard o.keys.allSatisfy({ $0 == "$ref" || !SchemaCompiler.validationKeywords.contains($0) }) else { return nil }
+                let (target, tbase) = try resolveRef(ref, base: base)
+                guard tbase == base else { return nil }
+                return try negate(target, base: base, depth: depth + 1)
+            }
+            var branches: [JSONValue] = []
+            for (k, v) in o where SchemaCompiler.validationKeywords.contains(k) || alwaysUnsupported.contains(k) {
+                switch k {
+                case "type":
+                    let ts = v.stringValue.map { [$0] } ?? v.arrayValue?.compactMap(\.stringValue) ?? []
+                    var rest = Set(SchemaCompiler.allTypes).subtracting(ts)
+                    if ts.contains("number") { rest.remove("integer") }
+                    if ts.contains("integer") && rest.contains("number") { return nil }
+                    if rest.contains("number") { rest.remove("integer") }
+                    if !rest.isEmpty { branches.append(.object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter(rest.contains).map { .string($0) }))]))) }
+                case "maxLength":
+                    guard let m = v.intValue else { return nil }
+                    branches += [nonType("string"), typed("string", [("minLength", .integer(m + 1))])]
+                case "minLength":
+                    guard let m = v.intValue else { return nil }
+                    if m > 0 { branches += [nonType("string"), typed("string", [("maxLength", .integer(m - 1))])] }
+                case "maxItems":
+                    guard let m = v.intValue else { return nil }
+                    branches += [nonType("array"), typed("array", [("minItems", .integer(m + 1))])]
+                case "minItems":
+                    guard let m = v.intValue else { return nil }
+                    if m > 0 { branches += [nonType("array"), typed("array", [("maxItems", .integer(m - 1))])] }
+                case "minProperties":
+                    guard let m = v.intValue, m <= 1 else { return nil }
+                    if m == 1 { branches += [nonType("object"), typed("object", [("maxProperties", .integer(0))])] }
+                case "maximum": branches += [nonType("number"), typed("number", [("exclusiveMinimum", v)])]
+                case "minimum": branches += [nonType("number"), typed("number", [("exclusiveMaximum", v)])]
+                case "exclusiveMaximum":
+                    guard v.doubleValue != nil else { return nil }
+                    branches += [nonType("number"), typed("number", [("minimum", v)])]
+                case "exclusiveMinimum":
+                    guard v.doubleValue != nil else { return nil }
+                    branches += [nonType("number"), typed("number", [("maximum", v)])]
+                case "required":
+                    let names = v.arrayValue?.compactMap(\.stringValue) ?? []
+                    if names.isEmpty { continue }
+                    branches.append(nonType("object"))
+                    for name in names { branches.append(typed("object", [("properties", .object(JSONObject([(name, .bool(false))])))])) }
+                case "pattern":
+                    branches += [nonType("string"), typed("string", [("not", .object(JSONObject([("pattern", v)])))])]
+                case "enum", "const":
+                    let vals = k == "const" ? [v] : (v.arrayValue ?? [])
+                    guard vals.allSatisfy({ $0.stringValue != nil || $0 == .null || $0.boolValue != nil }) else { return nil }
+                    branches.append(.object(JSONObject([("not", .object(JSONObject([("enum", .array(vals))])))])))
+                case "items":
+                    if v == .bool(true) || v == .object(JSONObject()) { continue }
+                    guard v == .bool(false) else { return nil }
+                    branches += [nonType("array"), typed("array", [("minItems", .integer(1))])]
+                case "not": branches.append(v)
+                case "allOf":
+                    for item in v.arrayValue ?? [] {
+                        guard let b = try negate(item, base: base, depth: depth + 1) else { return nil }
+                        branches += b
+                    }
+                case "anyOf":
+                    var parts: [JSONValue] = []
+                    var isFalse = false
+                    for item in v.arrayValue ?? [] {
+                        guard let b = try negate(item, base: base, depth: depth + 1) else { return nil }
+                        if b.isEmpty { isFalse = true }
+                        parts.append(.object(JSONObject([("anyOf", .array(b))])))
+                    }
+                    if !isFalse { branches.append(.object(JSONObject([("allOf", .array(parts))]))) }
+                default:
+                    return nil
+                }
+            }
+            return branches
+        default:
+            return nil
+        }
     }
 
     static let allTypes: [String] = ["null", "boolean", "integer", "number", "string", "array", "object"]
