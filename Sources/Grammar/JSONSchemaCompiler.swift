@@ -84,7 +84,7 @@ private let knownAnnotationKeys: Set<String> = [
 
 private let alwaysUnsupported: Set<String> = [
     "contains", "minContains", "maxContains", "dependentSchemas", "dependentRequired", "dependencies",
-    "$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems",
+    "$dynamicRef", "$recursiveRef",
 ]
 
 final class SchemaCompiler {
@@ -255,7 +255,7 @@ final class SchemaCompiler {
                 if k == "$ref" || k == "allOf" || knownAnnotationKeys.contains(k) { continue }
                 own[k] = v
             }
-            parts.append(try normalize(own))
+            parts.append(try normalize(own, original: o))
             if case .string(let ref)? = o["$ref"] {
                 let (target, tbase) = try resolveRef(ref, base: base)
                 if tbase != base { throw .unsupported("$ref", "a $ref into another schema resource beside other keywords") }
@@ -277,7 +277,7 @@ final class SchemaCompiler {
     }
 
     /// Rewrites one schema object's keywords into the internal normal form.
-    func normalize(_ o: JSONObject) throws(SchemaError) -> Flat {
+    func normalize(_ o: JSONObject, original: JSONObject) throws(SchemaError) -> Flat {
         var out = JSONObject()
         for (k, v) in o {
             switch k {
@@ -311,7 +311,7 @@ final class SchemaCompiler {
             case "items":
                 if case .array(let a) = v {
                     out["prefixItems"] = .array(a)
-                    out["items"] = o["additionalItems"] ?? .bool(true)
+                    out["items"] = o["additionalItems"] ?? o["unevaluatedItems"] ?? .bool(true)
                 } else { out["items"] = v }
             case "additionalItems":
                 continue  // only meaningful with array-form items (handled there)
@@ -330,6 +330,21 @@ final class SchemaCompiler {
                 if o["then"] != nil || o["else"] != nil { throw .unsupported("if", "if/then/else is not supported") }
             case "then", "else":
                 continue
+            case "unevaluatedProperties", "unevaluatedItems":
+                // Without in-place applicators, only this object's own keywords evaluate
+                // properties/items, so these are additionalProperties / items.
+                let applicators = ["allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas", "contains"]
+                if let a = applicators.first(where: { original[$0] != nil }) {
+                    throw .unsupported(k, "\(k) next to '\(a)'")
+                }
+                if v == .bool(true) { continue }
+                if k == "unevaluatedProperties" {
+                    if o["additionalProperties"] == nil { out["additionalProperties"] = v }
+                } else if case .array? = o["items"] {
+                    if o["additionalItems"] == nil { out["items"] = v }
+                } else if o["items"] == nil {
+                    out["items"] = v
+                }
             case "propertyNames":
                 if case .bool(true) = v { continue }
                 if case .object(let po) = v, po.keys.allSatisfy({ knownAnnotationKeys.contains($0) }) { continue }
