@@ -83,8 +83,7 @@ private let knownAnnotationKeys: Set<String> = [
 ]
 
 private let alwaysUnsupported: Set<String> = [
-    "contains", "minContains", "maxContains", "dependentSchemas", "dependentRequired", "dependencies",
-    "$dynamicRef", "$recursiveRef",
+    "contains", "minContains", "maxContains", "$dynamicRef", "$recursiveRef",
 ]
 
 final class SchemaCompiler {
@@ -226,13 +225,13 @@ final class SchemaCompiler {
             b.define(rule, [[sym]])
             return rule
         }
-        let base2 = idBase(schema, base)
-        let flat = try flatten(schema, base: base2, depth: 0)
-        b.define(rule, try alternatives(flat, base: base2))
+        let flat = try flatten(schema, base: base, depth: 0)
+        b.define(rule, try alternatives(flat, base: base))
         return rule
     }
 
     func idBase(_ schema: JSONValue, _ base: String) -> String {
+        if case .string(let b)? = schema["x-base"] { return b }
         if case .string(let id)? = schema["$id"] {
             var here = resolveURI(base: base, ref: id)
             if let hash = here.firstIndex(of: "#") { here = String(here[..<hash]) }
@@ -249,6 +248,9 @@ final class SchemaCompiler {
         switch schema {
         case .bool(let v): return v ? JSONObject() : nil
         case .object(let o):
+            // Subschemas of the result are relative to the caller's base; parts coming from
+            // another resource are rebased (wrapped with their absolute base).
+            let myBase = idBase(schema, base)
             var own = JSONObject()
             var parts: [Flat] = []
             for (k, v) in o {
@@ -257,23 +259,43 @@ final class SchemaCompiler {
             }
             parts.append(try normalize(own, original: o))
             if case .string(let ref)? = o["$ref"] {
-                let (target, tbase) = try resolveRef(ref, base: base)
-                if tbase != base { throw .unsupported("$ref", "a $ref into another schema resource beside other keywords") }
-                parts.append(try flatten(target, base: tbase, depth: depth + 1))
+                let (target, tbase) = try resolveRef(ref, base: myBase)
+                let part = try flatten(target, base: tbase, depth: depth + 1)
+                parts.append(tbase == myBase ? part : rebase(part, tbase))
             }
             if let all = o["allOf"] {
                 guard case .array(let items) = all, !items.isEmpty else { throw .invalid("allOf must be a non-empty array") }
-                for it in items {
-                    if case .object(let io) = it, io["$id"] != nil { throw .unsupported("allOf", "a subschema with its own $id") }
-                    parts.append(try flatten(it, base: base, depth: depth + 1))
-                }
+                for it in items { parts.append(try flatten(it, base: myBase, depth: depth + 1)) }
             }
             var acc: Flat = JSONObject()
             for p in parts { acc = try merge(acc, p) }
-            return acc
+            return myBase == base ? acc : rebase(acc, myBase)
         default:
             throw .invalid("a schema must be an object or a boolean")
         }
+    }
+
+    /// Makes every subschema of a flat schema carry its resource base, so that it can be
+    /// compiled from anywhere.
+    func rebase(_ flat: Flat, _ base: String) -> Flat {
+        guard var f = flat else { return nil }
+        func wrap(_ s: JSONValue) -> JSONValue {
+            if case .object(let o) = s, o["x-base"] == nil { return .object(JSONObject([("x-base", .string(base)), ("allOf", .array([s]))])) }
+            return s
+        }
+        func wrapAll(_ v: JSONValue?) -> JSONValue? { v?.arrayValue.map { .array($0.map(wrap)) } }
+        func wrapGroups(_ v: JSONValue?) -> JSONValue? { v?.arrayValue.map { .array($0.map { wrapAll($0) ?? $0 }) } }
+        for key in ["properties", "patternProperties"] {
+            if case .object(let o)? = f[key] {
+                var n = JSONObject()
+                for (k, v) in o { n[k] = wrap(v) }
+                f[key] = .object(n)
+            }
+        }
+        for key in ["additionalProperties", "items"] { if let v = f[key] { f[key] = wrap(v) } }
+        for key in ["prefixItems", "x-not"] { if let v = wrapAll(f[key]) { f[key] = v } }
+        for key in ["x-anyOf", "x-oneOf", "x-ite"] { if let v = wrapGroups(f[key]) { f[key] = v } }
+        return f
     }
 
     /// Rewrites one schema object's keywords into the internal normal form.
@@ -327,9 +349,26 @@ final class SchemaCompiler {
             case "uniqueItems":
                 if case .bool(true) = v { out[k] = v }
             case "if":
-                if o["then"] != nil || o["else"] != nil { throw .unsupported("if", "if/then/else is not supported") }
+                if o["then"] != nil || o["else"] != nil {
+                    out["x-ite"] = .array([.array([v, o["then"] ?? .bool(true), o["else"] ?? .bool(true)])])
+                }
             case "then", "else":
                 continue
+            case "dependentRequired", "dependentSchemas", "dependencies":
+                // if `name` is present then ...: anyOf [name absent, name present and ...].
+                guard case .object(let deps) = v else { throw .invalid("\(k) must be an object") }
+                var groups = out["x-anyOf"]?.arrayValue ?? []
+                for (name, dep) in deps {
+                    let absent = JSONValue.object(JSONObject([("properties", .object(JSONObject([(name, .bool(false))])))]))
+                    let present: JSONValue
+                    if case .array(let names) = dep {
+                        present = .object(JSONObject([("required", .array(names + [.string(name)]))]))
+                    } else {
+                        present = .object(JSONObject([("allOf", .array([.object(JSONObject([("required", .array([.string(name)]))])), dep]))]))
+                    }
+                    groups.append(.array([absent, present]))
+                }
+                if !groups.isEmpty { out["x-anyOf"] = .array(groups) }
             case "unevaluatedProperties", "unevaluatedItems":
                 // Without in-place applicators, only this object's own keywords evaluate
                 // properties/items, so these are additionalProperties / items.
@@ -413,7 +452,7 @@ final class SchemaCompiler {
                 }
                 x[k] = .array(set)
             case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
-            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not":
+            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite":
                 x[k] = .array(old.arrayValue! + v.arrayValue!)
             case "required":
                 var r = old.arrayValue!
@@ -491,6 +530,23 @@ final class SchemaCompiler {
             }
             f["x-not"] = keep.isEmpty ? nil : .array(keep)
             if !groups.isEmpty { f["x-anyOf"] = .array(groups) }
+        }
+        // if/then/else: anyOf [allOf [if, then], allOf [not if, else]].
+        if let ites = f["x-ite"]?.arrayValue {
+            f["x-ite"] = nil
+            var groups = f["x-anyOf"]?.arrayValue ?? []
+            for ite in ites {
+                let parts = ite.arrayValue!
+                guard let notIf = try negate(parts[0], base: base, depth: 0) else {
+                    throw .unsupported("if", "the negation of this 'if' cannot be expressed")
+                }
+                var branches: [JSONValue] = [.object(JSONObject([("allOf", .array([parts[0], parts[1]]))]))]
+                if !notIf.isEmpty {
+                    branches.append(.object(JSONObject([("allOf", .array([.object(JSONObject([("anyOf", .array(notIf))])), parts[2]]))])))
+                }
+                groups.append(.array(branches))
+            }
+            f["x-anyOf"] = .array(groups)
         }
         // Distribute anyOf / oneOf.
         let anyGroups = f["x-anyOf"]?.arrayValue ?? []

@@ -273,21 +273,39 @@ struct RegexCompiler {
         return (s, e)
     }
 
-    func closure(_ seeds: [Int], atStart: Bool) -> [Int] {
-        var seen = Set(seeds), stack = seeds
+    /// Epsilon closure (following `^` edges only at the start), sorted. `mark` is scratch
+    /// space of one stamp per NFA state.
+    func closure(_ seeds: [Int], atStart: Bool, mark: inout [UInt32], stamp: inout UInt32) -> [Int] {
+        stamp &+= 1
+        var out: [Int] = []
+        var stack: [Int] = []
+        for x in seeds where mark[x] != stamp { mark[x] = stamp; stack.append(x) }
         while let x = stack.popLast() {
-            for y in states[x].eps where !seen.contains(y) { seen.insert(y); stack.append(y) }
-            if atStart { for y in states[x].bol where !seen.contains(y) { seen.insert(y); stack.append(y) } }
+            out.append(x)
+            for y in states[x].eps where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
+            if atStart { for y in states[x].bol where mark[y] != stamp { mark[y] = stamp; stack.append(y) } }
         }
-        return seen.sorted()
+        return out
+    }
+
+    /// A canonical key for a set of NFA states.
+    func key(_ set: [Int]) -> [UInt64] {
+        var k = [UInt64](repeating: 0, count: (states.count + 63) / 64)
+        for x in set { k[x >> 6] |= 1 << UInt64(x & 63) }
+        return k
     }
 
     /// Whether acceptance is reachable by passing an end-of-input assertion (no more input).
-    func acceptsAtEnd(_ set: [Int], accept: Int, atStart: Bool) -> Bool {
-        var seen = Set(set), stack = set
+    func acceptsAtEnd(_ set: [Int], accept: Int, atStart: Bool, mark: inout [UInt32], stamp: inout UInt32) -> Bool {
+        stamp &+= 1
+        var stack = set
+        for x in set { mark[x] = stamp }
         while let x = stack.popLast() {
             if x == accept { return true }
-            for y in states[x].eps + states[x].eol + (atStart ? states[x].bol : []) where !seen.contains(y) { seen.insert(y); stack.append(y) }
+            let st = states[x]
+            for y in st.eps where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
+            for y in st.eol where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
+            if atStart { for y in st.bol where mark[y] != stamp { mark[y] = stamp; stack.append(y) } }
         }
         return false
     }
@@ -304,32 +322,40 @@ struct RegexCompiler {
     static func compile(_ node: RegexNode) throws(RegexError) -> CodePointDFA? {
         var c = RegexCompiler()
         let (s, accept) = try c.build(node)
-        let startSet = c.closure([s], atStart: true)
-        var ids: [[Int]: Int32] = [startSet: 0]
+        var mark = [UInt32](repeating: 0, count: c.states.count)
+        var stamp: UInt32 = 0
+        let startSet = c.closure([s], atStart: true, mark: &mark, stamp: &stamp)
+        var ids: [[UInt64]: Int32] = [c.key(startSet): 0]
         var sets: [[Int]] = [startSet]
         var trans: [[(lo: UInt32, hi: UInt32, target: Int32)]] = []
         var acc: [Bool] = []
         var i = 0
         while i < sets.count {
             let cur = sets[i]
-            acc.append(c.acceptsAtEnd(cur, accept: accept, atStart: i == 0))
+            acc.append(c.acceptsAtEnd(cur, accept: accept, atStart: i == 0, mark: &mark, stamp: &stamp))
             // Alphabet partition from the outgoing sets of this DFA state.
             var edges: [(ScalarSet, Int)] = []
             for x in cur { edges += c.states[x].sets }
-            var bounds = Set<UInt32>()
-            for (set, _) in edges { for r in set.ranges { bounds.insert(r.lowerBound); if r.upperBound < ScalarSet.maxScalar { bounds.insert(r.upperBound + 1) } } }
-            let points = bounds.sorted()
+            var points: [UInt32] = []
+            for (set, _) in edges { for r in set.ranges { points.append(r.lowerBound); if r.upperBound < ScalarSet.maxScalar { points.append(r.upperBound + 1) } } }
+            points.sort()
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []
-            for (k, lo) in points.enumerated() {
-                let hi = k + 1 < points.count ? points[k + 1] - 1 : ScalarSet.maxScalar
+            var k = 0
+            while k < points.count {
+                let lo = points[k]
+                var nk = k + 1
+                while nk < points.count && points[nk] == lo { nk += 1 }
+                let hi = nk < points.count ? points[nk] - 1 : ScalarSet.maxScalar
+                k = nk
                 var targets: [Int] = []
                 for (set, t) in edges where set.contains(lo) { targets.append(t) }
                 if targets.isEmpty { continue }
-                let next = c.closure(targets, atStart: false)
-                var id = ids[next]
+                let next = c.closure(targets, atStart: false, mark: &mark, stamp: &stamp)
+                let setKey = c.key(next)
+                var id = ids[setKey]
                 if id == nil {
                     if sets.count >= maxDFAStates { throw RegexError(message: "pattern needs too many automaton states") }
-                    id = Int32(sets.count); ids[next] = id; sets.append(next)
+                    id = Int32(sets.count); ids[setKey] = id; sets.append(next)
                 }
                 if let last = list.last, last.target == id!, last.hi &+ 1 == lo { list[list.count - 1].hi = hi } else { list.append((lo, hi, id!)) }
             }

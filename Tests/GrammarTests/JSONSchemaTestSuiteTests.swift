@@ -78,10 +78,11 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
             "allOf.json: allOf / allOf",  // property order: allOf merges properties base-first
             "allOf.json: allOf with base schema / valid",  // property order
             "const.json: const with object / same object with different property order is valid",  // property order
+            "dependentRequired.json: dependencies with escaped characters / CRLF",  // property order (required names first)
             "vocabulary.json: schema that uses custom metaschema with with no validation vocabulary / no validation: invalid number, but it still validates",  // $vocabulary is not honoured
         ]
         for s in r.validRejected { #expect(expectedRejections.contains { s.hasPrefix($0) }, "unexpected rejection: \(s)") }
-        #expect(r.compiled >= 223)
+        #expect(r.compiled >= 244)
         // Every case that does not compile names one of these keywords.
         let unsupported: Set<String> = [
             "$ref", "$dynamicRef", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
