@@ -234,6 +234,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(all, "5") && !valid(all, "10") && !valid(all, "-1"))
         let not = try compile(#"{"type": "object", "not": {"required": ["secret"]}}"#)
         #expect(valid(not, #"{"a": 1}"#) && !valid(not, #"{"secret": 1}"#))
+        let dep = try compile(#"{"type": "object", "dependentRequired": {"a": ["b"]}}"#)
+        #expect(valid(dep, #"{"b": 1, "a": 2}"#) && valid(dep, #"{"b": 1}"#) && !valid(dep, #"{"a": 2}"#))
+        let ite = try compile(#"{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}"#)
+        #expect(valid(ite, #""ab""#) && !valid(ite, #""a""#) && valid(ite, "3") && !valid(ite, "null"))
         let notLen = try compile(#"{"not": {"maxLength": 2}}"#)
         #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && valid(notLen, "1"))
     }
@@ -259,8 +263,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         }
         #expect(keyword(#"{"type": "array", "uniqueItems": true}"#) == "uniqueItems")
         #expect(keyword(#"{"contains": {"type": "integer"}}"#) == "contains")
-        #expect(keyword(#"{"dependentRequired": {"a": ["b"]}}"#) == "dependentRequired")
-        #expect(keyword(#"{"if": {"type": "string"}, "then": {"minLength": 1}}"#) == "if")
+        #expect(keyword(#"{"if": {"minProperties": 3}, "then": {"required": ["a"]}}"#) == "if")
+        #expect(keyword(#"{"type": "object", "maxProperties": 2}"#) == "maxProperties")
         #expect(keyword(#"{"$ref": "http://example.com/schema.json"}"#) == "$ref")
         #expect(keyword(#"{"type": "strnig"}"#) == "invalid")
         #expect(keyword(##"{"$ref": "#/$defs/missing"}"##) == "invalid")
