@@ -713,16 +713,71 @@ final class SchemaCompiler {
     }
 
     /// A sound (incomplete) test that no value satisfies both schemas.
+    /// A sound (incomplete) test that no value satisfies both schemas. Keywords that only
+    /// narrow a schema (anyOf groups, not, if) can be ignored: a proof without them holds with them.
     func disjoint(_ a: Flat, _ c: Flat, base: String, depth: Int) -> Bool {
         guard let a, let c else { return true }
         if depth > 4 { return false }
-        if a["x-anyOf"] != nil || a["x-oneOf"] != nil || c["x-anyOf"] != nil || c["x-oneOf"] != nil { return false }
         let ta = effectiveTypes(a), tc = effectiveTypes(c)
         var common = ta.intersection(tc)
         if ta.contains("number") && tc.contains("integer") || tc.contains("number") && ta.contains("integer") { common.insert("integer") }
+        if common.contains("number") { common.remove("integer") }
         if common.isEmpty { return true }
         if let ea = a["enum"]?.arrayValue, let ec = c["enum"]?.arrayValue, intersectEnums(ea, ec).isEmpty { return true }
-        if common == ["object"] || common.isSubset(of: ["object"]) {
+        return common.allSatisfy { disjoint(a, c, type: $0, base: base, depth: depth) }
+    }
+
+    func disjoint(_ a: JSONObject, _ c: JSONObject, type: String, base: String, depth: Int) -> Bool {
+        switch type {
+        case "string":
+            // Enumerated strings against the other side's constraints, or content DFAs and lengths.
+            // (stringSpec is nil when no string qualifies; an error means "unknown".)
+            func spec(_ f: JSONObject) -> (known: Bool, spec: StringSpec?) {
+                do { return (true, try stringSpec(f, notPatterns: [], notStrings: [])) } catch { return (false, nil) }
+            }
+            let (knownA, optA) = spec(a), (knownC, optC) = spec(c)
+            if (knownA && optA == nil) || (knownC && optC == nil) { return true }
+            guard let specA = optA, let specC = optC else { return false }
+            for (x, spec) in [(a, specC), (c, specA)] {
+                if let e = x["enum"]?.arrayValue {
+                    let strings = e.compactMap(\.stringValue)
+                    if strings.allSatisfy({ !StringSpec.accepts(spec, $0) }) { return true }
+                }
+            }
+            let sa = specA, sc = specC
+            let lo = max(sa.minLength, sc.minLength)
+            if let hi = [sa.maxLength, sc.maxLength].compactMap({ $0 }).min(), hi < lo { return true }
+            if let da = sa.dfa, let dc = sc.dfa, da.intersection(dc) == nil { return true }
+            return false
+        case "integer", "number":
+            func range(_ f: JSONObject) -> (lo: Double, loX: Bool, hi: Double, hiX: Bool) {
+                var r = (lo: -Double.infinity, loX: false, hi: Double.infinity, hiX: false)
+                if let m = f["minimum"]?.doubleValue, m > r.lo { r.lo = m; r.loX = false }
+                if let m = f["exclusiveMinimum"]?.doubleValue, m >= r.lo { r.lo = m; r.loX = true }
+                if let m = f["maximum"]?.doubleValue, m < r.hi { r.hi = m; r.hiX = false }
+                if let m = f["exclusiveMaximum"]?.doubleValue, m <= r.hi { r.hi = m; r.hiX = true }
+                return r
+            }
+            let ra = range(a), rc = range(c)
+            let lo = max(ra.lo, rc.lo), hi = min(ra.hi, rc.hi)
+            if lo > hi { return true }
+            if lo == hi {
+                let loX = (ra.lo == lo && ra.loX) || (rc.lo == lo && rc.loX)
+                let hiX = (ra.hi == hi && ra.hiX) || (rc.hi == hi && rc.hiX)
+                if loX || hiX { return true }
+            }
+            return false
+        case "array":
+            let lo = max(a["minItems"]?.intValue ?? 0, c["minItems"]?.intValue ?? 0)
+            if let hi = [a["maxItems"]?.intValue, c["maxItems"]?.intValue].compactMap({ $0 }).min(), hi < lo { return true }
+            // Both non-empty, and their first elements are disjoint.
+            if lo >= 1 {
+                func first(_ f: JSONObject) -> JSONValue { f["prefixItems"]?.arrayValue?.first ?? f["items"] ?? .bool(true) }
+                if let fa = try? flatten(first(a), base: base, depth: 1), let fc = try? flatten(first(c), base: base, depth: 1),
+                   disjoint(fa, fc, base: base, depth: depth + 1) { return true }
+            }
+            return false
+        case "object":
             let ra = Set(a["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             let rc = Set(c["required"]?.arrayValue?.compactMap(\.stringValue) ?? [])
             func forbids(_ s: JSONObject, _ name: String) -> Bool {
@@ -736,8 +791,10 @@ final class SchemaCompiler {
                    let fa = try? flatten(pa, base: base, depth: 1), let fc = try? flatten(pc, base: base, depth: 1),
                    disjoint(fa, fc, base: base, depth: depth + 1) { return true }
             }
+            return false
+        default:
+            return false
         }
-        return false
     }
 
     func typedAlternatives(_ f: JSONObject, base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {

@@ -12,6 +12,13 @@ struct StringSpec: Hashable, Sendable {
     var dfa: CodePointDFA?
     var minLength: Int = 0
     var maxLength: Int? = nil
+
+    /// Whether a decoded string satisfies the spec.
+    static func accepts(_ spec: StringSpec, _ s: String) -> Bool {
+        let n = s.unicodeScalars.count
+        if n < spec.minLength || (spec.maxLength.map { n > $0 } ?? false) { return false }
+        return spec.dfa?.accepts(s) ?? true
+    }
 }
 
 /// A bound on a number, always an integer (non-integer bounds on integers are rounded at
