@@ -38,7 +38,7 @@ for f in files {
     if verbose || r.invalidationError || r.maskInconsistencies > 0 {
         let status = r.passed ? "ok" : (r.compileError.map { "compile: \($0)" } ?? (r.invalidationError ? "INVALIDATION" : "validation"))
         let mx = r.maskMicros.max() ?? 0
-        print("\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us wrong tests \(r.wrongTests)")
+        print("\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us wrong tests \(r.wrongTests)\(r.firstRefusal.map { " refused after: …" + String($0.suffix(160)) } ?? "")")
     }
     results.append(r)
 }

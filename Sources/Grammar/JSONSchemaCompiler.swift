@@ -98,6 +98,8 @@ final class SchemaCompiler {
     var ws: GrammarBuilder.Symbol!
     var anyValue: GrammarBuilder.Symbol?
     var depth = 0
+    /// Drafts 4 to 7: keywords beside `$ref` are ignored.
+    var refOverridesSiblings = false
 
     struct MemoKey: Hashable { let schema: JSONValue; let base: String }
 
@@ -106,6 +108,9 @@ final class SchemaCompiler {
         self.options = options
         self.b = builder
         ws = b.whitespace()
+        if case .string(let dialect)? = root["$schema"] {
+            refOverridesSiblings = ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].contains { dialect.contains($0) }
+        }
     }
 
     // MARK: References
@@ -219,7 +224,7 @@ final class SchemaCompiler {
         if depth > 400 { throw .invalid("schema nesting too deep") }
         // A lone $ref (plus annotations) switches resource.
         if case .object(let o) = schema, case .string(let ref)? = o["$ref"],
-           o.keys.allSatisfy({ $0 == "$ref" || knownAnnotationKeys.contains($0) && $0 != "$id" }) {
+           refOverridesSiblings || o.keys.allSatisfy({ $0 == "$ref" || knownAnnotationKeys.contains($0) && $0 != "$id" }) {
             let (target, tbase) = try resolveRef(ref, base: base)
             let sym = try compileNode(target, base: tbase)
             b.define(rule, [[sym]])
@@ -251,6 +256,11 @@ final class SchemaCompiler {
             // Subschemas of the result are relative to the caller's base; parts coming from
             // another resource are rebased (wrapped with their absolute base).
             let myBase = idBase(schema, base)
+            if refOverridesSiblings, case .string(let ref)? = o["$ref"] {
+                let (target, tbase) = try resolveRef(ref, base: base)
+                let part = try flatten(target, base: tbase, depth: depth + 1)
+                return tbase == base ? part : rebase(part, tbase)
+            }
             var own = JSONObject()
             var parts: [Flat] = []
             for (k, v) in o {
@@ -439,6 +449,7 @@ final class SchemaCompiler {
         } else if let ib = y["items"] {
             x["items"] = ib
         }
+        let original = x
         for (k, v) in y {
             if k == "prefixItems" || k == "items" { continue }
             guard let old = x[k] else { x[k] = v; continue }
@@ -467,11 +478,11 @@ final class SchemaCompiler {
                 x[k] = allOf2(old, v)
             case "properties":
                 guard case .object(let po) = old, case .object(let pv) = v else { throw .invalid("properties must be an object") }
-                if x["patternProperties"] != nil || y["patternProperties"] != nil {
+                if original["patternProperties"] != nil || y["patternProperties"] != nil {
                     throw .unsupported("allOf", "merging properties together with patternProperties")
                 }
                 var merged = JSONObject()
-                let addX = x["additionalProperties"], addY = y["additionalProperties"]
+                let addX = original["additionalProperties"], addY = y["additionalProperties"]
                 for (name, s) in po {
                     if let t = pv[name] { merged[name] = s == t ? s : .object(JSONObject([("allOf", .array([s, t]))])) }
                     else if let addY { merged[name] = .object(JSONObject([("allOf", .array([s, addY]))])) }

@@ -23,6 +23,8 @@ public enum MaskBench {
         public var maskInconsistencies = 0
         /// Indices of the tests whose outcome was wrong (for diagnostics).
         public var wrongTests: [Int] = []
+        /// For the first valid instance refused: the text accepted before the refused token.
+        public var firstRefusal: String?
 
         public var passed: Bool { compileError == nil && !validationError && !invalidationError }
 
@@ -67,12 +69,18 @@ public enum MaskBench {
             let ids = tokenize(text)
             let matcher = GrammarMatcher(grammar: grammar)
             var accepted = true
+            var consumed: [UInt8] = []
             for id in ids {
                 let t1 = clock.now
                 let mask = computer.mask(for: matcher)
                 result.maskMicros.append(micros(clock.now - t1))
                 result.numTokens += 1
-                if !mask[id] { accepted = false; break }
+                if !mask[id] {
+                    accepted = false
+                    if valid && result.firstRefusal == nil { result.firstRefusal = String(decoding: consumed, as: UTF8.self) + " ⟨" + String(decoding: vocabulary.tokens[id], as: UTF8.self) + "⟩" }
+                    break
+                }
+                consumed += vocabulary.tokens[id]
                 if !matcher.accept(bytes: vocabulary.tokens[id]) { result.maskInconsistencies += 1; accepted = false; break }
             }
             if accepted && !matcher.canAcceptEnd { accepted = false }
