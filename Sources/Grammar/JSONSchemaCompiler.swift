@@ -980,6 +980,37 @@ final class SchemaCompiler {
             if x.value != y.value { return (x.value > y.value) == lower ? x : y }
             return x.exclusive ? x : y
         }
+        // Numbers with a non-integer bound: exact decimal comparison.
+        let boundKeys = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]
+        if !spec.integerOnly, boundKeys.contains(where: { k in f[k].map { $0.intValue == nil } ?? false }) {
+            func signed(_ key: String) throws(SchemaError) -> (Bool, Dec)? {
+                guard let v = f[key] else { return nil }
+                let text: String
+                switch v {
+                case .integer(let i): text = String(i)
+                case .double(let d) where d.isFinite: text = "\(d)"
+                default: throw .invalid("\(key) must be a number")
+                }
+                guard let dec = Dec(text: text) else { throw .unsupported(key, "bound \(text) out of the supported range") }
+                return (text.hasPrefix("-") && (dec.int != 0 || !dec.frac.isEmpty), dec)
+            }
+            func less(_ a: (Bool, Dec), _ b: (Bool, Dec)) -> Bool {
+                if a.0 != b.0 { return a.0 }
+                return a.0 ? b.1 < a.1 : a.1 < b.1
+            }
+            func pick(_ inc: (Bool, Dec)?, _ exc: (Bool, Dec)?, lower: Bool) -> ((Bool, Dec)?, Bool) {
+                guard let inc else { return (exc, exc != nil) }
+                guard let exc else { return (inc, false) }
+                if inc.0 == exc.0 && inc.1 == exc.1 { return (exc, true) }
+                return less(inc, exc) == lower ? (exc, true) : (inc, false)
+            }
+            let (lo, loStrict) = pick(try signed("minimum"), try signed("exclusiveMinimum"), lower: true)
+            let (hi, hiStrict) = pick(try signed("maximum"), try signed("exclusiveMaximum"), lower: false)
+            let db = DecimalBounds(lo: lo, loStrict: loStrict, hi: hi, hiStrict: hiStrict)
+            if db.positive.impossible && db.negative.impossible { return nil }
+            spec.decimal = db
+            return spec
+        }
         spec.minimum = tighter(try bound("minimum", lower: true, exclusive: false), try bound("exclusiveMinimum", lower: true, exclusive: true), lower: true)
         spec.maximum = tighter(try bound("maximum", lower: false, exclusive: false), try bound("exclusiveMaximum", lower: false, exclusive: true), lower: false)
         // Empty range?

@@ -182,7 +182,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(big, "9223372036854775807") && !valid(big, "9223372036854775808") && !valid(big, "99999999999999999999"))
         let mult = try compile(#"{"type": "integer", "multipleOf": 3, "minimum": 0}"#)
         #expect(valid(mult, "9") && !valid(mult, "10") && valid(mult, "0"))
-        #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "minimum": 0.5}"#) }
+        #expect(valid(try compile(#"{"type": "number", "minimum": 0.5}"#), "0.5"))
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "minimum": 1e30}"#) }
         #expect(valid(try compile(#"{"type": "integer", "minimum": 0.5}"#), "1"))
         #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "multipleOf": 0.01}"#) }
     }
@@ -283,5 +284,50 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let g = try b.build(root: call)
         #expect(valid(g, #"<tool_call>{"name": "get_weather", "arguments": {"city": "NYC"}}</tool_call>"#))
         #expect(!valid(g, #"<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>"#))
+    }
+}
+
+@Suite struct DecimalBoundTests {
+    /// Exact comparison on a grid: numbers with up to 3 fraction digits, scaled by 1000.
+    @Test func decimalBoundsAreExact() throws {
+        var numbers: [(String, Int)] = []
+        for milli in stride(from: -3500, through: 3500, by: 125) {
+            let neg = milli < 0
+            let m = abs(milli)
+            let intPart = m / 1000, frac = m % 1000
+            var fracText = frac == 0 ? "" : String(String(frac + 1000).dropFirst())
+            while fracText.hasSuffix("0") { fracText.removeLast() }
+            let base = (neg ? "-" : "") + String(intPart) + (fracText.isEmpty ? "" : "." + fracText)
+            numbers.append((base, milli))
+            numbers.append((base + (fracText.isEmpty ? ".0" : "0"), milli))
+        }
+        numbers.append(("-0", 0)); numbers.append(("-0.0", 0)); numbers.append(("12", 12000)); numbers.append(("-12.5", -12500))
+        let bounds: [(String, Int)] = [("-2.5", -2500), ("-1", -1000), ("-0.25", -250), ("0", 0), ("0.5", 500), ("1.125", 1125), ("2.75", 2750)]
+        var checked = 0
+        for (lo, loV) in bounds {
+            for (hi, hiV) in bounds where hiV >= loV {
+                for (loKey, hiKey) in [("minimum", "maximum"), ("exclusiveMinimum", "exclusiveMaximum"), ("minimum", "exclusiveMaximum")] {
+                    let schema = #"{"type": "number", "\#(loKey)": \#(lo), "\#(hiKey)": \#(hi)}"#
+                    guard let g = try? compile(schema) else {
+                        // Only an empty range may fail to compile.
+                        #expect(loV == hiV && (loKey.hasPrefix("exclusive") || hiKey.hasPrefix("exclusive")), "\(schema)")
+                        continue
+                    }
+                    for (text, v) in numbers {
+                        let okLo = loKey == "minimum" ? v >= loV : v > loV
+                        let okHi = hiKey == "maximum" ? v <= hiV : v < hiV
+                        #expect(valid(g, text) == (okLo && okHi), "\(schema) \(text)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 5000)
+        // Lower bound only, and dead prefixes refused early.
+        let g = try compile(#"{"type": "number", "exclusiveMinimum": 0.5}"#)
+        #expect(valid(g, "0.51") && valid(g, "7") && valid(g, "100.25") && !valid(g, "0.5") && !valid(g, "0.4999"))
+        #expect(!prefix(g, "-") && !prefix(g, "0.4") && prefix(g, "0.5") && prefix(g, "0"))
+        let h = try compile(#"{"type": "number", "maximum": -0.5}"#)
+        #expect(valid(h, "-0.5") && valid(h, "-7") && !valid(h, "-0.49") && !valid(h, "0") && !prefix(h, "0") && !prefix(h, "-0.4"))
     }
 }
