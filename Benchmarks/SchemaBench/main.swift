@@ -26,6 +26,12 @@ guard let vtext = try? String(contentsOfFile: vocabPath, encoding: .utf8), let v
 }
 let tokenizer = GreedyTokenizer(vocabulary: vocab)
 let computer = TokenMaskComputer(vocabulary: vocab)
+let noPrewarm = args.contains("--no-prewarm"); args.removeAll { $0 == "--no-prewarm" }
+if !noPrewarm {
+    let t0 = ContinuousClock.now
+    computer.prewarm()
+    print("prewarm (once per vocabulary): \(ContinuousClock.now - t0)")
+}
 var files = (try FileManager.default.contentsOfDirectory(atPath: dir)).filter { $0.hasSuffix(".json") }.sorted()
 if let filter { files = files.filter { $0.contains(filter) } }
 if let limit { files = Array(files.prefix(limit)) }

@@ -148,9 +148,15 @@ public final class TokenMaskComputer {
 
     /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
     var terminalIDs: [Terminal: Int32] = [:]
+    var nextTerminalID: Int32 = 0
     /// Per grammar: its terminal index -> shared terminal id.
     var grammarTerminals: [ObjectIdentifier: (grammar: Grammar, ids: [Int32])] = [:]
-    var lexCache: [LexKey: LexInfo] = [:]
+    /// Lexical results per shared terminal id, then per (normalized) terminal state.
+    var lexCache: [Int32: [LexState: LexInfo]] = [:]
+    var lexCacheCount = 0
+    /// Shared ids of terminals that hold a grammar's own automaton (patterns, formats, enums):
+    /// their cache entries are dropped when the grammars they came from are evicted.
+    var grammarSpecific = Set<Int32>()
     var context = WalkContext()
     /// Cache statistics.
     public private(set) var lexCacheMisses = 0
@@ -163,17 +169,42 @@ public final class TokenMaskComputer {
         self.vocabulary = vocabulary
     }
 
+    /// Precomputes the schema-independent work that every JSON grammar needs (the trie walks
+    /// of a plain string from its opening quote and from inside, of a number and of
+    /// whitespace). Optional: call once after loading a model so that the first masks of the
+    /// first generation are as fast as the later ones.
+    public func prewarm() {
+        for (term, states) in [
+            (Terminal.string(StringSpec()), [LexState(0, StringLexer.start), LexState(0, StringLexer.normal)]),
+            (Terminal.number(NumberSpec(integerOnly: false)), [LexState()]),
+            (Terminal.number(NumberSpec(integerOnly: true)), [LexState()]),
+            (Terminal.whitespace, [LexState()]),
+        ] {
+            let id: Int32
+            if let existing = terminalIDs[term] { id = existing } else { nextTerminalID += 1; id = nextTerminalID; terminalIDs[term] = id }
+            for st in states { _ = lexInfo(term, sharedID: id, state: st) }
+        }
+    }
+
     func sharedIDs(_ grammar: Grammar) -> [Int32] {
         if let e = grammarTerminals[ObjectIdentifier(grammar)], e.grammar === grammar { return e.ids }
+        if grammarTerminals.count >= 32 {
+            // Forget the grammars seen so far and what only they could use.
+            grammarTerminals.removeAll()
+            for id in grammarSpecific { lexCacheCount -= lexCache.removeValue(forKey: id)?.count ?? 0 }
+            terminalIDs = terminalIDs.filter { !grammarSpecific.contains($0.value) }
+            grammarSpecific.removeAll()
+        }
         var ids: [Int32] = []
         for t in grammar.terminals {
             if let id = terminalIDs[t] { ids.append(id) } else {
-                let id = Int32(terminalIDs.count)
+                nextTerminalID += 1
+                let id = nextTerminalID
                 terminalIDs[t] = id
+                if case .string(let spec) = t, spec.dfa != nil { grammarSpecific.insert(id) }
                 ids.append(id)
             }
         }
-        if grammarTerminals.count > 64 { grammarTerminals.removeAll() }
         grammarTerminals[ObjectIdentifier(grammar)] = (grammar, ids)
         return ids
     }
@@ -233,7 +264,7 @@ public final class TokenMaskComputer {
     func boundedStringMask(_ spec: StringSpec, state: LexState, into mask: inout TokenMask) -> [Int32] {
         let plain = Terminal.string(StringSpec())
         let pid: Int32
-        if let id = terminalIDs[plain] { pid = id } else { pid = Int32(terminalIDs.count); terminalIDs[plain] = pid }
+        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
         let base = LexState(state.a & 0xFFFF_FFFF, state.b)
         let info = lexInfo(plain, sharedID: pid, state: base)
         guard let lengths = info.lengths, var bits = info.acceptedBits else { return [] }
@@ -288,8 +319,8 @@ public final class TokenMaskComputer {
     }
 
     func lexInfo(_ term: Terminal, sharedID: Int32, state: LexState) -> LexInfo {
-        let key = LexKey(terminal: sharedID, state: term.cacheKey(state, horizon: vocabulary.maxTokenScalars))
-        if let info = lexCache[key] { return info }
+        let key = term.cacheKey(state, horizon: vocabulary.maxTokenScalars)
+        if let info = lexCache[sharedID]?[key] { return info }
         lexCacheMisses += 1
         let t0 = ContinuousClock.now
         defer { lexWalkMicros += MaskBench.micros(ContinuousClock.now - t0) }
@@ -307,8 +338,9 @@ public final class TokenMaskComputer {
             }
         case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
         }
-        if lexCache.count > 50_000 { lexCache.removeAll() }
-        lexCache[key] = info
+        if lexCacheCount > 100_000 { lexCache.removeAll(); lexCacheCount = 0 }
+        lexCache[sharedID, default: [:]][key] = info
+        lexCacheCount += 1
         return info
     }
 
@@ -324,7 +356,7 @@ public final class TokenMaskComputer {
     func completeDFAString(_ spec: StringSpec, state: LexState) -> LexInfo {
         let plain = Terminal.string(StringSpec())
         let pid: Int32
-        if let id = terminalIDs[plain] { pid = id } else { pid = Int32(terminalIDs.count); terminalIDs[plain] = pid }
+        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
         let base = lexInfo(plain, sharedID: pid, state: LexState(0, state.b))
         guard var bits = base.acceptedBits, let lengths = base.lengths else { return base }
         func accepts(_ bytes: ArraySlice<UInt8>) -> Bool {
