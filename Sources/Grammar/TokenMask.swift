@@ -337,6 +337,7 @@ public final class TokenMaskComputer {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
             }
         case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
+        case .scalar(let set): info = walkLexer(ScalarLexerBox(set: set), from: state)
         }
         if lexCacheCount > 100_000 { lexCache.removeAll(); lexCacheCount = 0 }
         lexCache[sharedID, default: [:]][key] = info
@@ -478,6 +479,13 @@ struct StringLexerBox: ByteLexer {
     @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(spec, s, byte) }
     @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
     @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
+}
+
+struct ScalarLexerBox: ByteLexer {
+    let set: ScalarSet
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { ScalarLexer.step(set, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.b == ScalarLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { s.b != ScalarLexer.done }
 }
 
 struct NumberLexerBox: ByteLexer {

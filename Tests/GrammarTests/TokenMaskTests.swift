@@ -49,8 +49,13 @@ func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
             (#"{"type": "object", "additionalProperties": {"type": "number"}, "properties": {"x": {"const": 1}}}"#, #"{"xy": -0.5, "x": 1, "z": 10}"#),
             (#"{"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]}"#, #""2024-02-29""#),
         ]
-        for (schema, doc) in cases {
-            let g = try JSONSchemaCompiler.compile(schema)
+        var grammars = try cases.map { (try JSONSchemaCompiler.compile($0.0), $0.0, $0.1) }
+        let gbnf = #"""
+        root ::= "[" call (", " call)* "]"
+        call ::= [a-z_]+ "(" ([a-z]+ "=" ("\"" [^"\\]* "\"" | [0-9]+))? ")"
+        """#
+        grammars.append((try GBNF.parse(gbnf), gbnf, #"[get_weather(city="Zürich 12"), now()]"#))
+        for (g, schema, doc) in grammars {
             let m = GrammarMatcher(grammar: g)
             let bytes = Array(doc.utf8)
             var checked = 0
