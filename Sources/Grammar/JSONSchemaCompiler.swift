@@ -648,8 +648,11 @@ final class SchemaCompiler {
                     guard let m = v.intValue else { return nil }
                     if m > 0 { branches += [nonType("array"), typed("array", [("maxItems", .integer(m - 1))])] }
                 case "minProperties":
-                    guard let m = v.intValue, m <= 1 else { return nil }
-                    if m == 1 { branches += [nonType("object"), typed("object", [("maxProperties", .integer(0))])] }
+                    guard let m = v.intValue else { return nil }
+                    if m >= 1 { branches += [nonType("object"), typed("object", [("maxProperties", .integer(m - 1))])] }
+                case "maxProperties":
+                    guard let m = v.intValue else { return nil }
+                    branches += [nonType("object"), typed("object", [("minProperties", .integer(m + 1))])]
                 case "maximum": branches += [nonType("number"), typed("number", [("exclusiveMinimum", v)])]
                 case "minimum": branches += [nonType("number"), typed("number", [("exclusiveMaximum", v)])]
                 case "exclusiveMaximum":
@@ -1152,13 +1155,16 @@ final class SchemaCompiler {
         }
         if impossible { return [] }
         let requiredCount = isRequired.filter { $0 }.count
-        let minProps = f["minProperties"]?.intValue ?? 0
-        let maxProps = f["maxProperties"]?.intValue
-        if minProps > max(requiredCount, 1) { throw .unsupported("minProperties") }
+        var minProps = f["minProperties"]?.intValue ?? 0
+        var maxProps = f["maxProperties"]?.intValue
+        if minProps <= max(requiredCount, 1) && minProps > 1 { minProps = 1 }  // implied by required
         if let m = maxProps {
             let possible = hasExtras ? Int.max : kv.compactMap { $0 }.count
             if m == 0 { return requiredCount == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
-            if m < possible { throw .unsupported("maxProperties") }
+            if m >= possible { maxProps = nil }
+        }
+        if minProps > 1 || maxProps != nil {
+            return try countedObjectAlternatives(kv: kv, isRequired: isRequired, extra: extra, minProps: minProps, maxProps: maxProps)
         }
         let n = names.count
         let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
@@ -1198,6 +1204,44 @@ final class SchemaCompiler {
         var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0], ]]
         // first[i] ends with rest[...] which closes the object.
         if requiredCount == 0 && minProps < 1 { out.append([open, ws, close]) }
+        return out
+    }
+
+    /// Objects with `minProperties`/`maxProperties`: the member rules also count the members
+    /// so far (counts above the largest bound that matters are merged).
+    func countedObjectAlternatives(kv: [GrammarBuilder.Symbol?], isRequired: [Bool], extra: GrammarBuilder.Symbol?,
+                                   minProps: Int, maxProps: Int?) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+        let n = kv.count
+        let cap = maxProps ?? minProps  // counts are tracked up to cap
+        if (n + 1) * (cap + 1) > 2_000 { throw .unsupported(maxProps != nil ? "maxProperties" : "minProperties", "bound too large for this object") }
+        let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
+        var rest: [[GrammarBuilder.Symbol]] = [], first: [[GrammarBuilder.Symbol]] = []
+        for _ in 0...n {
+            rest.append((0...cap).map { _ in b.declareRule("obj-rest-n") })
+            first.append((0...cap).map { _ in b.declareRule("obj-first-n") })
+        }
+        for i in 0...n {
+            for c in 0...cap {
+                // first[i][c]: the (c+1)-th member; rest[i][c]: after c members.
+                let next = min(c + 1, cap)
+                var fa: [[GrammarBuilder.Symbol]] = []
+                if maxProps == nil || c < cap {
+                    var j = i
+                    while j < n {
+                        if let m = kv[j] { fa.append([m, rest[j + 1][next]]) }
+                        if isRequired[j] { break }
+                        j += 1
+                    }
+                    if let extra { fa.append([extra, rest[i][next]]) }
+                }
+                b.define(first[i][c], fa)
+                var ra: [[GrammarBuilder.Symbol]] = [[ws, comma, ws, first[i][c]]]
+                if !isRequired[i...].contains(true) && c >= minProps { ra.append([ws, close]) }
+                b.define(rest[i][c], ra)
+            }
+        }
+        var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0][0]]]
+        if !isRequired.contains(true) && minProps == 0 { out.append([open, ws, close]) }
         return out
     }
 }
