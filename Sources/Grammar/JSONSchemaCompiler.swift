@@ -397,7 +397,7 @@ final class SchemaCompiler {
             case "propertyNames":
                 if case .bool(true) = v { continue }
                 if case .object(let po) = v, po.keys.allSatisfy({ knownAnnotationKeys.contains($0) }) { continue }
-                throw .unsupported("propertyNames")
+                out["x-propertyNames"] = .array([v])
             default:
                 if alwaysUnsupported.contains(k) { throw .unsupported(k) }
                 if knownAnnotationKeys.contains(k) { continue }
@@ -463,7 +463,7 @@ final class SchemaCompiler {
                 }
                 x[k] = .array(set)
             case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
-            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite":
+            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite", "x-propertyNames":
                 x[k] = .array(old.arrayValue! + v.arrayValue!)
             case "required":
                 var r = old.arrayValue!
@@ -1120,6 +1120,30 @@ final class SchemaCompiler {
         for (n, s) in props { names.append(n); schemas.append(schemaFor(n, declared: s)) }
         for r in required where props[r] == nil && !names.contains(r) { names.append(r); schemas.append(schemaFor(r, declared: nil)) }
         let isRequired = names.map { required.contains($0) }
+        // propertyNames: a string constraint on every key.
+        var nameSpec: StringSpec?
+        for p in f["x-propertyNames"]?.arrayValue ?? [] {
+            guard let fp = try flatten(p, base: base, depth: 1) else { nameSpec = nil; return requiredCount(names, required) == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            if let other = Set(fp.keys).subtracting(["type", "enum", "minLength", "maxLength", "x-patterns", "x-formats"]).first {
+                throw .unsupported("propertyNames", "'\(other)' on property names")
+            }
+            var sp: StringSpec? = effectiveTypes(fp).contains("string") ? try stringSpec(fp, notPatterns: [], notStrings: []) : nil
+            if var s = sp, let e = fp["enum"]?.arrayValue {
+                let lit = CodePointDFA.literals(e.compactMap(\.stringValue))
+                if let cur = s.dfa, let lit { s.dfa = cur.intersection(lit) } else { s.dfa = lit }
+                sp = s.dfa == nil ? nil : s
+            }
+            guard let spec = sp else { return requiredCount(names, required) == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            if var cur = nameSpec {
+                cur.minLength = max(cur.minLength, spec.minLength)
+                if let m = spec.maxLength { cur.maxLength = min(cur.maxLength ?? m, m) }
+                if let d = spec.dfa { if let c = cur.dfa { cur.dfa = c.intersection(d) } else { cur.dfa = d } }
+                nameSpec = cur
+            } else { nameSpec = spec }
+        }
+        if let ns = nameSpec {
+            for (i, n) in names.enumerated() where !StringSpec.accepts(ns, n) { schemas[i] = .bool(false) }
+        }
         // Extra keys: partition by which patterns they match.
         var extraAlts: [[GrammarBuilder.Symbol]] = []
         let colon = b.literal(":")
@@ -1140,7 +1164,16 @@ final class SchemaCompiler {
             if empty { continue }
             let valueSchema: JSONValue = parts.isEmpty ? additional : (parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))])))
             if valueSchema == .bool(false) { continue }
-            let key = b.terminal(.string(StringSpec(dfa: dfa)))
+            var keySpec = StringSpec(dfa: dfa)
+            if let ns = nameSpec {
+                keySpec.minLength = ns.minLength
+                keySpec.maxLength = ns.maxLength
+                if let d = ns.dfa {
+                    if let cur = dfa { guard let both = cur.intersection(d) else { continue }; keySpec.dfa = both } else { keySpec.dfa = d }
+                }
+                if let m = keySpec.maxLength, m < keySpec.minLength { continue }
+            }
+            let key = b.terminal(.string(keySpec))
             extraAlts.append([key, ws, colon, ws, try compileNode(valueSchema, base: base)])
         }
         let hasExtras = !extraAlts.isEmpty
@@ -1206,6 +1239,8 @@ final class SchemaCompiler {
         if requiredCount == 0 && minProps < 1 { out.append([open, ws, close]) }
         return out
     }
+
+    func requiredCount(_ names: [String], _ required: [String]) -> Int { names.filter { required.contains($0) }.count }
 
     /// Objects with `minProperties`/`maxProperties`: the member rules also count the members
     /// so far (counts above the largest bound that matters are merged).

@@ -238,6 +238,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let counted = try compile(#"{"type": "object", "properties": {"a": true, "b": true}, "minProperties": 2, "maxProperties": 3}"#)
         #expect(valid(counted, #"{"a": 1, "b": 2}"#) && valid(counted, #"{"a": 1, "x": 0, "y": 0}"#))
         #expect(!valid(counted, #"{"a": 1}"#) && !valid(counted, #"{"a": 1, "b": 2, "c": 3, "d": 4}"#) && !valid(counted, "{}"))
+        let names = try compile(#"{"type": "object", "properties": {"ab": true, "abcdef": true}, "propertyNames": {"maxLength": 3, "pattern": "^a"}}"#)
+        #expect(valid(names, #"{"ab": 1, "ax": 2}"#) && !valid(names, #"{"abcdef": 1}"#) && !valid(names, #"{"b": 1}"#) && !valid(names, #"{"abcd": 1}"#))
         let dep = try compile(#"{"type": "object", "dependentRequired": {"a": ["b"]}}"#)
         #expect(valid(dep, #"{"b": 1, "a": 2}"#) && valid(dep, #"{"b": 1}"#) && !valid(dep, #"{"a": 2}"#))
         let ite = try compile(#"{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}"#)
