@@ -601,19 +601,18 @@ final class SchemaCompiler {
         "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern",
         "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
         "allOf", "not", "$ref", "minProperties", "maxProperties", "if", "then", "else", "propertyNames",
+        "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "dependentRequired",
+        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef",
     ]
-
-    func nonType(_ t: String) -> JSONValue {
-        let drop: Set<String> = t == "number" ? ["number", "integer"] : [t]
-        return .object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter { !drop.contains($0) }.map { .string($0) }))]))
-    }
 
     func typed(_ t: String, _ pairs: [(String, JSONValue)]) -> JSONValue {
         .object(JSONObject([("type", .array([.string(t)]))] + pairs))
     }
 
     /// The negation of a schema as a union of schemas (empty: `false`), or nil when it is
-    /// not expressible that way.
+    /// not expressible that way. A keyword that applies to one type only (maxLength, required,
+    /// maximum...) is satisfied by every value of another type, so its negation contains only
+    /// values of its type that violate it.
     func negate(_ n: JSONValue, base: String, depth: Int) throws(SchemaError) -> [JSONValue]? {
         if depth > 8 { return nil }
         switch n {
@@ -637,45 +636,52 @@ final class SchemaCompiler {
                     if !rest.isEmpty { branches.append(.object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter(rest.contains).map { .string($0) }))]))) }
                 case "maxLength":
                     guard let m = v.intValue else { return nil }
-                    branches += [nonType("string"), typed("string", [("minLength", .integer(m + 1))])]
+                    branches.append(typed("string", [("minLength", .integer(m + 1))]))
                 case "minLength":
                     guard let m = v.intValue else { return nil }
-                    if m > 0 { branches += [nonType("string"), typed("string", [("maxLength", .integer(m - 1))])] }
+                    if m > 0 { branches.append(typed("string", [("maxLength", .integer(m - 1))])) }
                 case "maxItems":
                     guard let m = v.intValue else { return nil }
-                    branches += [nonType("array"), typed("array", [("minItems", .integer(m + 1))])]
+                    branches.append(typed("array", [("minItems", .integer(m + 1))]))
                 case "minItems":
                     guard let m = v.intValue else { return nil }
-                    if m > 0 { branches += [nonType("array"), typed("array", [("maxItems", .integer(m - 1))])] }
+                    if m > 0 { branches.append(typed("array", [("maxItems", .integer(m - 1))])) }
                 case "minProperties":
                     guard let m = v.intValue else { return nil }
-                    if m >= 1 { branches += [nonType("object"), typed("object", [("maxProperties", .integer(m - 1))])] }
+                    if m >= 1 { branches.append(typed("object", [("maxProperties", .integer(m - 1))])) }
                 case "maxProperties":
                     guard let m = v.intValue else { return nil }
-                    branches += [nonType("object"), typed("object", [("minProperties", .integer(m + 1))])]
-                case "maximum": branches += [nonType("number"), typed("number", [("exclusiveMinimum", v)])]
-                case "minimum": branches += [nonType("number"), typed("number", [("exclusiveMaximum", v)])]
+                    branches.append(typed("object", [("minProperties", .integer(m + 1))]))
+                case "maximum": branches.append(typed("number", [("exclusiveMinimum", v)]))
+                case "minimum": branches.append(typed("number", [("exclusiveMaximum", v)]))
                 case "exclusiveMaximum":
                     guard v.doubleValue != nil else { return nil }
-                    branches += [nonType("number"), typed("number", [("minimum", v)])]
+                    branches.append(typed("number", [("minimum", v)]))
                 case "exclusiveMinimum":
                     guard v.doubleValue != nil else { return nil }
-                    branches += [nonType("number"), typed("number", [("maximum", v)])]
+                    branches.append(typed("number", [("maximum", v)]))
                 case "required":
                     let names = v.arrayValue?.compactMap(\.stringValue) ?? []
                     if names.isEmpty { continue }
-                    branches.append(nonType("object"))
                     for name in names { branches.append(typed("object", [("properties", .object(JSONObject([(name, .bool(false))])))])) }
                 case "pattern":
-                    branches += [nonType("string"), typed("string", [("not", .object(JSONObject([("pattern", v)])))])]
+                    branches.append(typed("string", [("not", .object(JSONObject([("pattern", v)])))]))
                 case "enum", "const":
                     let vals = k == "const" ? [v] : (v.arrayValue ?? [])
                     guard vals.allSatisfy({ $0.stringValue != nil || $0 == .null || $0.boolValue != nil }) else { return nil }
                     branches.append(.object(JSONObject([("not", .object(JSONObject([("enum", .array(vals))])))])))
+                case "properties":
+                    // Some listed property is present and violates its schema.
+                    guard case .object(let props) = v else { return nil }
+                    for (name, sub) in props {
+                        if sub == .bool(true) || sub == .object(JSONObject()) { continue }
+                        branches.append(typed("object", [("required", .array([.string(name)])),
+                                                         ("properties", .object(JSONObject([(name, .object(JSONObject([("not", sub)])))])))]))
+                    }
                 case "items":
                     if v == .bool(true) || v == .object(JSONObject()) { continue }
                     guard v == .bool(false) else { return nil }
-                    branches += [nonType("array"), typed("array", [("minItems", .integer(1))])]
+                    branches.append(typed("array", [("minItems", .integer(1))]))
                 case "not": branches.append(v)
                 case "allOf":
                     for item in v.arrayValue ?? [] {

@@ -245,7 +245,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let ite = try compile(#"{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}"#)
         #expect(valid(ite, #""ab""#) && !valid(ite, #""a""#) && valid(ite, "3") && !valid(ite, "null"))
         let notLen = try compile(#"{"not": {"maxLength": 2}}"#)
-        #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && valid(notLen, "1"))
+        // maxLength holds for every non-string, so its negation holds only for long strings.
+        #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && !valid(notLen, "1") && !valid(notLen, "{}"))
+        let notProp = try compile(#"{"type": "object", "not": {"properties": {"kind": {"const": "a"}}}}"#)
+        #expect(valid(notProp, #"{"kind": "b"}"#) && !valid(notProp, #"{"kind": "a"}"#) && !valid(notProp, "{}"))
     }
 
     @Test func recursiveReferences() throws {
