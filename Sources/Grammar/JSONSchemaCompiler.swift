@@ -324,7 +324,8 @@ final class SchemaCompiler {
                 for t in out["type"]!.arrayValue! where !["null", "boolean", "integer", "number", "string", "array", "object"].contains(t.stringValue!) {
                     throw .invalid("unknown type '\(t.stringValue!)'")
                 }
-            case "const": out["enum"] = .array([v])
+            case "const":
+                if let prev = out["enum"] { out["enum"] = .array(intersectEnums(prev.arrayValue!, [v])) } else { out["enum"] = .array([v]) }
             case "enum":
                 guard case .array = v else { throw .invalid("enum must be an array") }
                 if let prev = out["enum"] { out["enum"] = .array(intersectEnums(prev.arrayValue!, v.arrayValue!)) } else { out["enum"] = v }
@@ -839,7 +840,9 @@ final class SchemaCompiler {
                         if t == "integer" && types.contains("number") { throw .unsupported("not", "not integer among numbers") }
                     }
                 } else if keys == ["pattern"], case .string(let p)? = o["pattern"] {
+                    // Every non-string satisfies `pattern`, so `not pattern` leaves strings only.
                     notPatterns.append(p)
+                    types = types.intersection(["string"])
                 } else if keys == ["enum"] || keys == ["const"] {
                     let vals = o["enum"]?.arrayValue ?? [o["const"]!]
                     for v in vals {
