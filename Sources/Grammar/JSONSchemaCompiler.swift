@@ -331,7 +331,7 @@ final class SchemaCompiler {
                 if let prev = out["enum"] { out["enum"] = .array(intersectEnums(prev.arrayValue!, v.arrayValue!)) } else { out["enum"] = v }
             case "anyOf", "oneOf":
                 guard case .array(let a) = v, !a.isEmpty else { throw .invalid("\(k) must be a non-empty array") }
-                out["x-" + k] = .array([v])
+                out["x-" + k] = .array((out["x-" + k]?.arrayValue ?? []) + [v])
             case "pattern":
                 guard case .string = v else { throw .invalid("pattern must be a string") }
                 out["x-patterns"] = .array([v])
@@ -825,6 +825,7 @@ final class SchemaCompiler {
         var notPatterns: [String] = []
         var notStrings: [String] = []
         var notLiterals: [JSONValue] = []
+        var fractionalOnly = false
         for n in f["x-not"]?.arrayValue ?? [] {
             switch n {
             case .bool(true): return []
@@ -837,7 +838,7 @@ final class SchemaCompiler {
                     for t in ts {
                         types.remove(t)
                         if t == "number" { types.remove("integer") }
-                        if t == "integer" && types.contains("number") { throw .unsupported("not", "not integer among numbers") }
+                        if t == "integer" && types.contains("number") { fractionalOnly = true }
                     }
                 } else if keys == ["pattern"], case .string(let p)? = o["pattern"] {
                     // Every non-string satisfies `pattern`, so `not pattern` leaves strings only.
@@ -871,7 +872,9 @@ final class SchemaCompiler {
                 if !notLiterals.contains(.bool(true)) { alts.append([b.literal("true")]) }
                 if !notLiterals.contains(.bool(false)) { alts.append([b.literal("false")]) }
             case "integer", "number":
-                if let spec = try numberSpec(f, integer: t == "integer") { alts.append([b.terminal(.number(spec))]) }
+                if let spec = try numberSpec(f, integer: t == "integer", fractionalOnly: fractionalOnly), !(spec.integerOnly && spec.fractionalOnly) {
+                    alts.append([b.terminal(.number(spec))])
+                }
             case "string":
                 if let spec = try stringSpec(f, notPatterns: notPatterns, notStrings: notStrings) { alts.append([b.terminal(.string(spec))]) }
             case "array": alts += try arrayAlternatives(f, base: base)
@@ -960,8 +963,9 @@ final class SchemaCompiler {
 
     // MARK: numbers
 
-    func numberSpec(_ f: JSONObject, integer: Bool) throws(SchemaError) -> NumberSpec? {
+    func numberSpec(_ f: JSONObject, integer: Bool, fractionalOnly: Bool = false) throws(SchemaError) -> NumberSpec? {
         var spec = NumberSpec(integerOnly: integer)
+        spec.fractionalOnly = fractionalOnly
         if let m = f["multipleOf"] {
             guard let d = m.doubleValue, d > 0 else { throw .invalid("multipleOf must be a positive number") }
             if let k = m.intValue, k > 0 {

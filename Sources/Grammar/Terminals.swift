@@ -39,7 +39,10 @@ struct NumberSpec: Hashable, Sendable {
     var multipleOf: Int64?
     /// Bounds with a fractional part (numbers only); then `minimum`/`maximum` are nil.
     var decimal: DecimalBounds?
-    var allowsExponent: Bool { !integerOnly && minimum == nil && maximum == nil && multipleOf == nil && decimal == nil }
+    /// Only numbers that are not integers (`not: {type: integer}` among numbers): a nonzero
+    /// fraction digit is required, no exponent.
+    var fractionalOnly = false
+    var allowsExponent: Bool { !integerOnly && !fractionalOnly && minimum == nil && maximum == nil && multipleOf == nil && decimal == nil }
 }
 
 /// A nonnegative decimal: integer part and fraction digits (no trailing zeros).
@@ -405,6 +408,7 @@ enum NumberLexer {
 
     static func isFinal(_ spec: NumberSpec, _ s: LexState) -> Bool {
         let p = parts(s)
+        if spec.fractionalOnly && !p.fnz { return false }
         if let db = spec.decimal {
             switch p.phase {
             case intDigits, zero, frac: return decimalFinal(db, neg: p.neg, s)
@@ -474,8 +478,8 @@ enum NumberLexer {
         let p = parts(s)
         let fChoices: [Bool]
         switch p.phase {
-        case frac: fChoices = spec.integerOnly ? [false] : (p.fnz ? [true] : [false, true])
-        default: fChoices = spec.integerOnly ? [false] : [false, true]
+        case frac: fChoices = spec.integerOnly ? [false] : (p.fnz || spec.fractionalOnly ? [true] : [false, true])
+        default: fChoices = spec.integerOnly ? [false] : (spec.fractionalOnly ? [true] : [false, true])
         }
         let signs: [Bool] = p.phase == start ? [false, true] : [p.neg]
         for neg in signs {

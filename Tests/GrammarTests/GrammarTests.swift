@@ -247,6 +247,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let notLen = try compile(#"{"not": {"maxLength": 2}}"#)
         // maxLength holds for every non-string, so its negation holds only for long strings.
         #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && !valid(notLen, "1") && !valid(notLen, "{}"))
+        let frac = try compile(#"{"type": "number", "not": {"type": "integer"}, "maximum": 2}"#)
+        #expect(valid(frac, "1.5") && valid(frac, "-0.25") && !valid(frac, "1") && !valid(frac, "1.0") && !valid(frac, "2.5") && !valid(frac, "1e2"))
         let notProp = try compile(#"{"type": "object", "not": {"properties": {"kind": {"const": "a"}}}}"#)
         #expect(valid(notProp, #"{"kind": "b"}"#) && !valid(notProp, #"{"kind": "a"}"#) && !valid(notProp, "{}"))
     }
