@@ -84,6 +84,49 @@ def value(depth=0):
     return {k: value(depth + 1) for k in R.sample(KEYS, R.randint(0, 3))}
 
 
+def guided(s, depth=0):
+    """A value shaped after the schema (often valid, sometimes near-valid)."""
+    if depth > 3 or not isinstance(s, dict) or R.random() < 0.1:
+        return value(depth)
+    for c in ("enum", "const"):
+        if c in s and R.random() < 0.8:
+            return R.choice(s["enum"]) if c == "enum" else s["const"]
+    for c in ("anyOf", "oneOf", "allOf"):
+        if c in s and R.random() < 0.5:
+            return guided(R.choice(s[c]), depth + 1)
+    t = s.get("type")
+    if isinstance(t, list):
+        t = R.choice(t)
+    if t is None:
+        t = R.choice(["string", "number", "array", "object"])
+    if t == "string":
+        return R.choice(STRINGS)
+    if t in ("integer", "number"):
+        pts = [s[k] for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in s]
+        base = R.choice(pts) if pts else R.choice(NUMS)
+        x = base + R.choice([0, 0, 1, -1, 0.5, -0.5, 0.25])
+        if t == "integer" or R.random() < 0.3:
+            x = int(x)
+        return x
+    if t == "array":
+        pre = s.get("prefixItems", [])
+        n = R.randint(0, 4)
+        return [guided(pre[i] if i < len(pre) else s.get("items", {}), depth + 1) for i in range(n)]
+    if t == "object":
+        out = {}
+        props = s.get("properties", {})
+        for k in props:
+            if k in s.get("required", []) or R.random() < 0.6:
+                out[k] = guided(props[k], depth + 1)
+        for k in s.get("required", []):
+            if k not in out:
+                out[k] = value(depth + 1)
+        if R.random() < 0.3:
+            out[R.choice(KEYS + ["zz"])] = value(depth + 1)
+        return out
+    return value(depth)
+
+
 def main():
     out = sys.argv[1]
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
@@ -98,8 +141,8 @@ def main():
         try:
             v = V(s, format_checker=V.FORMAT_CHECKER)
             tests = []
-            for _ in range(40):
-                d = value()
+            for i in range(40):
+                d = guided(s) if i % 2 else value()
                 tests.append({"data": d, "valid": v.is_valid(d)})
         except Exception:
             continue
