@@ -754,7 +754,7 @@ final class SchemaCompiler {
             // Enumerated strings against the other side's constraints, or content DFAs and lengths.
             // (stringSpec is nil when no string qualifies; an error means "unknown".)
             func spec(_ f: JSONObject) -> (known: Bool, spec: StringSpec?) {
-                do { return (true, try stringSpec(f, notPatterns: [], notStrings: [])) } catch { return (false, nil) }
+                do { return (true, try stringSpec(f, notPatterns: [], notStrings: [], lenient: true)) } catch { return (false, nil) }
             }
             let (knownA, optA) = spec(a), (knownC, optC) = spec(c)
             if (knownA && optA == nil) || (knownC && optC == nil) { return true }
@@ -862,7 +862,9 @@ final class SchemaCompiler {
         if let e = f["enum"] {
             var rest = f
             rest["enum"] = nil
-            return try enumAlternatives(e.arrayValue!, rest: rest, types: types, notStrings: notStrings, notLiterals: notLiterals, notPatterns: notPatterns, base: base)
+            var values = e.arrayValue!
+            if fractionalOnly { values.removeAll { $0.intValue != nil } }
+            return try enumAlternatives(values, rest: rest, types: types, notStrings: notStrings, notLiterals: notLiterals, notPatterns: notPatterns, base: base)
         }
         var alts: [[GrammarBuilder.Symbol]] = []
         for t in SchemaCompiler.allTypes where types.contains(t) {
@@ -910,7 +912,7 @@ final class SchemaCompiler {
             if notLiterals.contains(v) { continue }
             if case .string(let s) = v, !notPatterns.isEmpty {
                 var bad = false
-                for p in notPatterns { if let d = try patternDFA(p), d.accepts(s) { bad = true } }
+                for p in notPatterns { if let d = try patternDFA(p, lenient: true), d.accepts(s) { bad = true } }
                 if bad { continue }
             }
             if let m = checker {
@@ -1036,18 +1038,21 @@ final class SchemaCompiler {
 
     // MARK: strings
 
-    func patternDFA(_ p: String) throws(SchemaError) -> CodePointDFA? {
-        if let d = patternCache[p] { return d }
+    /// A pattern's DFA: `lenient` for negated uses (see `RegexCompiler.compilePattern`).
+    func patternDFA(_ p: String, lenient: Bool = false) throws(SchemaError) -> CodePointDFA? {
+        let key = lenient ? "\u{0}lenient:" + p : p
+        if let d = patternCache[key] { return d }
         do {
-            let d = try RegexCompiler.compilePattern(p)
-            patternCache[p] = d
+            let d = try RegexCompiler.compilePattern(p, lenientDollar: lenient)
+            patternCache[key] = d
             return d
         } catch {
             throw .unsupported("pattern", "\(error.message) in /\(p)/")
         }
     }
 
-    func stringSpec(_ f: JSONObject, notPatterns: [String], notStrings: [String]) throws(SchemaError) -> StringSpec? {
+    /// `lenient`: patterns read with Python's `$` too (a superset: for disjointness proofs).
+    func stringSpec(_ f: JSONObject, notPatterns: [String], notStrings: [String], lenient: Bool = false) throws(SchemaError) -> StringSpec? {
         var spec = StringSpec()
         if let v = f["minLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("minLength must be a non-negative integer") }; spec.minLength = n }
         if let v = f["maxLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("maxLength must be a non-negative integer") }; spec.maxLength = n }
@@ -1059,13 +1064,14 @@ final class SchemaCompiler {
             dfa = d
             return true
         }
-        for p in f["x-patterns"]?.arrayValue ?? [] { if !and(try patternDFA(p.stringValue!)) { return nil } }
-        for fm in f["x-formats"]?.arrayValue ?? [] {
+        for p in f["x-patterns"]?.arrayValue ?? [] { if !and(try patternDFA(p.stringValue!, lenient: lenient)) { return nil } }
+        // (Formats are left out of the lenient reading: validators' format checkers may be laxer.)
+        for fm in lenient ? [] : f["x-formats"]?.arrayValue ?? [] {
             guard let d = Formats.compiled[fm.stringValue!] else { throw .unsupported("format", "format '\(fm.stringValue!)'") }
             if !and(d) { return nil }
         }
         for p in notPatterns {
-            guard let d = try patternDFA(p) else { continue }
+            guard let d = try patternDFA(p, lenient: true) else { continue }
             if !and(d.complement()) { return nil }
         }
         if !notStrings.isEmpty, let lit = CodePointDFA.literals(notStrings) { if !and(lit.complement()) { return nil } }
@@ -1121,10 +1127,11 @@ final class SchemaCompiler {
         let patterns = f["patternProperties"]?.objectValue ?? JSONObject()
         if patterns.count > 3 { throw .unsupported("patternProperties", "more than 3 patterns") }
         var patternDFAs: [(CodePointDFA?, JSONValue)] = []
-        for (p, s) in patterns { patternDFAs.append((try patternDFA(p), s)) }
+        var lenientDFAs: [CodePointDFA?] = []
+        for (p, s) in patterns { patternDFAs.append((try patternDFA(p), s)); lenientDFAs.append(try patternDFA(p, lenient: true)) }
         func schemaFor(_ name: String, declared: JSONValue?) -> JSONValue {
             var parts: [JSONValue] = declared.map { [$0] } ?? []
-            for (d, s) in patternDFAs where d?.accepts(name) ?? false { parts.append(s) }
+            for (i, (_, s)) in patternDFAs.enumerated() where lenientDFAs[i]?.accepts(name) ?? false { parts.append(s) }
             if parts.isEmpty { return additional }
             return parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))]))
         }
@@ -1168,8 +1175,10 @@ final class SchemaCompiler {
             var empty = !names.isEmpty && exclude == nil
             var parts: [JSONValue] = []
             for i in 0..<k where !empty {
-                guard let pd = patternDFAs[i].0 else { if mask & (1 << i) != 0 { empty = true }; continue }
-                let side = mask & (1 << i) != 0 ? pd : pd.complement()
+                // Matching keys: the ECMA reading; non-matching keys: not matching under either reading.
+                let matching = mask & (1 << i) != 0
+                guard let pd = matching ? patternDFAs[i].0 : lenientDFAs[i] else { if matching { empty = true }; continue }
+                let side = matching ? pd : pd.complement()
                 if mask & (1 << i) != 0 { parts.append(patternDFAs[i].1) }
                 guard let side else { empty = true; break }
                 if let cur = dfa { dfa = cur.intersection(side); if dfa == nil { empty = true } } else { dfa = side }

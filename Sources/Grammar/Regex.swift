@@ -234,6 +234,7 @@ struct RegexCompiler {
         var sets: [(ScalarSet, Int)] = []
     }
     var states: [State] = []
+    var lenientDollar = false
     static let maxNFAStates = 40_000
     static let maxDFAStates = 4_000
 
@@ -249,7 +250,14 @@ struct RegexCompiler {
         case .empty: states[s].eps.append(e)
         case .set(let set): states[s].sets.append((set, e))
         case .bol: states[s].bol.append(e)
-        case .eol: states[s].eol.append(e)
+        case .eol:
+            states[s].eol.append(e)
+            if lenientDollar {
+                // Python's `$` also matches before a final newline.
+                let t = try new()
+                states[s].sets.append((ScalarSet(10), t))
+                states[t].eol.append(e)
+            }
         case .concat(let items):
             var cur = s
             for it in items { let (a, b) = try build(it); states[cur].eps.append(a); cur = b }
@@ -311,16 +319,20 @@ struct RegexCompiler {
     }
 
     /// Compiles a JSON Schema `pattern` (search semantics) to a DFA over scalars.
-    static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false) throws(RegexError) -> CodePointDFA? {
+    /// `lenientDollar`: `$` also matches before a final newline (Python's `re`). Positive
+    /// uses take the ECMA-262 language (a subset); negated uses take the lenient one (a
+    /// superset), so that the result is exact under both readings.
+    static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false) throws(RegexError) -> CodePointDFA? {
         var node = try RegexParser.parse(pattern)
         if caseInsensitiveASCII { node = caseFold(node) }
         let anyStar = RegexNode.repeat(.set(.all), min: 0, max: nil)
-        return try compile(.concat([anyStar, node, anyStar]))
+        return try compile(.concat([anyStar, node, anyStar]), lenientDollar: lenientDollar)
     }
 
     /// Compiles a node that must match the whole string (anchors still honoured).
-    static func compile(_ node: RegexNode) throws(RegexError) -> CodePointDFA? {
+    static func compile(_ node: RegexNode, lenientDollar: Bool = false) throws(RegexError) -> CodePointDFA? {
         var c = RegexCompiler()
+        c.lenientDollar = lenientDollar
         let (s, accept) = try c.build(node)
         var mark = [UInt32](repeating: 0, count: c.states.count)
         var stamp: UInt32 = 0
