@@ -21,8 +21,30 @@ struct RegexError: Error { let message: String }
 struct RegexParser {
     let chars: [UInt32]
     var pos = 0
+    /// Read classes as the union of the ECMA-262 and Python `re` meanings (a superset) instead
+    /// of their intersection (a subset, the default): see `RegexCompiler.compilePattern`.
+    var lenient = false
 
-    init(_ pattern: String) { chars = pattern.unicodeScalars.map(\.value) }
+    init(_ pattern: String, lenient: Bool = false) { chars = pattern.unicodeScalars.map(\.value); self.lenient = lenient }
+
+    // Class escapes under both readings. ECMA-262 classes are ASCII (`\s`: its own list);
+    // Python's are Unicode-aware (`\d`: any decimal digit, `\w`: letters and digits, `\s`:
+    // Unicode whitespace incl. U+001C-U+001F and U+0085). Non-ASCII stands in for "maybe".
+    static let nonASCII = ScalarSet(ranges: [0x80...ScalarSet.maxScalar])
+    static let spaceIntersection = ScalarSet(ranges: [9...13, 32...32, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A,
+                                                     0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000])
+    static let spaceUnion = spaceIntersection.union(ScalarSet(ranges: [0x1C...0x1F, 0x85...0x85, 0xFEFF...0xFEFF]))
+    func classSet(_ c: UInt32) -> ScalarSet? {
+        switch c {
+        case 0x64: return lenient ? RegexParser.digit.union(RegexParser.nonASCII) : RegexParser.digit
+        case 0x44: return lenient ? RegexParser.digit.complement : ScalarSet(ranges: [0...0x2F, 0x3A...0x7F])
+        case 0x77: return lenient ? RegexParser.word.union(RegexParser.nonASCII) : RegexParser.word
+        case 0x57: return lenient ? RegexParser.word.complement : RegexParser.word.union(RegexParser.nonASCII).complement
+        case 0x73: return lenient ? RegexParser.spaceUnion : RegexParser.spaceIntersection
+        case 0x53: return lenient ? RegexParser.spaceIntersection.complement : RegexParser.spaceUnion.complement
+        default: return nil
+        }
+    }
 
     static let digit = ScalarSet(ranges: [48...57])
     static let word = ScalarSet(ranges: [48...57, 65...90, 95...95, 97...122])
@@ -30,8 +52,8 @@ struct RegexParser {
                                          0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000, 0xFEFF...0xFEFF])
     static let dot = ScalarSet(ranges: [10...10, 13...13, 0x2028...0x2029]).complement
 
-    static func parse(_ pattern: String) throws(RegexError) -> RegexNode {
-        var p = RegexParser(pattern)
+    static func parse(_ pattern: String, lenient: Bool = false) throws(RegexError) -> RegexNode {
+        var p = RegexParser(pattern, lenient: lenient)
         let node = try p.parseAlt()
         if p.pos != p.chars.count { throw RegexError(message: "unbalanced ')' at \(p.pos)") }
         return node
@@ -90,7 +112,7 @@ struct RegexParser {
         switch c {
         case 0x5E: return .bol
         case 0x24: return .eol
-        case 0x2E: return .set(RegexParser.dot)
+        case 0x2E: return .set(lenient ? ScalarSet(10).complement : RegexParser.dot)
         case 0x28:
             if peek() == 0x3F {
                 pos += 1
@@ -134,13 +156,8 @@ struct RegexParser {
     mutating func parseEscape(inClass: Bool) throws(RegexError) -> RegexNode {
         guard let c = peek() else { throw RegexError(message: "trailing backslash") }
         pos += 1
+        if let set = classSet(c) { return .set(set) }
         switch c {
-        case 0x64: return .set(RegexParser.digit)
-        case 0x44: return .set(RegexParser.digit.complement)
-        case 0x77: return .set(RegexParser.word)
-        case 0x57: return .set(RegexParser.word.complement)
-        case 0x73: return .set(RegexParser.space)
-        case 0x53: return .set(RegexParser.space.complement)
         case 0x6E: return .set(ScalarSet(10))
         case 0x74: return .set(ScalarSet(9))
         case 0x72: return .set(ScalarSet(13))
@@ -186,6 +203,10 @@ struct RegexParser {
     mutating func parseClass() throws(RegexError) -> ScalarSet {
         var negate = false
         if peek() == 0x5E { negate = true; pos += 1 }
+        // The complement of a subset is a superset: read the members the other way.
+        let saved = lenient
+        if negate { lenient.toggle() }
+        defer { lenient = saved }
         var ranges: [ClosedRange<UInt32>] = []
         var first = true
         while true {
@@ -323,7 +344,7 @@ struct RegexCompiler {
     /// uses take the ECMA-262 language (a subset); negated uses take the lenient one (a
     /// superset), so that the result is exact under both readings.
     static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false) throws(RegexError) -> CodePointDFA? {
-        var node = try RegexParser.parse(pattern)
+        var node = try RegexParser.parse(pattern, lenient: lenientDollar)
         if caseInsensitiveASCII { node = caseFold(node) }
         let anyStar = RegexNode.repeat(.set(.all), min: 0, max: nil)
         return try compile(.concat([anyStar, node, anyStar]), lenientDollar: lenientDollar)
