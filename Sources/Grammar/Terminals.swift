@@ -204,6 +204,19 @@ enum Terminal: Hashable, Sendable {
     }
 }
 
+/// Whether `byte` is a valid UTF-8 continuation byte, given the range code that the lead
+/// byte imposes on the first continuation (0: 80-BF, 1: A0-BF after E0, 2: 80-9F after ED,
+/// 3: 90-BF after F0, 4: 80-8F after F4): this refuses overlongs, surrogates and > U+10FFFF.
+@inline(__always) func utf8ContinuationOK(_ byte: UInt8, range: UInt64) -> Bool {
+    switch range {
+    case 1: return byte >= 0xA0 && byte <= 0xBF
+    case 2: return byte >= 0x80 && byte <= 0x9F
+    case 3: return byte >= 0x90 && byte <= 0xBF
+    case 4: return byte >= 0x80 && byte <= 0x8F
+    default: return byte >= 0x80 && byte <= 0xBF
+    }
+}
+
 /// JSON string token automaton: opening quote, content (escapes decoded, UTF-8 validated,
 /// raw control characters refused, lone surrogates refused), closing quote. Decoded scalars
 /// are counted and fed to the content DFA.
@@ -278,16 +291,7 @@ enum StringLexer {
             default: return nil
             }
         case utf8:
-            // extra: range of this continuation byte (0: 80-BF, 1: A0-BF, 2: 80-9F, 3: 90-BF, 4: 80-8F).
-            let ok: Bool
-            switch extra {
-            case 1: ok = byte >= 0xA0 && byte <= 0xBF
-            case 2: ok = byte >= 0x80 && byte <= 0x9F
-            case 3: ok = byte >= 0x90 && byte <= 0xBF
-            case 4: ok = byte >= 0x80 && byte <= 0x8F
-            default: ok = byte >= 0x80 && byte <= 0xBF
-            }
-            guard ok else { return nil }
+            guard utf8ContinuationOK(byte, range: extra) else { return nil }
             let v = (acc << 6) | UInt64(byte & 0x3F)
             if counter == 1 {
                 guard let a = emit(spec, s.a, UInt32(v)) else { return nil }
@@ -650,15 +654,7 @@ enum ScalarLexer {
             default: return nil
             }
         }
-        let ok: Bool
-        switch range {
-        case 1: ok = byte >= 0xA0 && byte <= 0xBF
-        case 2: ok = byte >= 0x80 && byte <= 0x9F
-        case 3: ok = byte >= 0x90 && byte <= 0xBF
-        case 4: ok = byte >= 0x80 && byte <= 0x8F
-        default: ok = byte >= 0x80 && byte <= 0xBF
-        }
-        guard ok else { return nil }
+        guard utf8ContinuationOK(byte, range: range) else { return nil }
         let acc = (s.a << 6) | UInt64(byte & 0x3F)
         if need == 1 { return set.contains(UInt32(acc)) ? LexState(0, done) : nil }
         let shift = 6 * (need - 1)
