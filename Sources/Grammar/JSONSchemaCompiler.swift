@@ -900,8 +900,6 @@ final class SchemaCompiler {
             var sub = GrammarBuilder()
             let c = SchemaCompiler(root: root, options: options, builder: sub)
             c.resources = resources; c.anchors = anchors; c.rootBase = rootBase
-            let r = sub.declareRule()
-            _ = r
             let sym = c.b.rule("enum-check", try c.alternatives(restNoNot, base: base))
             sub = c.b
             if let g = try? sub.build(root: sym) { checker = GrammarMatcher(grammar: g) } else { return [] }

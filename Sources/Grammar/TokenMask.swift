@@ -135,7 +135,6 @@ public final class TokenMaskComputer {
         var exitDepths: [Int32] = []
     }
 
-    struct LexKey: Hashable { let terminal: Int32; let state: LexState }
 
     /// Scratch state of a mask computation (a local value while computing, so that no
     /// exclusivity checks are paid on class properties in the inner loops).
