@@ -1036,12 +1036,56 @@ final class SchemaCompiler {
 
     // MARK: strings
 
+    /// `^(?=...)(?!...)rest`: lookaheads at the very start of an anchored pattern whose rest has
+    /// no top-level alternation. Returns nil for any other shape.
+    static func leadingLookaheads(_ p: String) -> ([(Bool, String)], String)? {
+        let c = Array(p.unicodeScalars)
+        guard c.count > 4, c[0] == "^", c[1] == "(", c[2] == "?", c[3] == "!" || c[3] == "=" else { return nil }
+        var looks: [(Bool, String)] = []
+        var i = 1
+        while i + 2 < c.count, c[i] == "(", c[i + 1] == "?", c[i + 2] == "!" || c[i + 2] == "=" {
+            let negative = c[i + 2] == "!"
+            var depth = 1, j = i + 3, inClass = false
+            while j < c.count && depth > 0 {
+                if c[j] == "\\" { j += 2; continue }
+                if inClass { if c[j] == "]" { inClass = false } }
+                else if c[j] == "[" { inClass = true }
+                else if c[j] == "(" { depth += 1 }
+                else if c[j] == ")" { depth -= 1; if depth == 0 { break } }
+                j += 1
+            }
+            guard j < c.count, depth == 0 else { return nil }
+            looks.append((negative, String(String.UnicodeScalarView(c[(i + 3)..<j]))))
+            i = j + 1
+        }
+        let rest = String(String.UnicodeScalarView(c[i...]))
+        if ["(?=", "(?!", "(?<=", "(?<!"].contains(where: { rest.contains($0) }) { return nil }
+        guard let node = try? RegexParser.parse("^" + rest) else { return nil }
+        if case .alt = node { return nil }
+        return (looks, rest)
+    }
+
     /// A pattern's DFA: `lenient` for negated uses (see `RegexCompiler.compilePattern`).
     func patternDFA(_ p: String, lenient: Bool = false) throws(SchemaError) -> CodePointDFA? {
         let key = lenient ? "\u{0}lenient:" + p : p
         if let d = patternCache[key] { return d }
         do {
-            let d = try RegexCompiler.compilePattern(p, lenientDollar: lenient)
+            let d: CodePointDFA?
+            if let (looks, rest) = SchemaCompiler.leadingLookaheads(p) {
+                // ^(?=Z)(?!X)Y: Y, and Z, and not X, all from the start of the string.
+                var acc = try RegexCompiler.compilePattern("^" + rest, lenientDollar: lenient)
+                for (negative, body) in looks where acc != nil {
+                    guard let part = try RegexCompiler.compilePattern("^(?:" + body + ")", lenientDollar: negative ? !lenient : lenient) else {
+                        if !negative { acc = nil }
+                        continue
+                    }
+                    guard let side = negative ? part.complement() : part else { acc = nil; continue }
+                    acc = acc!.intersection(side)
+                }
+                d = acc
+            } else {
+                d = try RegexCompiler.compilePattern(p, lenientDollar: lenient)
+            }
             patternCache[key] = d
             return d
         } catch {

@@ -115,7 +115,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(alt, #""dogs""#) && valid(alt, #""xyz""#) && !valid(alt, #""cats!""#))
         let escaped = try compile(#"{"type": "string", "pattern": "^a\\.b$"}"#)
         #expect(valid(escaped, #""a.b""#) && !valid(escaped, #""axb""#))
-        #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "(?=a)"}"#) }
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "a(?=a)"}"#) }
+        // Lookaheads at the start of an anchored pattern become DFA intersections/complements.
+        let look = try compile(#"{"type": "string", "pattern": "^(?!abc|x)(?=.{2,4}$)[a-z]+"}"#)
+        #expect(valid(look, #""abd""#) && !valid(look, #""abcd""#) && !valid(look, #""xy""#) && !valid(look, #""a""#) && !valid(look, #""abdef""#))
         #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "(a)\\1"}"#) }
     }
 
