@@ -1167,7 +1167,7 @@ final class SchemaCompiler {
         let required = (f["required"]?.arrayValue ?? []).compactMap(\.stringValue)
         let additional = f["additionalProperties"] ?? .bool(options.additionalPropertiesDefault)
         let patterns = f["patternProperties"]?.objectValue ?? JSONObject()
-        if patterns.count > 3 { throw .unsupported("patternProperties", "more than 3 patterns") }
+        if patterns.count > 6 { throw .unsupported("patternProperties", "more than 6 patterns") }
         var patternDFAs: [(CodePointDFA?, JSONValue)] = []
         var lenientDFAs: [CodePointDFA?] = []
         for (p, s) in patterns { patternDFAs.append((try patternDFA(p), s)); lenientDFAs.append(try patternDFA(p, lenient: true)) }
