@@ -24,6 +24,25 @@ public struct TokenMask: Equatable, Sendable {
     /// Number of allowed tokens.
     public var allowedCount: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
 
+    /// The only allowed token, when exactly one is allowed (it may be appended without sampling).
+    public var single: Int? {
+        var found: Int?
+        for (wi, w) in words.enumerated() where w != 0 {
+            if found != nil || w.nonzeroBitCount > 1 { return nil }
+            found = wi * 64 + w.trailingZeroBitCount
+        }
+        return found
+    }
+
+    /// Sets the logits of disallowed tokens to -infinity. Apply before temperature, top-k and
+    /// top-p, so that those see only the allowed tokens.
+    public func apply(to logits: inout [Float]) {
+        precondition(logits.count >= count, "fewer logits than tokens in the mask")
+        logits.withUnsafeMutableBufferPointer { l in
+            for i in 0..<count where words[i >> 6] & (1 << UInt64(i & 63)) == 0 { l[i] = -.infinity }
+        }
+    }
+
     /// The allowed token ids, ascending.
     public var allowed: [Int] {
         var out: [Int] = []

@@ -73,6 +73,17 @@ func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
         }
     }
 
+    @Test func applyAndSingle() {
+        var m = TokenMask(count: 130)
+        m[3] = true
+        #expect(m.single == 3 && m.allowedCount == 1)
+        m[129] = true
+        #expect(m.single == nil && m.allowed == [3, 129])
+        var logits = [Float](repeating: 1, count: 130)
+        m.apply(to: &logits)
+        #expect(logits[3] == 1 && logits[129] == 1 && logits[0] == -.infinity && logits[128] == -.infinity)
+    }
+
     @Test func specialTokensOnlyAtTheEnd() throws {
         let g = try JSONSchemaCompiler.compile(#"{"type": "integer"}"#)
         let computer = TokenMaskComputer(vocabulary: smolVocabulary)
