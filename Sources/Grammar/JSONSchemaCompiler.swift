@@ -365,6 +365,8 @@ final class SchemaCompiler {
                 }
             case "then", "else":
                 continue
+            case "x-fractional":
+                out[k] = v  // internal: numbers that are not integers
             case "dependentRequired", "dependentSchemas", "dependencies":
                 // if `name` is present then ...: anyOf [name absent, name present and ...].
                 guard case .object(let deps) = v else { throw .invalid("\(k) must be an object") }
@@ -571,15 +573,21 @@ final class SchemaCompiler {
                 var branches: [Flat] = []
                 for s in g.arrayValue! { branches.append(try flatten(s, base: base, depth: 1)) }
                 var next: [Flat] = []
+                var exact: [Flat]?
                 for c in combos {
                     var merged: [Flat] = []
                     for br in branches { merged.append(try merge(c, br)) }
                     if isOne && !options.oneOfAsAnyOf {
-                        for i in 0..<merged.count { for j in (i + 1)..<max(i + 1, merged.count) {
-                            if !disjoint(merged[i], merged[j], base: base, depth: 0) {
-                                throw .unsupported("oneOf", "branches \(i) and \(j) are not provably exclusive")
-                            }
+                        var overlap: (Int, Int)?
+                        for i in 0..<merged.count where overlap == nil { for j in (i + 1)..<max(i + 1, merged.count) where overlap == nil {
+                            if !disjoint(merged[i], merged[j], base: base, depth: 0) { overlap = (i, j) }
                         } }
+                        if let (i, j) = overlap {
+                            // Not provably exclusive: branch i and none of the others.
+                            if exact == nil { exact = try oneOfExactBranches(g.arrayValue!, base: base, overlap: (i, j)) }
+                            merged = []
+                            for br in exact! { merged.append(try merge(c, br)) }
+                        }
                     }
                     next += merged.filter { $0 != nil }
                 }
@@ -632,7 +640,11 @@ final class SchemaCompiler {
                     let ts = v.stringValue.map { [$0] } ?? v.arrayValue?.compactMap(\.stringValue) ?? []
                     var rest = Set(SchemaCompiler.allTypes).subtracting(ts)
                     if ts.contains("number") { rest.remove("integer") }
-                    if ts.contains("integer") && rest.contains("number") { return nil }
+                    if ts.contains("integer") && rest.contains("number") {
+                        // Non-integer numbers: handled by the number terminal (`not integer`).
+                        rest.remove("number")
+                        branches.append(typed("number", [("x-fractional", .bool(true))]))
+                    }
                     if rest.contains("number") { rest.remove("integer") }
                     if !rest.isEmpty { branches.append(.object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter(rest.contains).map { .string($0) }))]))) }
                 case "maxLength":
@@ -706,6 +718,26 @@ final class SchemaCompiler {
         default:
             return nil
         }
+    }
+
+    /// oneOf [B1 ... Bn] as the union over i of Bi and not Bj for every j != i, when every
+    /// branch's negation is expressible.
+    func oneOfExactBranches(_ raw: [JSONValue], base: String, overlap: (Int, Int)) throws(SchemaError) -> [Flat] {
+        var negations: [[JSONValue]] = []
+        for b in raw {
+            guard let n = try negate(b, base: base, depth: 0) else {
+                throw .unsupported("oneOf", "branches \(overlap.0) and \(overlap.1) are not provably exclusive and a branch's negation is not expressible")
+            }
+            negations.append(n)
+        }
+        var out: [Flat] = []
+        for (i, b) in raw.enumerated() {
+            if negations.enumerated().contains(where: { $0.offset != i && $0.element.isEmpty }) { continue }  // some other branch is `true`
+            var parts: [JSONValue] = [b]
+            for (j, n) in negations.enumerated() where j != i { parts.append(.object(JSONObject([("anyOf", .array(n))]))) }
+            out.append(try flatten(.object(JSONObject([("allOf", .array(parts))])), base: base, depth: 1))
+        }
+        return out
     }
 
     static let allTypes: [String] = ["null", "boolean", "integer", "number", "string", "array", "object"]
@@ -825,7 +857,8 @@ final class SchemaCompiler {
         var notPatterns: [String] = []
         var notStrings: [String] = []
         var notLiterals: [JSONValue] = []
-        var fractionalOnly = false
+        var fractionalOnly = f["x-fractional"] == .bool(true)
+        if fractionalOnly { types.remove("integer"); if !types.contains("number") { fractionalOnly = false } }
         for n in f["x-not"]?.arrayValue ?? [] {
             switch n {
             case .bool(true): return []

@@ -232,8 +232,13 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(any, #""ab""#) && valid(any, "10") && !valid(any, "9") && !valid(any, #""abc""#))
         let one = try compile(#"{"oneOf": [{"type": "string"}, {"type": "null"}]}"#)
         #expect(valid(one, "null") && valid(one, #""x""#))
-        #expect(throws: SchemaError.self) { try compile(#"{"oneOf": [{"type": "integer"}, {"minimum": 2}]}"#) }
+        // Overlapping branches: exactly one must hold (Bi and not Bj).
+        let exact = try compile(#"{"oneOf": [{"type": "integer"}, {"minimum": 2}]}"#)
+        #expect(valid(exact, "1") && !valid(exact, "3") && valid(exact, "2.5") && valid(exact, #""x""#) && !valid(exact, "1.5"))
         #expect(valid(try compile(#"{"oneOf": [{"type": "integer"}, {"minimum": 2}]}"#) { $0.oneOfAsAnyOf = true }, "3"))
+        let exactlyOne = try compile(#"{"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#)
+        #expect(valid(exactlyOne, #"{"a": 1}"#) && valid(exactlyOne, #"{"b": 1}"#) && !valid(exactlyOne, #"{"a": 1, "b": 2}"#) && !valid(exactlyOne, "{}"))
+        #expect(throws: SchemaError.self) { try compile(#"{"oneOf": [{"uniqueItems": true}, {"minItems": 2}]}"#) }
         let all = try compile(#"{"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 9}]}"#)
         #expect(valid(all, "5") && !valid(all, "10") && !valid(all, "-1"))
         let not = try compile(#"{"type": "object", "not": {"required": ["secret"]}}"#)
