@@ -611,7 +611,7 @@ final class SchemaCompiler {
         "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
         "allOf", "not", "$ref", "minProperties", "maxProperties", "if", "then", "else", "propertyNames",
         "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "dependentRequired",
-        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef",
+        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef", "x-fractional",
     ]
 
     func typed(_ t: String, _ pairs: [(String, JSONValue)]) -> JSONValue {
