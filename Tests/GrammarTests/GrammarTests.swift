@@ -349,3 +349,33 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(h, "-0.5") && valid(h, "-7") && !valid(h, "-0.49") && !valid(h, "0") && !prefix(h, "0") && !prefix(h, "-0.4"))
     }
 }
+
+@Suite struct RollbackTests {
+    /// Random accept/rollback sequences agree with replaying the kept bytes from scratch.
+    @Test func rollbackEqualsReplay() throws {
+        let g = try compile(#"{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number", "maximum": 50}}, "b": {"type": "string", "maxLength": 5}}}"#)
+        let doc = Array(#"{"a": [1, 2.5, -300, 49], "b": "héllo"}"#.utf8)
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let m = GrammarMatcher(grammar: g)
+            var kept = 0
+            for _ in 0..<40 {
+                if Bool.random(using: &rng), kept < doc.count {
+                    let n = Int.random(in: 1...min(6, doc.count - kept), using: &rng)
+                    #expect(m.accept(bytes: doc[kept..<(kept + n)]))
+                    kept += n
+                } else if kept > 0 {
+                    let n = Int.random(in: 1...kept, using: &rng)
+                    m.rollback(bytes: n)
+                    kept -= n
+                }
+                let replay = GrammarMatcher(grammar: g)
+                #expect(replay.accept(bytes: doc[..<kept]))
+                // (Stack ids differ between pools, so compare behaviour rather than raw states.)
+                #expect(m.position == kept && m.canAcceptEnd == replay.canAcceptEnd && m.state.threads.count == replay.state.threads.count)
+                let probe = [UInt8.random(in: 0...255, using: &rng)]
+                #expect(m.wouldAccept(Array(doc[kept...])) && m.wouldAccept(probe) == replay.wouldAccept(probe))
+            }
+        }
+    }
+}
