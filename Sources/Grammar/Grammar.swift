@@ -96,9 +96,11 @@ public struct GrammarBuilder {
         return terminal(.literal(bytes))
     }
 
-    /// Optional JSON whitespace (zero or more of space, tab, LF, CR).
-    public mutating func whitespace() -> Symbol {
-        let ws = terminal(.whitespace)
+    /// Optional JSON whitespace: zero or more of space, tab, LF, CR, at most `maxRun` in a row
+    /// (nil: unlimited; 0: none).
+    public mutating func whitespace(maxRun: Int? = nil) -> Symbol {
+        if maxRun == 0 { return rule("ws", [[]]) }
+        let ws = terminal(.whitespace(max: maxRun ?? Int.max))
         return rule("ws", [[], [ws]])
     }
 

@@ -44,6 +44,10 @@ public enum JSONSchemaCompiler {
         /// Treat `oneOf` as `anyOf` even when the branches cannot be proven mutually exclusive.
         /// Off by default: such a `oneOf` is then a compile error.
         public var oneOfAsAnyOf: Bool = false
+        /// The longest run of whitespace allowed between JSON tokens: nil (the default) allows
+        /// any JSON whitespace; 0 allows none (compact JSON); a small number stops a model from
+        /// emitting whitespace forever. Restricting whitespace never admits an invalid document.
+        public var maxWhitespaceRun: Int? = nil
         /// Enforce `format` for the supported formats (date, time, date-time, uuid, email, ipv4).
         /// When false every format is an annotation.
         public var assertFormat: Bool = true
@@ -107,7 +111,7 @@ final class SchemaCompiler {
         self.root = root
         self.options = options
         self.b = builder
-        ws = b.whitespace()
+        ws = b.whitespace(maxRun: options.maxWhitespaceRun)
         if case .string(let dialect)? = root["$schema"] {
             refOverridesSiblings = ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].contains { dialect.contains($0) }
         }

@@ -138,8 +138,8 @@ struct DecimalBounds: Hashable, Sendable {
 enum Terminal: Hashable, Sendable {
     /// Exact bytes.
     case literal([UInt8])
-    /// One or more JSON whitespace bytes (space, tab, LF, CR).
-    case whitespace
+    /// One to `max` JSON whitespace bytes (space, tab, LF, CR).
+    case whitespace(max: Int)
     /// A complete JSON string token, quotes included, with content constraints.
     case string(StringSpec)
     /// A complete JSON number token with value constraints.
@@ -156,8 +156,8 @@ enum Terminal: Hashable, Sendable {
         case .literal(let bytes):
             let i = Int(s.a)
             return i < bytes.count && bytes[i] == byte ? LexState(s.a + 1, 0) : nil
-        case .whitespace:
-            return byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 ? LexState(1, 0) : nil
+        case .whitespace(let max):
+            return WhitespaceLexer(max: max).step(s, byte)
         case .string(let spec):
             return StringLexer.step(spec, s, byte)
         case .number(let spec):
@@ -172,7 +172,7 @@ enum Terminal: Hashable, Sendable {
     func isFinal(_ s: LexState) -> Bool {
         switch self {
         case .literal(let bytes): return Int(s.a) == bytes.count
-        case .whitespace: return s.a == 1
+        case .whitespace: return s.a >= 1
         case .string: return (s.b & 0xFF) == StringLexer.done
         case .number(let spec): return NumberLexer.isFinal(spec, s)
         case .scalar: return s.b == ScalarLexer.done
@@ -184,7 +184,7 @@ enum Terminal: Hashable, Sendable {
     func canContinue(_ s: LexState) -> Bool {
         switch self {
         case .literal(let bytes): return Int(s.a) < bytes.count
-        case .whitespace: return true
+        case .whitespace(let max): return s.a < UInt64(max)
         case .string: return (s.b & 0xFF) != StringLexer.done
         case .number: return true
         case .scalar: return s.b != ScalarLexer.done

@@ -196,7 +196,7 @@ public final class TokenMaskComputer {
             (Terminal.string(StringSpec()), [LexState(0, StringLexer.start), LexState(0, StringLexer.normal)]),
             (Terminal.number(NumberSpec(integerOnly: false)), [LexState()]),
             (Terminal.number(NumberSpec(integerOnly: true)), [LexState()]),
-            (Terminal.whitespace, [LexState()]),
+            (Terminal.whitespace(max: Int.max), [LexState()]),
         ] {
             let id: Int32
             if let existing = terminalIDs[term] { id = existing } else { nextTerminalID += 1; id = nextTerminalID; terminalIDs[term] = id }
@@ -345,7 +345,7 @@ public final class TokenMaskComputer {
         let info: LexInfo
         switch term {
         case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
-        case .whitespace: info = walkLexer(WhitespaceLexer(), from: state)
+        case .whitespace(let max): info = walkLexer(WhitespaceLexer(max: max), from: state)
         case .string(let spec):
             if let dfa = spec.dfa, dfa.isComplete, spec.minLength == 0, spec.maxLength == nil {
                 info = completeDFAString(spec, state: state)
@@ -470,12 +470,16 @@ struct LiteralLexer: ByteLexer {
     @inline(__always) func canContinue(_ s: LexState) -> Bool { Int(s.a) < bytes.count }
 }
 
+/// State `a`: bytes so far, counted up to `max` (unlimited runs stay at 1, so they share one state).
 struct WhitespaceLexer: ByteLexer {
+    let max: Int
     @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 ? LexState(1, 0) : nil
+        guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return nil }
+        if max == Int.max { return LexState(1, 0) }
+        return s.a < UInt64(max) ? LexState(s.a + 1, 0) : nil
     }
-    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.a == 1 }
-    @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.a >= 1 }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { s.a < UInt64(max) }
 }
 
 /// Strings with unconstrained content and no length bounds, recording scalar counts.

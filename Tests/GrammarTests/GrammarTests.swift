@@ -57,6 +57,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(!valid(g, " 1"))
         #expect(!valid(g, "1 "))
         #expect(!valid(g, "[1,]"))
+        let compact = try compile("true") { $0.maxWhitespaceRun = 0 }
+        #expect(valid(compact, #"{"a":[1,2]}"#) && !valid(compact, #"{"a": [1,2]}"#))
+        let short = try compile("true") { $0.maxWhitespaceRun = 2 }
+        #expect(valid(short, "[1,\n 2]") && !valid(short, "[1,   2]"))
         #expect(!valid(g, "{\"a\":1,}"))
     }
 }

@@ -50,6 +50,9 @@ func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
             (#"{"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]}"#, #""2024-02-29""#),
         ]
         var grammars = try cases.map { (try JSONSchemaCompiler.compile($0.0), $0.0, $0.1) }
+        var limited = JSONSchemaCompiler.Options()
+        limited.maxWhitespaceRun = 2
+        grammars.append((try JSONSchemaCompiler.compile("true", options: limited), "true, maxWhitespaceRun 2", "{\"k\":  [1, \n\"v\"]}"))
         let gbnf = #"""
         root ::= "[" call (", " call)* "]"
         call ::= [a-z_]+ "(" ([a-z]+ "=" ("\"" [^"\\]* "\"" | [0-9]+))? ")"
