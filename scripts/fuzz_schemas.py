@@ -38,8 +38,13 @@ def schema(depth=0):
             c = R.choice(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"])
             s[c] = R.choice([2, 3]) if c == "multipleOf" else rnum()
         elif k == "arr":
-            c = R.choice(["items", "prefixItems", "minItems", "maxItems"])
-            s[c] = schema(depth + 1) if c == "items" else ([schema(depth + 1) for _ in range(R.randint(1, 2))] if c == "prefixItems" else R.randint(0, 3))
+            c = R.choice(["items", "prefixItems", "minItems", "maxItems", "contains", "minContains", "maxContains"])
+            if c in ("items", "contains"):
+                s[c] = schema(depth + 1)
+            elif c == "prefixItems":
+                s[c] = [schema(depth + 1) for _ in range(R.randint(1, 2))]
+            else:
+                s[c] = R.randint(0, 3)
         elif k == "obj":
             c = R.choice(["properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyNames", "patternProperties"])
             if c == "properties":

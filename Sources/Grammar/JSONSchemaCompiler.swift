@@ -87,7 +87,7 @@ private let knownAnnotationKeys: Set<String> = [
 ]
 
 private let alwaysUnsupported: Set<String> = [
-    "contains", "minContains", "maxContains", "$dynamicRef", "$recursiveRef",
+    "$dynamicRef", "$recursiveRef",
 ]
 
 final class SchemaCompiler {
@@ -371,6 +371,11 @@ final class SchemaCompiler {
                 continue
             case "x-fractional":
                 out[k] = v  // internal: numbers that are not integers
+            case "contains":
+                out["x-contains"] = .array([v])
+            case "minContains", "maxContains":
+                guard let n = v.intValue, n >= 0 else { throw .invalid("\(k) must be a non-negative integer") }
+                if o["contains"] != nil { out["x-" + k] = .integer(n) }
             case "dependentRequired", "dependentSchemas", "dependencies":
                 // if `name` is present then ...: anyOf [name absent, name present and ...].
                 guard case .object(let deps) = v else { throw .invalid("\(k) must be an object") }
@@ -470,7 +475,7 @@ final class SchemaCompiler {
                 }
                 x[k] = .array(set)
             case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
-            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite", "x-propertyNames":
+            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite", "x-propertyNames", "x-contains":
                 x[k] = .array(old.arrayValue! + v.arrayValue!)
             case "required":
                 var r = old.arrayValue!
@@ -695,8 +700,20 @@ final class SchemaCompiler {
                         branches.append(typed("object", [("required", .array([.string(name)])),
                                                          ("properties", .object(JSONObject([(name, .object(JSONObject([("not", sub)])))])))]))
                     }
+                case "contains":
+                    // No element matches (minContains/maxContains change the meaning).
+                    if o["minContains"] != nil || o["maxContains"] != nil { return nil }
+                    branches.append(typed("array", [("items", .object(JSONObject([("not", v)])))]))
+                case "minContains", "maxContains":
+                    if o["contains"] == nil { continue }
+                    return nil
                 case "items":
                     if v == .bool(true) || v == .object(JSONObject()) { continue }
+                    if o["prefixItems"] == nil, v.arrayValue == nil, v != .bool(false) {
+                        // Some element violates the item schema.
+                        branches.append(typed("array", [("contains", .object(JSONObject([("not", v)])))]))
+                        continue
+                    }
                     guard v == .bool(false) else { return nil }
                     branches.append(typed("array", [("minItems", .integer(1))]))
                 case "not": branches.append(v)
@@ -1173,27 +1190,61 @@ final class SchemaCompiler {
         if let m = maxItems, m > 5000 { maxItems = nil; if m < unrolled { return [] } }
         if let m = maxItems, m > 1000 { throw .unsupported("maxItems", "maxItems \(m) is too large to unroll") }
         if minItems > 1000 { throw .unsupported("minItems", "minItems \(minItems) is too large to unroll") }
-        func elem(_ i: Int) throws(SchemaError) -> GrammarBuilder.Symbol {
-            try compileNode(i < prefix.count ? prefix[i] : items, base: base)
+        // contains / minContains / maxContains: count the elements that match, up to `cap`.
+        var containsSchema: JSONValue?
+        var minContains = 0, maxContains: Int?
+        if let cs = f["x-contains"]?.arrayValue {
+            guard cs.count == 1 else { throw .unsupported("contains", "several contains constraints on one array") }
+            containsSchema = cs[0]
+            minContains = f["x-minContains"]?.intValue ?? 1
+            maxContains = f["x-maxContains"]?.intValue
+            if let m = maxContains, m < minContains { return [] }
+            if let m = maxItems, m < minContains { return [] }
+        }
+        let cap = containsSchema == nil ? 0 : (maxContains ?? minContains)
+        func itemSchema(_ i: Int) -> JSONValue { i < prefix.count ? prefix[i] : items }
+        /// The ways to write element i: (rule, whether it counts as matching `contains`).
+        func choices(_ i: Int) throws(SchemaError) -> [(GrammarBuilder.Symbol, Bool)] {
+            guard let c = containsSchema else { return [(try compileNode(itemSchema(i), base: base), false)] }
+            let matching = try compileNode(.object(JSONObject([("allOf", .array([itemSchema(i), c]))])), base: base)
+            // Without maxContains, a matching element may also be counted as not matching
+            // (undercounting only makes acceptance harder); with it, it must not match.
+            let other: JSONValue = maxContains == nil ? itemSchema(i)
+                : .object(JSONObject([("allOf", .array([itemSchema(i), .object(JSONObject([("not", c)]))]))]))
+            return [(matching, true), (try compileNode(other, base: base), false)]
         }
         let open = b.literal("["), close = b.literal("]"), comma = b.literal(",")
-        // tails[i]: after i elements.
+        // tails[i][c]: after i elements, c of them counted as matching.
         let last = max(maxItems ?? unrolled, 1)
-        var tails: [GrammarBuilder.Symbol] = []
-        for _ in 0...last { tails.append(b.declareRule("arr-tail")) }
+        if (last + 1) * (cap + 1) > 5000 { throw .unsupported(containsSchema != nil ? "minContains" : "maxItems", "too many counted positions") }
+        var tails: [[GrammarBuilder.Symbol]] = []
+        for _ in 0...last { tails.append((0...cap).map { _ in b.declareRule("arr-tail") }) }
+        func next(_ c: Int, _ counts: Bool) -> Int? {
+            guard counts else { return c }
+            if let m = maxContains, c + 1 > m { return nil }
+            return min(c + 1, cap)
+        }
         for i in 1...last {
-            var alts: [[GrammarBuilder.Symbol]] = []
-            if i >= minItems { alts.append([ws, close]) }
-            if maxItems == nil && i == last {
-                alts.append([ws, comma, ws, try elem(i), tails[i]])
-            } else if maxItems.map({ i < $0 }) ?? true {
-                alts.append([ws, comma, ws, try elem(i), tails[i + 1]])
+            let opts = (maxItems.map { i < $0 } ?? true) ? try choices(i) : []
+            for c in 0...cap {
+                var alts: [[GrammarBuilder.Symbol]] = []
+                if i >= minItems && c >= (containsSchema == nil ? 0 : minContains) { alts.append([ws, close]) }
+                for (sym, counts) in opts {
+                    guard let c2 = next(c, counts) else { continue }
+                    let target = maxItems == nil && i == last ? tails[i][c2] : tails[i + 1][c2]
+                    alts.append([ws, comma, ws, sym, target])
+                }
+                b.define(tails[i][c], alts)
             }
-            b.define(tails[i], alts)
         }
         var out: [[GrammarBuilder.Symbol]] = []
-        if minItems == 0 { out.append([open, ws, close]) }
-        if maxItems != 0 { out.append([open, ws, try elem(0), tails[1]]) }
+        if minItems == 0 && (containsSchema == nil || minContains == 0) { out.append([open, ws, close]) }
+        if maxItems != 0 {
+            for (sym, counts) in try choices(0) {
+                guard let c2 = next(0, counts) else { continue }
+                out.append([open, ws, sym, tails[1][c2]])
+            }
+        }
         return out
     }
 

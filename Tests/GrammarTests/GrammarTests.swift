@@ -227,6 +227,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let g = try compile(#"{"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}"#)
         #expect(valid(g, #"["a", 1]"#) && valid(g, #"["a", 1, 2]"#))
         #expect(!valid(g, #"["a"]"#) && !valid(g, #"["a", 1, 2, 3]"#) && !valid(g, #"[1, 1]"#) && !valid(g, #"["a", "b"]"#))
+        let contains = try compile(#"{"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}"#)
+        #expect(valid(contains, #"[1, "a", 2]"#) && valid(contains, "[1, 2, 3]") && !valid(contains, "[1]") && !valid(contains, "[1, 2, 3, 4]") && !valid(contains, "[]"))
+        let notItems = try compile(#"{"type": "array", "not": {"items": {"type": "integer"}}}"#)
+        #expect(valid(notItems, #"[1, "x"]"#) && !valid(notItems, "[1, 2]") && !valid(notItems, "[]"))
         let closed = try compile(#"{"prefixItems": [true, true], "items": false}"#)
         #expect(valid(closed, "[1, 2]") && !valid(closed, "[1, 2, 3]"))
     }
@@ -285,7 +289,7 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
             } catch { return "other" }
         }
         #expect(keyword(#"{"type": "array", "uniqueItems": true}"#) == "uniqueItems")
-        #expect(keyword(#"{"contains": {"type": "integer"}}"#) == "contains")
+        #expect(keyword(#"{"allOf": [{"contains": {"type": "integer"}}, {"contains": {"type": "string"}}]}"#) == "contains")
         #expect(keyword(#"{"if": {"uniqueItems": true}, "then": {"minItems": 1}}"#) == "if")
         #expect(keyword(#"{"type": "object", "minProperties": 5000, "maxProperties": 9000}"#) == "maxProperties")
         #expect(keyword(#"{"$ref": "http://example.com/schema.json"}"#) == "$ref")
