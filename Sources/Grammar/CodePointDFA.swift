@@ -69,6 +69,8 @@ final class CodePointDFA: Sendable, Hashable {
     let ascii: [Int32]
     /// Shortest number of scalars from each state to acceptance.
     let minToAccept: [Int32]
+    /// Longest number of scalars from each state to acceptance (Int32.max when unbounded).
+    let maxToAccept: [Int32]
     let start: Int32
     /// Every state has a transition for every scalar (so every prefix of content is viable and
     /// only the end of the string is constrained): true for "not one of these names" and for
@@ -121,6 +123,26 @@ final class CodePointDFA: Sendable, Hashable {
         self.transitions = transitions
         self.accepting = accepting
         self.minToAccept = minToAccept
+        // Longest path to acceptance: every state is live, so a state on or before a cycle
+        // has no bound. Depth-first search with colouring.
+        let n = accepting.count
+        var longest = [Int32](repeating: -1, count: n)
+        var colour = [UInt8](repeating: 0, count: n)  // 0 new, 1 on stack, 2 done
+        func visit(_ s: Int) -> Int32 {
+            if colour[s] == 2 { return longest[s] }
+            if colour[s] == 1 { return Int32.max }
+            colour[s] = 1
+            var best: Int32 = accepting[s] ? 0 : Int32.min
+            for t in transitions[s] {
+                let sub = visit(Int(t.target))
+                if sub == Int32.max { best = Int32.max } else if best != Int32.max { best = max(best, sub + 1) }
+            }
+            colour[s] = 2
+            longest[s] = best
+            return best
+        }
+        for s in 0..<n { _ = visit(s) }
+        maxToAccept = longest
         self.start = 0
         var table = [Int32](repeating: -1, count: accepting.count * 128)
         for s in 0..<accepting.count {

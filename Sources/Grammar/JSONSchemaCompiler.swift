@@ -1173,6 +1173,7 @@ final class SchemaCompiler {
         if !notStrings.isEmpty, let lit = CodePointDFA.literals(notStrings) { if !and(lit.complement()) { return nil } }
         spec.dfa = dfa
         if let d = dfa, let m = spec.maxLength, Int(d.minToAccept[Int(d.start)]) > m { return nil }
+        if let d = dfa, d.maxToAccept[Int(d.start)] != Int32.max, Int(d.maxToAccept[Int(d.start)]) < spec.minLength { return nil }
         return spec
     }
 

@@ -240,6 +240,9 @@ enum StringLexer {
             if t < 0 { return nil }
             d = UInt64(t)
             if let m = spec.maxLength, Int(count) + Int(dfa.minToAccept[Int(t)]) > m { return nil }
+            // Some completion must also reach minLength (lengths between the shortest and the
+            // longest accepting continuation are assumed reachable).
+            if spec.minLength > 0, dfa.maxToAccept[Int(t)] != Int32.max, Int(count) + Int(dfa.maxToAccept[Int(t)]) < spec.minLength { return nil }
         } else if let m = spec.maxLength, Int(count) > m {
             return nil
         }

@@ -105,6 +105,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(!prefix(g, #""abcd"#))
         #expect(valid(g, #""a\uD83D\uDE00""#))
         #expect(!prefix(g, #""abc\"#))  // no room for a fourth scalar
+        // Prefixes that cannot reach minLength within the pattern are refused at once.
+        let p = try compile(#"{"type": "string", "pattern": "^(ab|c)$", "minLength": 2}"#)
+        #expect(valid(p, #""ab""#) && !prefix(p, #""c"#))
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "^a$", "minLength": 2}"#) }
     }
 
     @Test func patterns() throws {
