@@ -489,16 +489,25 @@ enum NumberLexer {
         default: fChoices = spec.integerOnly ? [false] : (spec.fractionalOnly ? [true] : [false, true])
         }
         let signs: [Bool] = p.phase == start ? [false, true] : [p.neg]
+        let k = spec.multipleOf.map { UInt64($0) }
+        /// Whether [a, b] holds a multiple of the divisor (b nil: unbounded).
+        func hasMultiple(_ a: UInt64, _ b: UInt64?) -> Bool {
+            guard let k else { return b.map { a <= $0 } ?? true }
+            let r = a % k
+            let (first, o) = r == 0 ? (a, false) : a.addingReportingOverflow(k - r)
+            if o { return false }
+            return b.map { first <= $0 } ?? true
+        }
         for neg in signs {
             for f in fChoices {
                 guard let (lo, hi) = interval(spec, neg: neg, fPos: f) else { continue }
                 switch p.phase {
                 case start, minus:
-                    return true
+                    if hasMultiple(lo, hi) { return true }
                 case intDigits:
                     if p.huge { if hi == nil { return true }; continue }
                     // I = mag, or mag * 10^j + r for j >= 1.
-                    if s.a >= lo && (hi.map { s.a <= $0 } ?? true) { return true }
+                    if s.a >= lo && (hi.map { s.a <= $0 } ?? true) && (k.map { s.a % $0 == 0 } ?? true) { return true }
                     if s.a == 0 { continue }
                     var scale: UInt64 = 1
                     for _ in 1...20 {
@@ -510,11 +519,11 @@ enum NumberLexer {
                         let top = base &+ (scale - 1)
                         let topClamped = top < base ? UInt64.max : top
                         if let h = hi, base > h { break }
-                        if topClamped >= lo { return true }
+                        if topClamped >= lo && hasMultiple(max(base, lo), hi.map { min($0, topClamped) } ?? topClamped) { return true }
                     }
                 default:
                     if p.huge { if hi == nil { return true }; continue }
-                    if s.a >= lo && (hi.map { s.a <= $0 } ?? true) { return true }
+                    if s.a >= lo && (hi.map { s.a <= $0 } ?? true) && (k.map { s.a % $0 == 0 } ?? true) { return true }
                 }
             }
         }

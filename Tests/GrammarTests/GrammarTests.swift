@@ -193,6 +193,9 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(big, "9223372036854775807") && !valid(big, "9223372036854775808") && !valid(big, "99999999999999999999"))
         let mult = try compile(#"{"type": "integer", "multipleOf": 3, "minimum": 0}"#)
         #expect(valid(mult, "9") && !valid(mult, "10") && valid(mult, "0"))
+        let bounded = try compile(#"{"type": "integer", "multipleOf": 10, "minimum": 5, "maximum": 35}"#)
+        #expect(valid(bounded, "20") && !prefix(bounded, "4") && prefix(bounded, "3") && !prefix(bounded, "35") && !valid(bounded, "0"))
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "integer", "multipleOf": 10, "minimum": 1, "maximum": 9}"#) }
         #expect(valid(try compile(#"{"type": "number", "minimum": 0.5}"#), "0.5"))
         #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "minimum": 1e30}"#) }
         #expect(valid(try compile(#"{"type": "integer", "minimum": 0.5}"#), "1"))
