@@ -446,6 +446,14 @@ final class SchemaCompiler {
 
     func merge(_ a: Flat, _ bb: Flat) throws(SchemaError) -> Flat {
         guard var x = a, let y = bb else { return nil }
+        // One side's additionalProperties judges the keys that *its* properties and patterns do
+        // not name; the other side's patternProperties would change that set.
+        let apX = x["additionalProperties"], apY = y["additionalProperties"]
+        let ppX = x["patternProperties"], ppY = y["patternProperties"]
+        if (ppX != nil && apY != nil && apY != .bool(true)) || (ppY != nil && apX != nil && apX != .bool(true)),
+           !(ppX == ppY && apX == apY && x["properties"] == y["properties"]) {
+            throw .unsupported("allOf", "patternProperties beside another subschema's additionalProperties")
+        }
         // Arrays: element i is constrained by each side's prefixItems[i], or its items beyond.
         if x["prefixItems"] != nil || y["prefixItems"] != nil, x["prefixItems"] != y["prefixItems"] || x["items"] != y["items"] {
             let pa = x["prefixItems"]?.arrayValue ?? [], pb = y["prefixItems"]?.arrayValue ?? []
