@@ -21,7 +21,15 @@ def rnum():
     return R.choice(NUMS)
 
 
+DEFS = {}
+
+
 def schema(depth=0):
+    if depth > 0 and R.random() < 0.08:
+        name = f"d{len(DEFS)}"
+        DEFS[name] = None
+        DEFS[name] = schema(depth + 1)
+        return {"$ref": f"#/$defs/{name}"}
     if depth > 2 or R.random() < 0.15:
         return R.choice([True, False, {}, {"type": R.choice(["string", "integer", "number", "boolean", "null"])}])
     s = {}
@@ -66,8 +74,12 @@ def schema(depth=0):
             else:
                 s["const"] = vals[0]
         elif k == "comb":
-            c = R.choice(["anyOf", "oneOf", "allOf"])
+            c = R.choice(["anyOf", "oneOf", "allOf", "allOf"])
             s[c] = [schema(depth + 1) for _ in range(R.randint(1, 3))]
+            if c == "allOf" and R.random() < 0.5:
+                # object keywords split across allOf branches
+                s[c].append({R.choice(["properties", "patternProperties"]): {R.choice(KEYS): schema(depth + 1)},
+                             "additionalProperties": R.choice([False, True, {"type": "integer"}])})
         elif k == "not":
             s["not"] = schema(depth + 1)
         elif k == "if":
@@ -139,9 +151,12 @@ def main():
     V = jsonschema.Draft202012Validator
     written = 0
     while written < n:
+        DEFS.clear()
         s = schema()
         if not isinstance(s, dict):
             continue
+        if DEFS:
+            s["$defs"] = dict(DEFS)
         s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
         try:
             v = V(s, format_checker=V.FORMAT_CHECKER)
