@@ -427,6 +427,7 @@ final class SchemaCompiler {
         switch (a, b) {
         case (.integer, .double), (.double, .integer), (.double, .double), (.integer, .integer):
             return a.doubleValue == b.doubleValue && (a.intValue == nil) == (b.intValue == nil)
+        case (.string(let x), .string(let y)): return x.unicodeScalars.elementsEqual(y.unicodeScalars)  // code points, not canonical equivalence
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { numericEqual($0, $1) }
         case (.object(let x), .object(let y)):
             return x.count == y.count && x.keys.allSatisfy { k in y[k].map { numericEqual(x[k]!, $0) } ?? false }
@@ -954,6 +955,7 @@ final class SchemaCompiler {
     func enumAlternatives(_ values: [JSONValue], rest: JSONObject, types: Set<String>, notStrings: [String], notLiterals: [JSONValue],
                           notPatterns: [String], base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
         var kept: [JSONValue] = []
+        var seenStrings = Set<[Unicode.Scalar]>()
         let typeOnly = rest.keys.allSatisfy { $0 == "type" }
         var checker: GrammarMatcher?
         if !typeOnly {
@@ -979,7 +981,11 @@ final class SchemaCompiler {
                 m.reset()
                 if !(m.accept(v.serialized(.compact)) && m.canAcceptEnd) { continue }
             }
-            if !kept.contains(where: { SchemaCompiler.numericEqual($0, v) }) { kept.append(v) }
+            if case .string(let str) = v {
+                if seenStrings.insert(Array(str.unicodeScalars)).inserted { kept.append(v) }
+            } else if !kept.contains(where: { SchemaCompiler.numericEqual($0, v) }) {
+                kept.append(v)
+            }
         }
         var alts: [[GrammarBuilder.Symbol]] = []
         let strings = kept.compactMap(\.stringValue)
