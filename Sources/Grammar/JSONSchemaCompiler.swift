@@ -371,6 +371,8 @@ final class SchemaCompiler {
                 continue
             case "x-fractional":
                 out[k] = v  // internal: numbers that are not integers
+            case "x-someExtra":
+                out[k] = .array([v])  // internal: see objectAlternatives
             case "contains":
                 out["x-contains"] = .array([v])
             case "minContains", "maxContains":
@@ -484,7 +486,7 @@ final class SchemaCompiler {
                 }
                 x[k] = .array(set)
             case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
-            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite", "x-propertyNames", "x-contains":
+            case "x-anyOf", "x-oneOf", "x-patterns", "x-formats", "x-not", "x-ite", "x-propertyNames", "x-contains", "x-someExtra":
                 x[k] = .array(old.arrayValue! + v.arrayValue!)
             case "required":
                 var r = old.arrayValue!
@@ -629,7 +631,7 @@ final class SchemaCompiler {
         "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
         "allOf", "not", "$ref", "minProperties", "maxProperties", "if", "then", "else", "propertyNames",
         "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "dependentRequired",
-        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef", "x-fractional",
+        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef", "x-fractional", "x-someExtra",
     ]
 
     func typed(_ t: String, _ pairs: [(String, JSONValue)]) -> JSONValue {
@@ -709,6 +711,16 @@ final class SchemaCompiler {
                         branches.append(typed("object", [("required", .array([.string(name)])),
                                                          ("properties", .object(JSONObject([(name, .object(JSONObject([("not", sub)])))])))]))
                     }
+                case "additionalProperties":
+                    if v == .bool(true) || v == .object(JSONObject()) { continue }
+                    // Some key that `properties` and `patternProperties` do not name has a value
+                    // violating it.
+                    let names = (o["properties"]?.objectValue?.keys ?? []).map { JSONValue.string($0) }
+                    let patterns = (o["patternProperties"]?.objectValue?.keys ?? []).map { JSONValue.string($0) }
+                    branches.append(typed("object", [("x-someExtra", .object(JSONObject([
+                        ("names", .array(names)), ("patterns", .array(patterns)),
+                        ("schema", .object(JSONObject([("not", v)]))),
+                    ])))]))
                 case "contains":
                     // No element matches (minContains/maxContains change the meaning).
                     if o["minContains"] != nil || o["maxContains"] != nil { return nil }
@@ -1309,8 +1321,34 @@ final class SchemaCompiler {
         if let ns = nameSpec {
             for (i, n) in names.enumerated() where !StringSpec.accepts(ns, n) { schemas[i] = .bool(false) }
         }
+        // x-someExtra (from `not additionalProperties`): some member whose key another schema
+        // does not name (not in `names`, matching none of `patterns`) must have a value
+        // satisfying `schema`.
+        var witness: (exclude: CodePointDFA?, value: JSONValue, names: [String], patterns: [CodePointDFA?])?
+        if let someExtra = f["x-someExtra"]?.arrayValue {
+            guard someExtra.count == 1, case .object(let w) = someExtra[0] else { throw .unsupported("not", "several negated additionalProperties on one object") }
+            let wNames = (w["names"]?.arrayValue ?? []).compactMap(\.stringValue)
+            var wPatterns: [CodePointDFA?] = []
+            for p in (w["patterns"]?.arrayValue ?? []).compactMap(\.stringValue) { wPatterns.append(try patternDFA(p, lenient: true)) }
+            // Keys outside the names and not matching any pattern under either reading.
+            var ex: CodePointDFA? = wNames.isEmpty ? nil : CodePointDFA.literals(wNames)?.complement()
+            var none = !wNames.isEmpty && ex == nil
+            for d in wPatterns where !none {
+                guard let d else { continue }
+                guard let c = d.complement() else { none = true; break }
+                if let cur = ex { ex = cur.intersection(c); if ex == nil { none = true } } else { ex = c }
+            }
+            if none { return [] }
+            witness = (ex, w["schema"] ?? .bool(true), wNames, wPatterns)
+        }
+        func isWitnessKey(_ name: String) -> Bool {
+            guard let w = witness else { return false }
+            if w.names.contains(where: { $0.unicodeScalars.elementsEqual(name.unicodeScalars) }) { return false }
+            return !w.patterns.contains { $0?.accepts(name) ?? false }
+        }
         // Extra keys: partition by which patterns they match.
         var extraAlts: [[GrammarBuilder.Symbol]] = []
+        var witnessExtraAlts: [[GrammarBuilder.Symbol]] = []
         let colon = b.literal(":")
         let exclude = CodePointDFA.literals(names)?.complement()
         if !names.isEmpty && exclude == nil { /* every string is declared: impossible */ }
@@ -1342,9 +1380,18 @@ final class SchemaCompiler {
             }
             let key = b.terminal(.string(keySpec))
             extraAlts.append([key, ws, colon, ws, try compileNode(valueSchema, base: base)])
+            if let w = witness {
+                var wSpec = keySpec
+                if let ex = w.exclude {
+                    if let cur = keySpec.dfa { guard let both = cur.intersection(ex) else { continue }; wSpec.dfa = both } else { wSpec.dfa = ex }
+                }
+                let wValue = JSONValue.object(JSONObject([("allOf", .array([valueSchema, w.value]))]))
+                witnessExtraAlts.append([b.terminal(.string(wSpec)), ws, colon, ws, try compileNode(wValue, base: base)])
+            }
         }
         let hasExtras = !extraAlts.isEmpty
         let extra = hasExtras ? b.rule("extra", extraAlts) : nil
+        let witnessExtra = witnessExtraAlts.isEmpty ? nil : b.rule("extra-witness", witnessExtraAlts)
         // Declared members.
         var kv: [GrammarBuilder.Symbol?] = []
         var impossible = false
@@ -1354,6 +1401,19 @@ final class SchemaCompiler {
             kv.append(b.rule("member", [[keyLit, ws, colon, ws, try compileNode(schemas[i], base: base)]]))
         }
         if impossible { return [] }
+        if let w = witness {
+            var witnessKV: [GrammarBuilder.Symbol?] = []
+            for (i, n) in names.enumerated() {
+                guard kv[i] != nil, isWitnessKey(n) else { witnessKV.append(nil); continue }
+                let keyLit = b.literal(JSONValue.string(n).serialized(.compact))
+                let value = JSONValue.object(JSONObject([("allOf", .array([schemas[i], w.value]))]))
+                witnessKV.append(b.rule("member-witness", [[keyLit, ws, colon, ws, try compileNode(value, base: base)]]))
+            }
+            if f["minProperties"] != nil || f["maxProperties"] != nil || names.count > 160 {
+                throw .unsupported("not", "negated additionalProperties with property counts or very many properties")
+            }
+            return witnessObjectAlternatives(kv: kv, witnessKV: witnessKV, isRequired: isRequired, extra: extra, witnessExtra: witnessExtra)
+        }
         let requiredCount = isRequired.filter { $0 }.count
         var minProps = f["minProperties"]?.intValue ?? 0
         var maxProps = f["maxProperties"]?.intValue
@@ -1405,6 +1465,38 @@ final class SchemaCompiler {
         // first[i] ends with rest[...] which closes the object.
         if requiredCount == 0 && minProps < 1 { out.append([open, ws, close]) }
         return out
+    }
+
+    /// Objects that need at least one witness member: the unambiguous member rules doubled by
+    /// a flag "a witness has been seen"; the object can close only once it is set.
+    func witnessObjectAlternatives(kv: [GrammarBuilder.Symbol?], witnessKV: [GrammarBuilder.Symbol?], isRequired: [Bool],
+                                   extra: GrammarBuilder.Symbol?, witnessExtra: GrammarBuilder.Symbol?) -> [[GrammarBuilder.Symbol]] {
+        let n = kv.count
+        let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
+        var rest: [[GrammarBuilder.Symbol]] = [], first: [[GrammarBuilder.Symbol]] = []
+        for _ in 0...n {
+            rest.append([b.declareRule("obj-rest-w0"), b.declareRule("obj-rest-w1")])
+            first.append([b.declareRule("obj-first-w0"), b.declareRule("obj-first-w1")])
+        }
+        for i in 0...n {
+            for e in 0...1 {
+                var fa: [[GrammarBuilder.Symbol]] = []
+                var j = i
+                while j < n {
+                    if let m = kv[j] { fa.append([m, rest[j + 1][e]]) }
+                    if let m = witnessKV[j] { fa.append([m, rest[j + 1][1]]) }
+                    if isRequired[j] { break }
+                    j += 1
+                }
+                if let extra { fa.append([extra, rest[i][e]]) }
+                if let witnessExtra { fa.append([witnessExtra, rest[i][1]]) }
+                b.define(first[i][e], fa)
+                var ra: [[GrammarBuilder.Symbol]] = [[ws, comma, ws, first[i][e]]]
+                if e == 1 && !isRequired[i...].contains(true) { ra.append([ws, close]) }
+                b.define(rest[i][e], ra)
+            }
+        }
+        return [[open, ws, first[0][0]]]
     }
 
     func requiredCount(_ names: [String], _ required: [String]) -> Int { names.filter { required.contains($0) }.count }

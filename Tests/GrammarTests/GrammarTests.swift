@@ -272,6 +272,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && !valid(notLen, "1") && !valid(notLen, "{}"))
         let frac = try compile(#"{"type": "number", "not": {"type": "integer"}, "maximum": 2}"#)
         #expect(valid(frac, "1.5") && valid(frac, "-0.25") && !valid(frac, "1") && !valid(frac, "1.0") && !valid(frac, "2.5") && !valid(frac, "1e2"))
+        let notClosed = try compile(#"{"type": "object", "not": {"properties": {"a": true}, "additionalProperties": false}}"#)
+        #expect(valid(notClosed, #"{"a": 1, "b": 2}"#) && valid(notClosed, #"{"b": 2}"#) && !valid(notClosed, #"{"a": 1}"#) && !valid(notClosed, "{}"))
+        let closedOneOf = try compile(#"{"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}, {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": false}]}"#)
+        #expect(valid(closedOneOf, #"{"a": 1}"#) && valid(closedOneOf, #"{"b": 1}"#) && !valid(closedOneOf, "{}") && !valid(closedOneOf, #"{"a": 1, "b": 2}"#) && !valid(closedOneOf, #"{"c": 1}"#))
         let notProp = try compile(#"{"type": "object", "not": {"properties": {"kind": {"const": "a"}}}}"#)
         #expect(valid(notProp, #"{"kind": "b"}"#) && !valid(notProp, #"{"kind": "a"}"#) && !valid(notProp, "{}"))
     }
