@@ -612,7 +612,7 @@ final class SchemaCompiler {
                     next += merged.filter { $0 != nil }
                 }
                 combos = next
-                if combos.count > 512 { throw .unsupported("anyOf", "too many combinations of anyOf/oneOf/allOf") }
+                if combos.count > 2048 { throw .unsupported("anyOf", "too many combinations of anyOf/oneOf/allOf") }
             }
             var alts: [[GrammarBuilder.Symbol]] = []
             for c in combos {
