@@ -1300,7 +1300,7 @@ final class SchemaCompiler {
         // propertyNames: a string constraint on every key.
         var nameSpec: StringSpec?
         for p in f["x-propertyNames"]?.arrayValue ?? [] {
-            guard let fp = try flatten(p, base: base, depth: 1) else { nameSpec = nil; return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            guard let fp = try flatten(p, base: base, depth: 1) else { nameSpec = nil; return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil ? [[b.literal("{"), ws, b.literal("}")]] : [] }
             if let other = Set(fp.keys).subtracting(["type", "enum", "minLength", "maxLength", "x-patterns", "x-formats"]).first {
                 throw .unsupported("propertyNames", "'\(other)' on property names")
             }
@@ -1310,7 +1310,7 @@ final class SchemaCompiler {
                 if let cur = s.dfa, let lit { s.dfa = cur.intersection(lit) } else { s.dfa = lit }
                 sp = s.dfa == nil ? nil : s
             }
-            guard let spec = sp else { return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            guard let spec = sp else { return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil ? [[b.literal("{"), ws, b.literal("}")]] : [] }
             if var cur = nameSpec {
                 cur.minLength = max(cur.minLength, spec.minLength)
                 if let m = spec.maxLength { cur.maxLength = min(cur.maxLength ?? m, m) }
