@@ -57,6 +57,7 @@ let package = Package(
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
         .library(name: "Sampling", targets: ["Sampling"]),
+        .library(name: "Grammar", targets: ["Grammar"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -74,6 +75,7 @@ let package = Package(
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Sampling"),
+        .target(name: "Grammar", dependencies: ["LeapJSON"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
@@ -102,5 +104,7 @@ let package = Package(
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
+        .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]
 )

@@ -1,0 +1,207 @@
+/// One parse of the input so far: inside the terminal at `position` (in `lex` state), with
+/// the return stack `stack` (an id in the matcher's stack pool).
+struct MatchThread: Hashable {
+    var position: Int32
+    var stack: Int32
+    var lex: LexState
+}
+
+/// A set of threads plus whether the input so far is a complete sentence.
+struct MatchState: Hashable {
+    var threads: [MatchThread]
+    var canEnd: Bool
+}
+
+/// Hash-consed return stacks: a stack is an id; id 0 is the empty stack.
+final class StackPool {
+    var parent: [Int32] = [0]
+    var top: [Int32] = [-1]
+    var index: [UInt64: Int32] = [:]
+    /// Masks computed for states of this pool (stack ids are only meaningful within a pool).
+    var maskCache: [MatchState: TokenMask] = [:]
+    weak var maskOwner: TokenMaskComputer?
+
+    @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
+        let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))
+        if let id = index[key] { return id }
+        parent.append(stack); top.append(ret)
+        let id = Int32(parent.count - 1)
+        index[key] = id
+        return id
+    }
+}
+
+/// The stepping engine shared by the matcher and the mask computer.
+struct MatchEngine {
+    let grammar: Grammar
+    let pool: StackPool
+
+    /// Adds the threads reachable from `position` with `stack` without consuming input.
+    func expand(_ position: Int32, _ stack: Int32, into out: inout [MatchThread], canEnd: inout Bool) {
+        var pos = position, stk = stack
+        while true {
+            let t = grammar.templates[Int(pos)]
+            for e in t.entries {
+                var s = stk
+                for r in e.pushes { s = pool.push(s, r) }
+                out.append(MatchThread(position: e.terminalPosition, stack: s, lex: LexState()))
+            }
+            guard t.reachesEnd else { return }
+            if stk == 0 { canEnd = true; return }
+            pos = pool.top[Int(stk)]
+            stk = pool.parent[Int(stk)]
+        }
+    }
+
+    func initialState() -> MatchState {
+        var threads: [MatchThread] = []
+        var canEnd = false
+        expand(grammar.startPosition, 0, into: &threads, canEnd: &canEnd)
+        dedupe(&threads)
+        return MatchState(threads: threads, canEnd: canEnd)
+    }
+
+    @inline(__always) func dedupe(_ threads: inout [MatchThread]) {
+        if threads.count < 2 { return }
+        if threads.count <= 12 {
+            var i = 1
+            while i < threads.count {
+                var dup = false
+                for j in 0..<i where threads[j] == threads[i] { dup = true; break }
+                if dup { threads.remove(at: i) } else { i += 1 }
+            }
+        } else {
+            var seen = Set<MatchThread>()
+            threads = threads.filter { seen.insert($0).inserted }
+        }
+    }
+
+    /// Advances every thread by one byte into `out` (cleared first). Returns whether the result
+    /// is a complete sentence.
+    @inline(__always)
+    func step(_ threads: [MatchThread], _ byte: UInt8, into out: inout [MatchThread]) -> Bool {
+        out.removeAll(keepingCapacity: true)
+        var canEnd = false
+        for th in threads {
+            let term = grammar.terminals[Int(grammar.symbols[Int(th.position)])]
+            guard let ns = term.step(th.lex, byte) else { continue }
+            if term.canContinue(ns) { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
+            if term.isFinal(ns) { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
+        }
+        dedupe(&out)
+        return canEnd
+    }
+}
+
+/// An incremental matcher: feeds bytes through a `Grammar`, keeps every parse alive at once,
+/// and can roll back to any earlier point.
+///
+/// ```swift
+/// let grammar = try JSONSchemaCompiler.compile(#"{"type": "integer"}"#)
+/// let m = GrammarMatcher(grammar: grammar)
+/// m.accept("12")      // true
+/// m.canAcceptEnd      // true
+/// m.accept("x")       // false, and the state is unchanged
+/// ```
+public final class GrammarMatcher {
+    public let grammar: Grammar
+    let pool = StackPool()
+    var engine: MatchEngine { MatchEngine(grammar: grammar, pool: pool) }
+    /// history[0] is the initial state; the last element is the current one.
+    var history: [MatchState]
+    var scratch: [MatchThread] = []
+
+    public init(grammar: Grammar) {
+        self.grammar = grammar
+        history = []
+        history = [engine.initialState()]
+    }
+
+    var state: MatchState { history[history.count - 1] }
+
+    /// Number of bytes accepted so far.
+    public var position: Int { history.count - 1 }
+
+    /// Whether the bytes so far form a complete sentence of the grammar (the end may come now).
+    public var canAcceptEnd: Bool { state.canEnd }
+
+    /// Whether the bytes so far are complete and nothing more can follow.
+    public var isComplete: Bool { state.canEnd && state.threads.isEmpty }
+
+    /// Whether some byte can still be accepted.
+    public var canContinue: Bool { !state.threads.isEmpty }
+
+    /// Accepts one byte if the grammar allows it; otherwise returns false and changes nothing.
+    @discardableResult
+    public func accept(byte: UInt8) -> Bool {
+        let cur = state
+        let canEnd = engine.step(cur.threads, byte, into: &scratch)
+        if scratch.isEmpty && !canEnd { return false }
+        history.append(MatchState(threads: scratch, canEnd: canEnd))
+        return true
+    }
+
+    /// Accepts all the bytes, or none of them (returns false and restores the state).
+    @discardableResult
+    public func accept<S: Sequence>(bytes: S) -> Bool where S.Element == UInt8 {
+        let mark = checkpoint()
+        for b in bytes where !accept(byte: b) { rollback(to: mark); return false }
+        return true
+    }
+
+    /// Accepts the UTF-8 bytes of `text`, all or none.
+    @discardableResult
+    public func accept(_ text: String) -> Bool { accept(bytes: Array(text.utf8)) }
+
+    /// A mark for `rollback(to:)`: the number of bytes accepted so far.
+    public func checkpoint() -> Int { history.count - 1 }
+
+    /// Returns to the state at a checkpoint.
+    public func rollback(to checkpoint: Int) {
+        precondition(checkpoint >= 0 && checkpoint < history.count, "rollback past the start")
+        history.removeSubrange((checkpoint + 1)...)
+    }
+
+    /// Removes the last `count` bytes.
+    public func rollback(bytes count: Int) { rollback(to: history.count - 1 - count) }
+
+    /// Returns to the initial state.
+    public func reset() { rollback(to: 0) }
+
+    /// The bytes that must come next whatever is generated: the longest sequence during which
+    /// exactly one byte is possible and the sentence cannot end. Empty when there is a choice.
+    public func forcedBytes(limit: Int = 256) -> [UInt8] {
+        var out: [UInt8] = []
+        var cur = state
+        var buf: [MatchThread] = []
+        while out.count < limit && !cur.canEnd {
+            var only: (UInt8, MatchState)?
+            var count = 0
+            for b in 0...255 {
+                let e = engine.step(cur.threads, UInt8(b), into: &buf)
+                if !buf.isEmpty || e {
+                    count += 1
+                    if count > 1 { break }
+                    only = (UInt8(b), MatchState(threads: buf, canEnd: e))
+                }
+            }
+            guard count == 1, let (b, next) = only else { break }
+            out.append(b); cur = next
+        }
+        return out
+    }
+
+    /// Whether `bytes` would be accepted from the current state (the state is not changed).
+    public func wouldAccept(_ bytes: [UInt8]) -> Bool {
+        var cur = state.threads
+        var buf: [MatchThread] = []
+        var canEnd = state.canEnd
+        for b in bytes {
+            canEnd = engine.step(cur, b, into: &buf)
+            if buf.isEmpty && !canEnd { return false }
+            swap(&cur, &buf)
+        }
+        _ = canEnd
+        return true
+    }
+}

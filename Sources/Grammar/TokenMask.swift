@@ -1,0 +1,542 @@
+/// A set of token ids as a bitset.
+public struct TokenMask: Equatable, Sendable {
+    public var words: [UInt64]
+    public let count: Int
+
+    public init(count: Int) {
+        self.count = count
+        words = [UInt64](repeating: 0, count: (count + 63) / 64)
+    }
+
+    @inline(__always) public subscript(id: Int) -> Bool {
+        get { words[id >> 6] & (1 << UInt64(id & 63)) != 0 }
+        set { if newValue { words[id >> 6] |= 1 << UInt64(id & 63) } else { words[id >> 6] &= ~(1 << UInt64(id & 63)) } }
+    }
+
+    @inline(__always) mutating func formUnion(_ other: [UInt64]) {
+        words.withUnsafeMutableBufferPointer { w in
+            other.withUnsafeBufferPointer { o in
+                for i in 0..<w.count { w[i] |= o[i] }
+            }
+        }
+    }
+
+    /// Number of allowed tokens.
+    public var allowedCount: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
+
+    /// The only allowed token, when exactly one is allowed (it may be appended without sampling).
+    public var single: Int? {
+        var found: Int?
+        for (wi, w) in words.enumerated() where w != 0 {
+            if found != nil || w.nonzeroBitCount > 1 { return nil }
+            found = wi * 64 + w.trailingZeroBitCount
+        }
+        return found
+    }
+
+    /// Sets the logits of disallowed tokens to -infinity. Apply before temperature, top-k and
+    /// top-p, so that those see only the allowed tokens.
+    public func apply(to logits: inout [Float]) {
+        precondition(logits.count >= count, "fewer logits than tokens in the mask")
+        logits.withUnsafeMutableBufferPointer { l in
+            for i in 0..<count where words[i >> 6] & (1 << UInt64(i & 63)) == 0 { l[i] = -.infinity }
+        }
+    }
+
+    /// The allowed token ids, ascending.
+    public var allowed: [Int] {
+        var out: [Int] = []
+        for (wi, w) in words.enumerated() where w != 0 {
+            var x = w
+            while x != 0 { out.append(wi * 64 + x.trailingZeroBitCount); x &= x - 1 }
+        }
+        return out
+    }
+}
+
+/// A vocabulary as a byte trie in depth-first order, built once and shared by all grammars.
+///
+/// Node 0 is the root (the empty prefix). For node `i`, its children are the nodes from
+/// `i + 1` up to `subtreeEnd[i]`, visited by jumping from a child `c` to `subtreeEnd[c]`.
+public final class TokenVocabulary: Sendable {
+    /// Token bytes, index = token id.
+    public let tokens: [[UInt8]]
+    /// Special/control token ids: they never match grammar bytes and are allowed only where
+    /// the grammar may end.
+    public let specialTokens: [Int]
+    let nodeByte: [UInt8]
+    let subtreeEnd: [Int32]
+    /// Tokens ending at each node: tokenIDs[tokenStart[n] ..< tokenStart[n + 1]].
+    let tokenStart: [Int32]
+    let tokenIDs: [Int32]
+    let maxTokenScalars: Int
+
+    public var count: Int { tokens.count }
+
+    public init(tokens: [[UInt8]], specialTokens: Set<Int> = []) {
+        self.tokens = tokens
+        self.specialTokens = specialTokens.sorted()
+        let order = (0..<tokens.count).filter { !specialTokens.contains($0) && !tokens[$0].isEmpty }
+            .sorted { tokens[$0].lexicographicallyPrecedes(tokens[$1]) }
+        var bytes: [UInt8] = [0]
+        var ends: [Int32] = [0]
+        var starts: [Int32] = [0]
+        var ids: [Int32] = []
+        var path: [Int] = [0]  // node index per depth (path[0] = root)
+        var pathBytes: [UInt8] = []
+        var maxLen = 0
+        // Tokens attached to nodes, collected as (node, id).
+        var attach: [(Int, Int32)] = []
+        for id in order {
+            let t = tokens[id]
+            maxLen = max(maxLen, t.count)
+            // Common prefix with the current path.
+            var common = 0
+            while common < pathBytes.count && common < t.count && pathBytes[common] == t[common] { common += 1 }
+            // Close nodes deeper than `common`.
+            while pathBytes.count > common {
+                let node = path.removeLast(); pathBytes.removeLast()
+                ends[node] = Int32(bytes.count)
+            }
+            for k in common..<t.count {
+                bytes.append(t[k]); ends.append(0)
+                path.append(bytes.count - 1); pathBytes.append(t[k])
+            }
+            attach.append((path.last!, Int32(id)))
+        }
+        while path.count > 1 { let node = path.removeLast(); ends[node] = Int32(bytes.count) }
+        ends[0] = Int32(bytes.count)
+        // Group token ids per node (attach is in node order since tokens are sorted).
+        var per = [[Int32]](repeating: [], count: bytes.count)
+        for (n, id) in attach { per[n].append(id) }
+        starts = [0]
+        for n in 0..<bytes.count { ids += per[n]; starts.append(Int32(ids.count)) }
+        nodeByte = bytes
+        subtreeEnd = ends
+        tokenStart = starts
+        tokenIDs = ids
+        maxTokenScalars = maxLen
+    }
+
+    /// Number of trie nodes (including the root).
+    public var nodeCount: Int { nodeByte.count }
+}
+
+/// Computes, for a matcher state, the set of tokens that keep the output valid.
+///
+/// The work is split by the threads of the matcher state. For a thread inside a terminal
+/// in state q, the tokens whose bytes stay inside the terminal depend only on (terminal, q):
+/// they are found once by walking the vocabulary trie with the terminal's automaton alone and
+/// cached as a bitset, together with the trie nodes where the terminal can end with more bytes
+/// below ("exits"). At run time only the exits are walked with the full matcher, from the
+/// thread's continuation. Whole masks are also cached per matcher state, since states recur.
+public final class TokenMaskComputer {
+    public let vocabulary: TokenVocabulary
+
+    struct LexInfo {
+        /// Tokens accepted inside the terminal: a bitset, or a short list when few.
+        var acceptedBits: [UInt64]?
+        var acceptedList: [Int32]
+        var exits: [Int32]
+        /// For unconstrained-content strings: scalar counts, so that one walk serves every
+        /// length bound (see `boundedStringMask`).
+        var lengths: StringLengths?
+    }
+
+    struct StringLengths {
+        /// Tokens that stay inside the string, with their scalar counts, longest first.
+        var inside: [(id: Int32, scalars: Int32)] = []
+        /// Tokens that end exactly with the closing quote: scalars before it.
+        var closers: [(id: Int32, scalars: Int32)] = []
+        /// Scalars before the closing quote, per exit node.
+        var exitScalars: [Int32] = []
+        /// Bytes from the walk's start to each exit node.
+        var exitDepths: [Int32] = []
+    }
+
+
+    /// Scratch state of a mask computation (a local value while computing, so that no
+    /// exclusivity checks are paid on class properties in the inner loops).
+    struct WalkContext {
+        var buffers: [[MatchThread]] = []
+        var stepGen = [UInt32](repeating: 0, count: 256)
+        var stepVal = [([MatchThread], Bool)](repeating: ([], false), count: 256)
+        var gen: UInt32 = 1
+    }
+
+    /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
+    var terminalIDs: [Terminal: Int32] = [:]
+    var nextTerminalID: Int32 = 0
+    /// Per grammar: its terminal index -> shared terminal id.
+    var grammarTerminals: [ObjectIdentifier: (grammar: Grammar, ids: [Int32])] = [:]
+    /// Lexical results per shared terminal id, then per (normalized) terminal state.
+    var lexCache: [Int32: [LexState: LexInfo]] = [:]
+    var lexCacheCount = 0
+    /// Shared ids of terminals that hold a grammar's own automaton (patterns, formats, enums):
+    /// their cache entries are dropped when the grammars they came from are evicted.
+    var grammarSpecific = Set<Int32>()
+    var context = WalkContext()
+    /// Cache statistics.
+    public private(set) var lexCacheMisses = 0
+    public private(set) var stateCacheHits = 0
+    /// Time spent walking the trie for new lexical states.
+    public private(set) var lexWalkMicros = 0.0
+
+    /// Prepares mask computation over a vocabulary, for any number of grammars.
+    public init(vocabulary: TokenVocabulary) {
+        self.vocabulary = vocabulary
+    }
+
+    /// Precomputes the schema-independent work that every JSON grammar needs (the trie walks
+    /// of a plain string from its opening quote and from inside, of a number and of
+    /// whitespace). Optional: call once after loading a model so that the first masks of the
+    /// first generation are as fast as the later ones.
+    public func prewarm() {
+        for (term, states) in [
+            (Terminal.string(StringSpec()), [LexState(0, StringLexer.start), LexState(0, StringLexer.normal)]),
+            (Terminal.number(NumberSpec(integerOnly: false)), [LexState()]),
+            (Terminal.number(NumberSpec(integerOnly: true)), [LexState()]),
+            (Terminal.whitespace(max: Int.max), [LexState()]),
+        ] {
+            let id: Int32
+            if let existing = terminalIDs[term] { id = existing } else { nextTerminalID += 1; id = nextTerminalID; terminalIDs[term] = id }
+            for st in states { _ = lexInfo(term, sharedID: id, state: st) }
+        }
+    }
+
+    func sharedIDs(_ grammar: Grammar) -> [Int32] {
+        if let e = grammarTerminals[ObjectIdentifier(grammar)], e.grammar === grammar { return e.ids }
+        if grammarTerminals.count >= 32 {
+            // Forget the grammars seen so far and what only they could use.
+            grammarTerminals.removeAll()
+            for id in grammarSpecific { lexCacheCount -= lexCache.removeValue(forKey: id)?.count ?? 0 }
+            terminalIDs = terminalIDs.filter { !grammarSpecific.contains($0.value) }
+            grammarSpecific.removeAll()
+        }
+        var ids: [Int32] = []
+        for t in grammar.terminals {
+            if let id = terminalIDs[t] { ids.append(id) } else {
+                nextTerminalID += 1
+                let id = nextTerminalID
+                terminalIDs[t] = id
+                if case .string(let spec) = t, spec.dfa != nil { grammarSpecific.insert(id) }
+                ids.append(id)
+            }
+        }
+        grammarTerminals[ObjectIdentifier(grammar)] = (grammar, ids)
+        return ids
+    }
+
+    struct GroupKey: Hashable { let position: Int32; let lex: LexState }
+
+    /// The tokens allowed after the matcher's current input. Special tokens are allowed exactly
+    /// when the matcher can end.
+    public func mask(for matcher: GrammarMatcher) -> TokenMask {
+        let state = matcher.state
+        let pool = matcher.pool
+        if pool.maskOwner === self, let m = pool.maskCache[state] { stateCacheHits += 1; return m }
+        let grammar = matcher.grammar
+        let ids = sharedIDs(grammar)
+        let engine = matcher.engine
+        var mask = TokenMask(count: vocabulary.count)
+        var ctx = WalkContext()
+        swap(&ctx, &context)
+        // Threads in the same terminal state share their lexical work; their continuations
+        // are merged for the exit walks.
+        var groups: [GroupKey: [Int32]] = [:]
+        var order: [GroupKey] = []
+        for th in state.threads {
+            let k = GroupKey(position: th.position, lex: th.lex)
+            if groups[k] == nil { order.append(k); groups[k] = [th.stack] } else { groups[k]!.append(th.stack) }
+        }
+        for k in order {
+            let tid = Int(grammar.symbols[Int(k.position)])
+            let term = grammar.terminals[tid]
+            var exits: [Int32]
+            if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
+                exits = boundedStringMask(spec, state: k.lex, into: &mask)
+            } else {
+                let info = lexInfo(term, sharedID: ids[tid], state: k.lex)
+                if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
+                exits = info.exits
+            }
+            if exits.isEmpty { continue }
+            var cont: [MatchThread] = []
+            var canEnd = false
+            for stack in groups[k]! { engine.expand(k.position + 1, stack, into: &cont, canEnd: &canEnd) }
+            engine.dedupe(&cont)
+            if cont.isEmpty { continue }
+            ctx.gen &+= 1
+            for node in exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
+        }
+        swap(&ctx, &context)
+        if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
+        if pool.maskOwner !== self { pool.maskOwner = self; pool.maskCache.removeAll() }
+        if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
+        pool.maskCache[state] = mask
+        return mask
+    }
+
+    /// A string with only length bounds: the walk of the unbounded string from the same
+    /// decoder state (count zeroed) is shared, then filtered by scalar counts.
+    func boundedStringMask(_ spec: StringSpec, state: LexState, into mask: inout TokenMask) -> [Int32] {
+        let plain = Terminal.string(StringSpec())
+        let pid: Int32
+        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
+        let base = LexState(state.a & 0xFFFF_FFFF, state.b)
+        let info = lexInfo(plain, sharedID: pid, state: base)
+        guard let lengths = info.lengths, var bits = info.acceptedBits else { return [] }
+        let count = Int(state.a >> 32)
+        let left = spec.maxLength.map { $0 - count } ?? Int.max
+        let need = spec.minLength - count
+        for (id, sc) in lengths.inside {
+            if Int(sc) <= left { break }
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        for (id, sc) in lengths.closers where Int(sc) > left || Int(sc) < need {
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        mask.formUnion(bits)
+        var exits: [Int32] = []
+        for (i, node) in info.exits.enumerated() {
+            let sc = Int(lengths.exitScalars[i])
+            if sc <= left && sc >= need { exits.append(node) }
+        }
+        return exits
+    }
+
+    /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
+    /// the input valid. At depth 0 the step results are memoized per byte (many exit nodes
+    /// share the same continuation).
+    func walkChildren(of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext) {
+        let v = vocabulary
+        let end = Int(v.subtreeEnd[node])
+        var child = node + 1
+        if ctx.buffers.count <= depth { ctx.buffers.append([]) }
+        while child < end {
+            let byte = v.nodeByte[child]
+            var next: [MatchThread]
+            var canEnd: Bool
+            if depth == 0 && ctx.stepGen[Int(byte)] == ctx.gen {
+                (next, canEnd) = ctx.stepVal[Int(byte)]
+            } else {
+                next = []
+                swap(&next, &ctx.buffers[depth])
+                canEnd = engine.step(threads, byte, into: &next)
+                if depth == 0 { ctx.stepGen[Int(byte)] = ctx.gen; ctx.stepVal[Int(byte)] = (next, canEnd) }
+            }
+            if !next.isEmpty || canEnd {
+                for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { mask[Int(v.tokenIDs[k])] = true }
+                if !next.isEmpty && Int(v.subtreeEnd[child]) > child + 1 {
+                    walkChildren(of: child, from: next, depth: depth + 1, engine: engine, mask: &mask, ctx: &ctx)
+                }
+            }
+            if depth != 0 { swap(&next, &ctx.buffers[depth]) }
+            child = Int(v.subtreeEnd[child])
+        }
+    }
+
+    func lexInfo(_ term: Terminal, sharedID: Int32, state: LexState) -> LexInfo {
+        let key = term.cacheKey(state, horizon: vocabulary.maxTokenScalars)
+        if let info = lexCache[sharedID]?[key] { return info }
+        lexCacheMisses += 1
+        let t0 = ContinuousClock.now
+        defer { lexWalkMicros += MaskBench.micros(ContinuousClock.now - t0) }
+        let info: LexInfo
+        switch term {
+        case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
+        case .whitespace(let max): info = walkLexer(WhitespaceLexer(max: max), from: state)
+        case .string(let spec):
+            if let dfa = spec.dfa, dfa.isComplete, spec.minLength == 0, spec.maxLength == nil {
+                info = completeDFAString(spec, state: state)
+            } else if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
+                info = walkLexer(PlainStringLexer(), from: state)
+            } else {
+                info = walkLexer(StringLexerBox(spec: spec), from: state)
+            }
+        case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
+        case .scalar(let set): info = walkLexer(ScalarLexerBox(set: set), from: state)
+        }
+        if lexCacheCount > 100_000 { lexCache.removeAll(); lexCacheCount = 0 }
+        lexCache[sharedID, default: [:]][key] = info
+        lexCacheCount += 1
+        return info
+    }
+
+    /// The first token in the subtree of `node` (every leaf carries a token).
+    func firstToken(under node: Int) -> Int {
+        var n = node
+        while vocabulary.tokenStart[n + 1] == vocabulary.tokenStart[n] { n += 1 }
+        return Int(vocabulary.tokenIDs[Int(vocabulary.tokenStart[n])])
+    }
+
+    /// A string whose content DFA is complete: every token that stays inside the string is
+    /// accepted (as for a plain string); only tokens that close it need the DFA's verdict.
+    func completeDFAString(_ spec: StringSpec, state: LexState) -> LexInfo {
+        let plain = Terminal.string(StringSpec())
+        let pid: Int32
+        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
+        let base = lexInfo(plain, sharedID: pid, state: LexState(0, state.b))
+        guard var bits = base.acceptedBits, let lengths = base.lengths else { return base }
+        func accepts(_ bytes: ArraySlice<UInt8>) -> Bool {
+            var s = state
+            for b in bytes { guard let n = StringLexer.step(spec, s, b) else { return false }; s = n }
+            return true
+        }
+        for (id, _) in lengths.closers where !accepts(vocabulary.tokens[Int(id)][...]) {
+            bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
+        }
+        var exits: [Int32] = []
+        for (i, node) in base.exits.enumerated() {
+            let t = vocabulary.tokens[firstToken(under: Int(node))]
+            if accepts(t[..<Int(lengths.exitDepths[i])]) { exits.append(node) }
+        }
+        return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: nil)
+    }
+
+    /// Walks the whole trie with one terminal automaton (specialized per kind for speed).
+    func walkLexer<L: ByteLexer>(_ lexer: L, from state: LexState) -> LexInfo {
+        var bits = [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64)
+        var exits: [Int32] = []
+        var lengths: StringLengths? = L.tracksScalars ? StringLengths() : nil
+        let v = vocabulary
+        v.nodeByte.withUnsafeBufferPointer { nodeByte in
+        v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
+        v.tokenStart.withUnsafeBufferPointer { tokenStart in
+        v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
+        bits.withUnsafeMutableBufferPointer { acc in
+            var stack: [(node: Int32, state: LexState, depth: Int32)] = [(0, state, 0)]
+            while let (node, s, depth) = stack.popLast() {
+                let end = Int(subtreeEnd[Int(node)])
+                var child = Int(node) + 1
+                while child < end {
+                    let next = Int(subtreeEnd[child])
+                    if let ns = lexer.step(s, nodeByte[child]) {
+                        for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
+                            let id = Int(tokenIDs[k])
+                            acc[id >> 6] |= 1 << UInt64(id & 63)
+                            if L.tracksScalars {
+                                if lexer.isFinal(ns) { lengths!.closers.append((Int32(id), lexer.scalars(ns))) }
+                                else { lengths!.inside.append((Int32(id), lexer.scalars(ns))) }
+                            }
+                        }
+                        if next > child + 1 {
+                            if lexer.isFinal(ns) { exits.append(Int32(child)); if L.tracksScalars { lengths!.exitScalars.append(lexer.scalars(ns)); lengths!.exitDepths.append(depth + 1) } }
+                            if lexer.canContinue(ns) { stack.append((Int32(child), ns, depth + 1)) }
+                        }
+                    }
+                    child = next
+                }
+            }
+        }
+        }
+        }
+        }
+        }
+        lengths?.inside.sort { $0.scalars > $1.scalars }
+        let count = bits.reduce(0) { $0 + $1.nonzeroBitCount }
+        if count > 128 || lengths != nil { return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: lengths) }
+        var list: [Int32] = []
+        for (wi, w) in bits.enumerated() where w != 0 {
+            var x = w
+            while x != 0 { list.append(Int32(wi * 64 + x.trailingZeroBitCount)); x &= x - 1 }
+        }
+        return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits, lengths: nil)
+    }
+}
+
+/// A terminal automaton, for specialized trie walks.
+protocol ByteLexer {
+    /// Whether `scalars` is meaningful (decoded scalars so far, counting one in progress).
+    static var tracksScalars: Bool { get }
+    func scalars(_ s: LexState) -> Int32
+    func step(_ s: LexState, _ byte: UInt8) -> LexState?
+    func isFinal(_ s: LexState) -> Bool
+    func canContinue(_ s: LexState) -> Bool
+}
+
+extension ByteLexer {
+    static var tracksScalars: Bool { false }
+    func scalars(_ s: LexState) -> Int32 { 0 }
+}
+
+struct LiteralLexer: ByteLexer {
+    let bytes: [UInt8]
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
+        let i = Int(s.a)
+        return i < bytes.count && bytes[i] == byte ? LexState(s.a + 1, 0) : nil
+    }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { Int(s.a) == bytes.count }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { Int(s.a) < bytes.count }
+}
+
+/// State `a`: bytes so far, counted up to `max` (unlimited runs stay at 1, so they share one state).
+struct WhitespaceLexer: ByteLexer {
+    let max: Int
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
+        guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return nil }
+        if max == Int.max { return LexState(1, 0) }
+        return s.a < UInt64(max) ? LexState(s.a + 1, 0) : nil
+    }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.a >= 1 }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { s.a < UInt64(max) }
+}
+
+/// Strings with unconstrained content and no length bounds, recording scalar counts.
+struct PlainStringLexer: ByteLexer {
+    static let spec = StringSpec()
+    static var tracksScalars: Bool { true }
+    @inline(__always) func scalars(_ s: LexState) -> Int32 {
+        let phase = s.b & 0xFF
+        let pending: Int32 = phase == StringLexer.normal || phase == StringLexer.done ? 0 : 1
+        return Int32(truncatingIfNeeded: s.a >> 32) + pending
+    }
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(PlainStringLexer.spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
+}
+
+struct StringLexerBox: ByteLexer {
+    let spec: StringSpec
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
+}
+
+struct ScalarLexerBox: ByteLexer {
+    let set: ScalarSet
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { ScalarLexer.step(set, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { s.b == ScalarLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { s.b != ScalarLexer.done }
+}
+
+struct NumberLexerBox: ByteLexer {
+    let spec: NumberSpec
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { NumberLexer.step(spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { NumberLexer.isFinal(spec, s) }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
+}
+
+extension TokenVocabulary {
+    /// Parses the text format written by `scripts/dump_vocab.py`: one token per line,
+    /// `<id> <n|s> <hex bytes>` (`s` marks a special token).
+    public static func parseDump(_ text: String) -> TokenVocabulary? {
+        var tokens: [[UInt8]] = []
+        var special = Set<Int>()
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: false)
+            guard parts.count == 3, let id = Int(parts[0]), id == tokens.count else { return nil }
+            var bytes: [UInt8] = []
+            let hex = Array(parts[2].utf8)
+            guard hex.count % 2 == 0 else { return nil }
+            var k = 0
+            while k < hex.count {
+                guard let hi = StringLexer.hexValue(hex[k]), let lo = StringLexer.hexValue(hex[k + 1]) else { return nil }
+                bytes.append(UInt8(hi * 16 + lo)); k += 2
+            }
+            if parts[1] == "s" { special.insert(id) }
+            tokens.append(bytes)
+        }
+        return TokenVocabulary(tokens: tokens, specialTokens: special)
+    }
+}
