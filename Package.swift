@@ -79,7 +79,7 @@ let package = Package(
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -13,6 +13,7 @@ struct LeapRef: AsyncParsableCommand {
             Bench.self,
             Generate.self,
             RenderTemplate.self,
+            SchemaBench.self,
             Tokenize.self,
         ]
     )
