@@ -39,6 +39,36 @@ public struct Hyperparameters: Sendable, Equatable {
     public var layerCount: Int { layers.count }
     public var attentionLayerIndices: [Int] { layers.indices.filter { if case .attention = layers[$0] { return true }; return false } }
 
+    /// Reads the keys every decoder-only architecture shares (`<arch>.embedding_length`,
+    /// `.attention.head_count`, `.feed_forward_length`, `.context_length`,
+    /// `.attention.layer_norm_rms_epsilon`, `.rope.*`, `.vocab_size` or the token list),
+    /// with `layers` given by the architecture, which then sets its own specifics.
+    static func reading(_ m: GGUFMetadata, architecture a: String,
+                        layers: (_ blockCount: Int, _ heads: Int) throws(ModelError) -> [LayerKind]) throws(ModelError) -> Hyperparameters
+    {
+        let d = try m.modelInt("\(a).embedding_length")
+        let heads = try m.modelInt("\(a).attention.head_count")
+        let blockCount = try m.modelInt("\(a).block_count")
+        guard blockCount > 0, blockCount <= 1024 else {
+            throw .invalidHyperParameter(key: "\(a).block_count", value: String(blockCount), reason: "must be 1...1024")
+        }
+        let headDim = try m.modelOptionalInt("\(a).attention.key_length") ?? (heads > 0 ? d / heads : 0)
+        let vocab: Int
+        if let v = try m.modelOptionalInt("\(a).vocab_size") { vocab = v } else {
+            do { vocab = try m.array("tokenizer.ggml.tokens").count } catch { throw .file(error) }
+        }
+        return Hyperparameters(
+            architecture: a, embeddingLength: d, layers: try layers(blockCount, heads),
+            headCount: heads, headDim: headDim,
+            feedForwardLength: try m.modelInt("\(a).feed_forward_length"),
+            vocabularySize: vocab,
+            trainedContextLength: try m.modelInt("\(a).context_length"),
+            rmsEpsilon: try m.modelFloat("\(a).attention.layer_norm_rms_epsilon"),
+            ropeFreqBase: try m.modelOptionalFloat("\(a).rope.freq_base") ?? 10000,
+            ropeDimensions: try m.modelOptionalInt("\(a).rope.dimension_count") ?? headDim,
+            ropeStyle: .adjacentPairs, normalizesQueryKey: false, convKernelLength: 0)
+    }
+
     /// Checks the relations the forward pass relies on.
     func validate() throws(ModelError) {
         func bad(_ key: String, _ value: Int, _ reason: String) -> ModelError {

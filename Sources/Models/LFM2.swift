@@ -17,43 +17,26 @@ enum LFM2 {
     static let name = "lfm2"
 
     static func hyperparameters(_ m: GGUFMetadata) throws(ModelError) -> Hyperparameters {
-        let a = name
-        let d = try m.modelInt("\(a).embedding_length")
-        let heads = try m.modelInt("\(a).attention.head_count")
-        let blockCount = try m.modelInt("\(a).block_count")
-        guard blockCount > 0, blockCount <= 1024 else {
-            throw .invalidHyperParameter(key: "\(a).block_count", value: String(blockCount), reason: "must be 1...1024")
-        }
-        // head_count_kv is an array with one entry per layer (0 = convolution layer), or a
-        // single number for all layers.
-        var kvPerLayer: [Int]
-        let kvKey = "\(a).attention.head_count_kv"
-        guard let kvValue = m[kvKey] else { throw .file(.missingKey(kvKey)) }
-        if case .array = kvValue {
-            do { kvPerLayer = try m.intArray(kvKey) } catch { throw .file(error) }
-            guard kvPerLayer.count == blockCount else {
-                throw .invalidHyperParameter(key: kvKey, value: "\(kvPerLayer.count) entries", reason: "needs one per layer (\(blockCount))")
+        var hp = try Hyperparameters.reading(m, architecture: name) { (blocks, _) throws(ModelError) in
+            // head_count_kv is an array with one entry per layer (0 = convolution layer), or
+            // a single number for all layers.
+            let kvKey = "\(name).attention.head_count_kv"
+            guard let kvValue = m[kvKey] else { throw .file(.missingKey(kvKey)) }
+            var kvPerLayer: [Int]
+            if case .array = kvValue {
+                do throws(GGUFError) { kvPerLayer = try m.intArray(kvKey) } catch { throw .file(error) }
+                guard kvPerLayer.count == blocks else {
+                    throw .invalidHyperParameter(key: kvKey, value: "\(kvPerLayer.count) entries", reason: "needs one per layer (\(blocks))")
+                }
+            } else {
+                kvPerLayer = [Int](repeating: try m.modelInt(kvKey), count: blocks)
             }
-        } else {
-            kvPerLayer = [Int](repeating: try m.modelInt(kvKey), count: blockCount)
+            return kvPerLayer.map { $0 == 0 ? .shortConv : .attention(kvHeads: $0) }
         }
-        let headDim = heads > 0 ? d / heads : 0
-        let vocab: Int
-        if let v = try m.modelOptionalInt("\(a).vocab_size") { vocab = v } else {
-            do { vocab = try m.array("tokenizer.ggml.tokens").count } catch { throw .file(error) }
-        }
-        return Hyperparameters(
-            architecture: a, embeddingLength: d,
-            layers: kvPerLayer.map { $0 == 0 ? .shortConv : .attention(kvHeads: $0) },
-            headCount: heads, headDim: headDim,
-            feedForwardLength: try m.modelInt("\(a).feed_forward_length"),
-            vocabularySize: vocab,
-            trainedContextLength: try m.modelInt("\(a).context_length"),
-            rmsEpsilon: try m.modelFloat("\(a).attention.layer_norm_rms_epsilon"),
-            ropeFreqBase: try m.modelOptionalFloat("\(a).rope.freq_base") ?? 10000,
-            ropeDimensions: try m.modelOptionalInt("\(a).rope.dimension_count") ?? headDim,
-            ropeStyle: .neox, normalizesQueryKey: true,
-            convKernelLength: try m.modelInt("\(a).shortconv.l_cache"))
+        hp.ropeStyle = .neox
+        hp.normalizesQueryKey = true
+        hp.convKernelLength = try m.modelInt("\(name).shortconv.l_cache")
+        return hp
     }
 
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {

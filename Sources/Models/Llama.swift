@@ -13,27 +13,10 @@ enum Llama {
     static let name = "llama"
 
     static func hyperparameters(_ m: GGUFMetadata) throws(ModelError) -> Hyperparameters {
-        let a = name
-        let d = try m.modelInt("\(a).embedding_length")
-        let heads = try m.modelInt("\(a).attention.head_count")
-        let layers = try m.modelInt("\(a).block_count")
-        let kv = try m.modelOptionalInt("\(a).attention.head_count_kv") ?? heads
-        let headDim = try m.modelOptionalInt("\(a).attention.key_length") ?? (heads > 0 ? d / heads : 0)
-        let vocab: Int
-        if let v = try m.modelOptionalInt("\(a).vocab_size") { vocab = v } else {
-            do { vocab = try m.array("tokenizer.ggml.tokens").count } catch { throw .file(error) }
+        try Hyperparameters.reading(m, architecture: name) { (blocks, heads) throws(ModelError) in
+            let kv = try m.modelOptionalInt("\(name).attention.head_count_kv") ?? heads
+            return [LayerKind](repeating: .attention(kvHeads: kv), count: blocks)
         }
-        return Hyperparameters(
-            architecture: a, embeddingLength: d,
-            layers: [LayerKind](repeating: .attention(kvHeads: kv), count: max(0, min(layers, 1025))),
-            headCount: heads, headDim: headDim,
-            feedForwardLength: try m.modelInt("\(a).feed_forward_length"),
-            vocabularySize: vocab,
-            trainedContextLength: try m.modelInt("\(a).context_length"),
-            rmsEpsilon: try m.modelFloat("\(a).attention.layer_norm_rms_epsilon"),
-            ropeFreqBase: try m.modelOptionalFloat("\(a).rope.freq_base") ?? 10000,
-            ropeDimensions: try m.modelOptionalInt("\(a).rope.dimension_count") ?? headDim,
-            ropeStyle: .adjacentPairs, normalizesQueryKey: false, convKernelLength: 0)
     }
 
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
