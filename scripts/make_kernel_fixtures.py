@@ -33,9 +33,8 @@ from gguf import quants
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "Tests", "KernelsTests", "Fixtures")
-SAMPLE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "shared", "fixtures", "models", "kquants-sample.gguf")
-if not os.path.exists(SAMPLE):
-    SAMPLE = "/work/shared/fixtures/models/kquants-sample.gguf"
+# The committed copy of the K-quant sample (Tests/Fixtures/models), or a path given.
+SAMPLE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "Tests", "Fixtures", "models", "kquants-sample.gguf")
 
 manifest = []
 
