@@ -38,15 +38,18 @@ extension WeightMatrix {
 
     /// `Y = X W^T` for `count` activation vectors at once (prompt processing): `x` holds
     /// `count x cols` floats row-major, `y` receives `count x rows`. The weights are
-    /// dequantized ``matmulTileRows`` rows at a time into `scratch` (at least
-    /// ``matmulScratchCount`` floats; allocated per call when nil), split over `pool`, and
-    /// multiplied with OpenBLAS's sgemm (which uses its own threads). F32 weights are used
-    /// in place.
+    /// dequantized into `scratch` as many rows at a time as `scratchCount` floats hold
+    /// (default ``matmulScratchCount``, i.e. ``matmulTileRows`` rows; allocated per call when
+    /// `scratch` is nil), split over `pool`, and multiplied with OpenBLAS's sgemm (which
+    /// uses its own threads). A scratch that holds the whole matrix makes it one sgemm
+    /// call, so OpenBLAS packs the activations once. F32 weights are used in place.
     public func matmul(_ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,
-                       scratch: UnsafeMutablePointer<Float>? = nil, pool: ThreadPool? = nil) {
+                       scratch: UnsafeMutablePointer<Float>? = nil, scratchCount: Int? = nil,
+                       pool: ThreadPool? = nil) {
         precondition(count >= 0)
         if count == 0 || rows == 0 { return }
         if type == .f32 && (Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0) {
+            pool?.sleepWorkers()
             BLAS.sgemm(transB: true, m: count, n: rows, k: cols,
                        a: x, lda: cols, b: data.assumingMemoryBound(to: Float.self), ldb: cols,
                        c: y, ldc: rows)
@@ -55,13 +58,15 @@ extension WeightMatrix {
         let owned: UnsafeMutablePointer<Float>? = scratch == nil ? .allocate(capacity: matmulScratchCount) : nil
         defer { owned?.deallocate() }
         let tile = scratch ?? owned!
+        let tileRows = scratch == nil ? Self.matmulTileRows
+            : Swift.max(1, Swift.min(rows, (scratchCount ?? matmulScratchCount) / Swift.max(1, cols)))
         var r0 = 0
         while r0 < rows {
-            let r1 = Swift.min(rows, r0 + Self.matmulTileRows)
+            let r1 = Swift.min(rows, r0 + tileRows)
             let n = r1 - r0
             if let pool, pool.threads > 1 {
                 let start = r0, columns = cols
-                pool.parallelFor(count: n, minChunk: 8) { range in
+                pool.parallelFor(count: n, minChunk: 16) { range in
                     self.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound),
                                     into: tile + range.lowerBound * columns)
                 }

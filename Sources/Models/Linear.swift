@@ -39,30 +39,12 @@ public struct Linear: Sendable {
     }
 
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
-    /// row-major): the prefill path. The weights are dequantized into `tile` (on the pool's
-    /// threads), as many rows as it holds at a time — the whole matrix when it fits, so
-    /// that OpenBLAS packs the activations once — and multiplied with `sgemm`.
+    /// row-major): the prefill path, OpenBLAS `sgemm` over the weights dequantized into
+    /// `tile` (the whole matrix when it fits in `tileCapacity` floats: one sgemm call).
     func apply(batch x: UnsafePointer<Float>, count n: Int, _ y: UnsafeMutablePointer<Float>,
                tile: UnsafeMutablePointer<Float>, tileCapacity: Int, pool: ThreadPool)
     {
-        let m = matrix
-        if m.type == .f32 {
-            pool.sleepWorkers()
-            m.matmul(x, count: n, into: y, scratch: tile, pool: pool)
-            return
-        }
-        let tileRows = max(1, min(m.rows, tileCapacity / max(1, m.cols)))
-        var r0 = 0
-        while r0 < m.rows {
-            let r1 = min(m.rows, r0 + tileRows)
-            let start = r0, cols = m.cols
-            pool.parallelFor(count: r1 - r0, minChunk: 16) { range in
-                m.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound), into: tile + range.lowerBound * cols)
-            }
-            pool.sleepWorkers()  // OpenBLAS brings its own threads: leave them the cores
-            BLAS.sgemm(transB: true, m: n, n: r1 - r0, k: cols, a: x, lda: cols, b: tile, ldb: cols, c: y + r0, ldc: m.rows)
-            r0 = r1
-        }
+        matrix.matmul(x, count: n, into: y, scratch: tile, scratchCount: tileCapacity, pool: pool)
     }
 
     /// Floats of tile that hold the whole matrix.
