@@ -44,6 +44,29 @@ protocol QuantizableBlockFormat: BlockFormat {
     static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int)
 }
 
+/// A quantized format whose dot product multiplies its integer values with the 8-bit
+/// activations: with an AVX2 vector kernel (`dotVector`) where the build has one, with the
+/// scalar `dotPortable` (PortableDots.swift) otherwise. `dot` and `hasDotVector` follow
+/// from that, here, once for every such format.
+protocol IntegerDotFormat: BlockFormat {
+    /// The portable dot product: scalar loops with integer accumulation per block.
+    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float
+}
+
+extension IntegerDotFormat {
+    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        #if LEAP_X86_AVX2
+        return hsum(dotVector(x, a, nb: nb))
+        #else
+        return dotPortable(x, a, nb: nb)
+        #endif
+    }
+
+    #if LEAP_X86_AVX2
+    static var hasDotVector: Bool { true }
+    #endif
+}
+
 extension BlockFormat {
     static var blockSize: Int { type.blockSize }
     static var typeSize: Int { type.typeSize }

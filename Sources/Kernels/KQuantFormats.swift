@@ -34,7 +34,7 @@ func scaleMinK4(_ j: Int, _ q: UnsafeRawPointer) -> (sc: UInt8, m: UInt8) {
 
 // MARK: - Q4_K
 
-enum Q4_K: BlockFormat {
+enum Q4_K: IntegerDotFormat {
     static var type: GGMLType { .q4_K }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -101,17 +101,7 @@ enum Q4_K: BlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -147,7 +137,7 @@ enum Q4_K: BlockFormat {
 
 // MARK: - Q5_K
 
-enum Q5_K: BlockFormat {
+enum Q5_K: IntegerDotFormat {
     static var type: GGMLType { .q5_K }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -229,17 +219,7 @@ enum Q5_K: BlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -278,7 +258,7 @@ enum Q5_K: BlockFormat {
 
 // MARK: - Q6_K
 
-enum Q6_K: BlockFormat {
+enum Q6_K: IntegerDotFormat {
     static var type: GGMLType { .q6_K }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -351,17 +331,7 @@ enum Q6_K: BlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()

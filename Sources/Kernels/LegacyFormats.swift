@@ -32,7 +32,7 @@ func truncatedLevel(_ v: Float, max maxValue: UInt8) -> UInt8 {
 
 // MARK: - Q8_0
 
-enum Q8_0: QuantizableBlockFormat {
+enum Q8_0: QuantizableBlockFormat, IntegerDotFormat {
     static var type: GGMLType { .q8_0 }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -87,17 +87,7 @@ enum Q8_0: QuantizableBlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -133,7 +123,7 @@ enum Q8_0: QuantizableBlockFormat {
 
 // MARK: - Q4_0
 
-enum Q4_0: QuantizableBlockFormat {
+enum Q4_0: QuantizableBlockFormat, IntegerDotFormat {
     static var type: GGMLType { .q4_0 }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -198,17 +188,7 @@ enum Q4_0: QuantizableBlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -240,7 +220,7 @@ enum Q4_0: QuantizableBlockFormat {
 
 // MARK: - Q4_1
 
-enum Q4_1: QuantizableBlockFormat {
+enum Q4_1: QuantizableBlockFormat, IntegerDotFormat {
     static var type: GGMLType { .q4_1 }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -306,17 +286,7 @@ enum Q4_1: QuantizableBlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -346,7 +316,7 @@ enum Q4_1: QuantizableBlockFormat {
 
 // MARK: - Q5_0
 
-enum Q5_0: QuantizableBlockFormat {
+enum Q5_0: QuantizableBlockFormat, IntegerDotFormat {
     static var type: GGMLType { .q5_0 }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -422,17 +392,7 @@ enum Q5_0: QuantizableBlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
@@ -466,7 +426,7 @@ enum Q5_0: QuantizableBlockFormat {
 
 // MARK: - Q5_1
 
-enum Q5_1: QuantizableBlockFormat {
+enum Q5_1: QuantizableBlockFormat, IntegerDotFormat {
     static var type: GGMLType { .q5_1 }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
@@ -545,17 +505,7 @@ enum Q5_1: QuantizableBlockFormat {
         return sumf
     }
 
-    static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        #if LEAP_X86_AVX2
-        return hsum(dotVector(x, a, nb: nb))
-        #else
-        return dotPortable(x, a, nb: nb)
-        #endif
-    }
-
     #if LEAP_X86_AVX2
-    static var hasDotVector: Bool { true }
-
     /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
     static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
         var acc = _mm256_setzero_ps()
