@@ -45,7 +45,10 @@ public struct Sampler: Sendable {
     public let parameters: SamplingParameters
     private var rng: SplitMix64
     private var candidates: [Candidate] = []
+    private var probs: [Float] = []
     private var recent: [Int] = []
+    /// `penalized[id]` is true while `id` is in the penalty window (sized on first use).
+    private var penalized: [Bool] = []
 
     struct Candidate: Sendable {
         var id: Int
@@ -78,11 +81,13 @@ public struct Sampler: Sendable {
         guard !candidates.isEmpty else { return nil }
 
         if p.repetitionPenalty != 1, !recent.isEmpty {
-            let seen = Set(recent)
-            for i in candidates.indices where seen.contains(candidates[i].id) {
+            if penalized.count < logits.count { penalized = [Bool](repeating: false, count: logits.count) }
+            for id in recent where id >= 0 && id < penalized.count { penalized[id] = true }
+            for i in candidates.indices where penalized[candidates[i].id] {
                 let l = candidates[i].logit
                 candidates[i].logit = l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty
             }
+            for id in recent where id >= 0 && id < penalized.count { penalized[id] = false }
         }
 
         if p.temperature <= 0 {
@@ -98,7 +103,8 @@ public struct Sampler: Sendable {
 
         // Probabilities of the remaining candidates.
         let maxLogit = candidates[0].logit
-        var probs = candidates.map { expf($0.logit - maxLogit) }
+        probs.removeAll(keepingCapacity: true)
+        for c in candidates { probs.append(expf(c.logit - maxLogit)) }
         var total = probs.reduce(0, +)
 
         if p.topP < 1 {
