@@ -37,7 +37,6 @@ public struct Hyperparameters: Sendable, Equatable {
     public var convKernelLength: Int
 
     public var layerCount: Int { layers.count }
-    public var attentionLayerIndices: [Int] { layers.indices.filter { if case .attention = layers[$0] { return true }; return false } }
 
     /// Reads the keys every decoder-only architecture shares (`<arch>.embedding_length`,
     /// `.attention.head_count`, `.feed_forward_length`, `.context_length`,

@@ -102,6 +102,10 @@ public final class InferenceSession: @unchecked Sendable {
     /// next evaluation.
     public var logits: UnsafeBufferPointer<Float> { UnsafeBufferPointer(start: lastLogits, count: hp.vocabularySize) }
 
+    /// Bytes held by the attention and convolution caches (their capacity; pages are
+    /// touched only as positions fill).
+    public var cacheByteCount: Int { kv.byteCount + conv.byteCount }
+
     /// Forgets every token (an empty sequence).
     public func reset() { position = 0 }
 

@@ -54,6 +54,16 @@ import Testing
         for (a, b) in zip(resumed, reference[8...]) { #expect(Self.relativeError(a, b) < 1e-4) }
     }
 
+    @Test func cacheSizesFollowTheLayersAndTheCacheType() throws {
+        let model = try TransformerModel(path: TestFixtures.path("models/lfm2-tiny.gguf"))
+        // lfm2-tiny: 2 attention layers x 2 KV heads x 32 dims, K and V; 4 conv layers x 128.
+        let f32 = InferenceSession(model: model, contextLength: 100)
+        let f16 = InferenceSession(model: model, contextLength: 100, kvCacheType: .f16)
+        let conv = 4 * 100 * 128 * 4
+        #expect(f32.cacheByteCount == 2 * 2 * 2 * 32 * 100 * 4 + conv)
+        #expect(f16.cacheByteCount == 2 * 2 * 2 * 32 * 100 * 2 + conv)
+    }
+
     @Test func badInputIsATypedError() throws {
         let model = try TransformerModel(path: TestFixtures.path("models/lfm2-tiny.gguf"))
         let s = InferenceSession(model: model, contextLength: 8)
