@@ -58,6 +58,7 @@ let package = Package(
         .library(name: "Models", targets: ["Models"]),
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
+        .library(name: "LeapSDK", targets: ["LeapSDK"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -76,6 +77,10 @@ let package = Package(
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
+        .target(
+            name: "LeapSDK",
+            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
+        ),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
@@ -104,6 +109,7 @@ let package = Package(
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]
