@@ -84,7 +84,7 @@ let package = Package(
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDK",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -6,7 +6,7 @@ struct LeapRef: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "leap-ref",
         abstract: "A pure-Swift LLM inference engine for GGUF models (LFM2, Llama).",
-        subcommands: [
+        subcommands: [Chat.self, 
             Inspect.self,
             Logits.self,
             Quantize.self,

@@ -1,0 +1,242 @@
+import Dispatch
+import Foundation
+import GGUF
+import Grammar
+import Kernels
+import LeapJSON
+import Models
+import Sampling
+import Tokenizers
+
+/// A thread-safe flag that a generation polls once per token.
+final class CancellationFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    var isCancelled: Bool { lock.withLock { value } }
+    func cancel() { lock.withLock { value = true } }
+}
+
+/// What one generation is asked to do.
+struct GenerationRequest: Sendable {
+    /// The whole conversation, including the message being answered.
+    var messages: [ChatMessage]
+    var functions: [LeapFunction]
+    var options: GenerationOptions
+}
+
+/// How one generation ended.
+struct GenerationOutcome: Sendable {
+    var message: ChatMessage
+    var finishReason: GenerationFinishReason
+    var stats: GenerationStats
+    /// Stopped by `stop()` or by cancelling the consuming task.
+    var cancelled: Bool
+}
+
+/// One loaded model and the state of its single sequence: the prompt cache.
+///
+/// All work runs on `queue`, one generation at a time, so the model's buffers and caches
+/// are never shared between threads. `cachedTokens` are the tokens whose keys, values and
+/// convolution state are in `session`; a new prompt reuses the longest common prefix.
+final class InferenceEngine: @unchecked Sendable {
+    let model: TransformerModel
+    let tokenizer: Tokenizer
+    let prompts: PromptBuilder
+    let contextSize: Int
+    /// Sampling defaults: the GGUF's `general.sampling.*` values where present.
+    let defaults: SamplingParameters
+    /// Serial queue on which every generation runs.
+    let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
+
+    // State below is touched only on `queue`.
+    private var session: InferenceSession?
+    private(set) var cachedTokens: [Int] = []
+    private var maskComputers: [[Int]: TokenMaskComputer] = [:]
+    private var compiledSchemas: [String: Grammar] = [:]
+
+    init(path: String, options: LiquidInferenceEngineOptions) throws(LeapError) {
+        let threads = max(1, options.cpuThreads ?? ThreadPool.defaultThreads)
+        BLAS.setThreads(threads)
+        do {
+            model = try TransformerModel(path: path, threads: threads)
+        } catch {
+            throw .modelLoadingFailure("\(path): \(error)")
+        }
+        do {
+            tokenizer = try Tokenizer(gguf: model.file)
+        } catch {
+            throw .modelLoadingFailure("\(path): the tokenizer cannot be read: \(error)")
+        }
+        let metadata = model.file.metadata
+        prompts = try PromptBuilder(tokenizer: tokenizer,
+                                    templateSource: try? metadata.string("tokenizer.chat_template"))
+        let trained = model.hyperparameters.trainedContextLength
+        contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
+        defaults = InferenceEngine.samplingDefaults(metadata)
+        session = InferenceSession(model: model, contextLength: contextSize,
+                                   kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32)
+    }
+
+    /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
+    static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters {
+        var p = SamplingParameters(temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1.0)
+        if let v = try? m.float("general.sampling.temp") { p.temperature = v }
+        if let v = try? m.int("general.sampling.top_k") { p.topK = v }
+        if let v = try? m.float("general.sampling.top_p") { p.topP = v }
+        if let v = try? m.float("general.sampling.min_p") { p.minP = v }
+        if let v = try? m.float("general.sampling.penalty_repeat") { p.repetitionPenalty = v }
+        return p
+    }
+
+    /// Frees the caches; later generations fail with `LeapError.modelUnloaded`. Call on `queue`.
+    func releaseState() {
+        session = nil
+        cachedTokens = []
+        maskComputers = [:]
+        compiledSchemas = [:]
+    }
+
+    /// The prompt tokens of a conversation (what `generate` would process).
+    func promptTokens(messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions) throws(LeapError) -> [Int] {
+        let text = try prompts.render(messages: messages, functions: functions,
+                                      callFormat: options.functionCallParser ?? LFMFunctionCallParser(),
+                                      enableThinking: options.enableThinking)
+        return prompts.tokenize(text)
+    }
+
+    // MARK: Generation
+
+    /// Runs one generation. Call on `queue`. `emit` receives chunks, reasoning and calls;
+    /// the caller emits `.complete` from the outcome.
+    func generate(_ request: GenerationRequest, cancel: CancellationFlag,
+                  emit: (MessageResponse) -> Void) throws(LeapError) -> GenerationOutcome
+    {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let session else { throw .modelUnloaded }
+        let options = request.options
+        let tokens = try promptTokens(messages: request.messages, functions: request.functions, options: options)
+        let limit = min(options.sequenceLength ?? contextSize, contextSize)
+        guard tokens.count < limit else { throw .promptExceedContextLengthFailure(tokens: tokens.count, limit: limit) }
+        if let max = options.maxOutputTokens, max < 0 {
+            throw .generationFailure("maxOutputTokens is \(max); pass a positive number or nil")
+        }
+
+        // Constraint, compiled before any state changes so that a bad schema leaves the cache as it was.
+        var constraint: (matcher: GrammarMatcher, masks: TokenMaskComputer)?
+        if let schema = options.jsonSchemaConstraint {
+            constraint = (GrammarMatcher(grammar: try compiledSchema(schema)), maskComputer(literalSpecials: []))
+        }
+
+        // Prompt cache: keep the longest common prefix, evaluate the rest (at least one token,
+        // so that there are logits to sample from).
+        var reused = 0
+        if options.cacheControl != .noCache {
+            while reused < min(cachedTokens.count, tokens.count), cachedTokens[reused] == tokens[reused] { reused += 1 }
+            if reused == tokens.count { reused -= 1 }
+        }
+        session.truncate(to: reused)
+        cachedTokens.removeSubrange(reused...)
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            try session.evaluate(Array(tokens[reused...]))
+        } catch {
+            session.truncate(to: 0)
+            cachedTokens = []
+            throw .generationFailure("the model failed on the prompt: \(error)")
+        }
+        cachedTokens = tokens
+        let promptDone = DispatchTime.now().uptimeNanoseconds
+
+        var parameters = defaults
+        if let v = options.temperature { parameters.temperature = v }
+        if let v = options.topK { parameters.topK = v }
+        if let v = options.topP { parameters.topP = v }
+        if let v = options.minP { parameters.minP = v }
+        if let v = options.repetitionPenalty { parameters.repetitionPenalty = v }
+        parameters.seed = options.rngSeed ?? UInt64.random(in: 0...UInt64.max)
+        var sampler = Sampler(parameters)
+
+        var output = OutputAssembler(parser: options.functionCallParser)
+        var detokenizer = StreamingDetokenizer(tokenizer: tokenizer, renderSpecial: true)
+        var generated = 0
+        var finish = GenerationFinishReason.stop
+        var cancelled = false
+        while true {
+            if cancel.isCancelled { cancelled = true; break }
+            if let c = constraint, !c.matcher.canContinue { break }  // the document is complete
+            if let max = options.maxOutputTokens, generated >= max { break }
+            let next: Int
+            if let c = constraint {
+                let mask = c.masks.mask(for: c.matcher)
+                guard mask.allowedCount > 0 else {
+                    throw .generationFailure("the JSON Schema constraint allows no token here (output so far: \(output.text.debugDescription))")
+                }
+                guard let id = sampler.sample(session.logits, allowed: { mask[$0] }) else { break }
+                next = id
+            } else {
+                guard let id = sampler.sample(session.logits) else { break }
+                next = id
+            }
+            if tokenizer.isEndOfGeneration(TokenID(next)) { break }
+            if let c = constraint, !c.matcher.accept(bytes: c.masks.vocabulary.tokens[next]) {
+                throw .generationFailure("internal error: the constraint rejected a token its mask allowed")
+            }
+            sampler.accept(next)
+            generated += 1
+            for response in output.feed(detokenizer.append(TokenID(next))) { emit(response) }
+            if let max = options.maxOutputTokens, generated >= max { break }
+            guard session.position < limit else { finish = .exceedContext; break }
+            if cancel.isCancelled { cancelled = true; break }
+            do {
+                try session.evaluate([next])
+            } catch {
+                throw .generationFailure("the model failed while generating: \(error)")
+            }
+            cachedTokens.append(next)
+        }
+        for response in output.feed(detokenizer.finish()) { emit(response) }
+        for response in output.finish() { emit(response) }
+        let end = DispatchTime.now().uptimeNanoseconds
+
+        let decodeSeconds = Double(end - promptDone) / 1e9
+        let promptSeconds = Double(promptDone - start) / 1e9
+        let stats = GenerationStats(
+            promptTokens: UInt64(tokens.count), completionTokens: UInt64(generated),
+            totalTokens: UInt64(tokens.count + generated),
+            tokenPerSecond: decodeSeconds > 0 ? Float(Double(generated) / decodeSeconds) : 0,
+            cachedPromptTokens: UInt64(reused),
+            promptTokenPerSecond: promptSeconds > 0 ? Float(Double(tokens.count - reused) / promptSeconds) : 0)
+        return GenerationOutcome(message: output.message, finishReason: finish, stats: stats, cancelled: cancelled)
+    }
+
+    // MARK: Constraints
+
+    /// The grammar of a JSON Schema, compiled once per schema text.
+    private func compiledSchema(_ schema: String) throws(LeapError) -> Grammar {
+        if let g = compiledSchemas[schema] { return g }
+        do {
+            let g = try JSONSchemaCompiler.compile(schema)
+            compiledSchemas[schema] = g
+            return g
+        } catch {
+            throw .generationFailure("jsonSchemaConstraint cannot be used: \(error)")
+        }
+    }
+
+    /// A mask computer over the vocabulary in which the end-of-generation tokens are the
+    /// special tokens (allowed where the grammar may end), `literalSpecials` (control
+    /// tokens such as `<|tool_call_end|>`) match their text, and other control tokens are
+    /// never allowed.
+    func maskComputer(literalSpecials: [Int]) -> TokenMaskComputer {
+        if let c = maskComputers[literalSpecials] { return c }
+        var bytes = tokenizer.allTokenBytes(renderSpecial: false)
+        for id in literalSpecials where id >= 0 && id < bytes.count {
+            bytes[id] = tokenizer.tokenBytes(TokenID(id), renderSpecial: true)
+        }
+        let vocabulary = TokenVocabulary(tokens: bytes, specialTokens: Set(tokenizer.endOfGenerationIDs.map(Int.init)))
+        let computer = TokenMaskComputer(vocabulary: vocabulary)
+        maskComputers[literalSpecials] = computer
+        return computer
+    }
+}

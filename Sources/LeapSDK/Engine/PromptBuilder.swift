@@ -1,0 +1,86 @@
+import ChatTemplates
+import LeapJSON
+import Tokenizers
+
+/// Renders a conversation into prompt text with the model's own chat template, and
+/// tokenizes it.
+struct PromptBuilder: Sendable {
+    let tokenizer: Tokenizer
+    let template: ChatTemplate
+    /// Whether the template reads the `tools` variable; if not, tool definitions are put
+    /// into the system message in LFM2's format.
+    let templateReadsTools: Bool
+
+    /// ChatML, used when the GGUF carries no template.
+    static let fallbackTemplateSource = """
+        {% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}
+        """
+
+    init(tokenizer: Tokenizer, templateSource: String?) throws(LeapError) {
+        self.tokenizer = tokenizer
+        let source = templateSource ?? PromptBuilder.fallbackTemplateSource
+        do {
+            template = try ChatTemplate(source: source)
+        } catch {
+            throw .modelLoadingFailure("the model's chat template does not parse (\(error)); fix tokenizer.chat_template in the GGUF")
+        }
+        templateReadsTools = source.contains("tools")
+    }
+
+    /// The prompt text for `messages` followed by the assistant's generation prompt.
+    func render(messages: [ChatMessage], functions: [LeapFunction], callFormat: LeapFunctionCallParserProtocol,
+                enableThinking: Bool?) throws(LeapError) -> String
+    {
+        var rendered: [JSONValue] = []
+        var toolsInSystem: String?
+        let tools = functions.map(\.toolJSON)
+        if !tools.isEmpty, !templateReadsTools {
+            toolsInSystem = "List of tools: <|tool_list_start|>["
+                + tools.map { $0.serialized(.python) }.joined(separator: ", ") + "]<|tool_list_end|>\n"
+                + "To call tools, reply with \(callFormat.formatCalls([LeapFunctionCall(name: "tool_name", arguments: ["argument": "value"])]))."
+        }
+        for (index, message) in messages.enumerated() {
+            var text = ""
+            for part in message.content {
+                switch part {
+                case .text(let t): text += t
+                case .image:
+                    throw .unsupportedContent("this model has no vision encoder, so it cannot read image content; send text only, or load a vision model with its mmproj file")
+                case .audio:
+                    throw .unsupportedContent("this model has no audio encoder, so it cannot hear audio content; send text only, or load an audio-capable model")
+                }
+            }
+            if message.role == .assistant, let calls = message.functionCalls, !calls.isEmpty {
+                text = callFormat.formatCalls(calls) + text
+            }
+            if index == 0, message.role == .system, let extra = toolsInSystem {
+                text += "\n" + extra
+                toolsInSystem = nil
+            }
+            rendered.append(["role": .string(message.role.rawValue), "content": .string(text)])
+        }
+        if let extra = toolsInSystem {
+            rendered.insert(["role": "system", "content": .string(extra)], at: 0)
+        }
+        var extras: [String: JSONValue] = [:]
+        if let enableThinking { extras["enable_thinking"] = .bool(enableThinking) }
+        do {
+            return try template.render(
+                messages: rendered, tools: tools.isEmpty || !templateReadsTools ? nil : tools,
+                addGenerationPrompt: true,
+                bosToken: tokenizer.bosID.map { tokenizer.tokenText($0) },
+                eosToken: tokenizer.eosID.map { tokenizer.tokenText($0) },
+                extraVariables: extras)
+        } catch {
+            throw .generationFailure("the model's chat template failed on this conversation: \(error)")
+        }
+    }
+
+    /// Token ids of rendered prompt text: special tokens parsed; BOS added only when the
+    /// tokenizer asks for it and the template did not already write it.
+    func tokenize(_ text: String) -> [Int] {
+        var ids = tokenizer.encode(text, addSpecial: false, parseSpecial: true).map(Int.init)
+        if tokenizer.addBOS, let bos = tokenizer.bosID, ids.first != Int(bos) { ids.insert(Int(bos), at: 0) }
+        return ids
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+/// Options for loading a model with `Leap.load`.
+public struct LiquidInferenceEngineOptions: Sendable {
+    /// Precision of the attention key/value cache.
+    public enum KVCacheType: Sendable, Equatable {
+        case f32
+        /// Half the memory, within F16 rounding of F32 (see docs/numerics.md).
+        case f16
+    }
+
+    /// Threads for the matrix kernels (default: all cores).
+    public var cpuThreads: Int?
+    /// Context window in tokens (default: the model's trained context, capped at 4096).
+    /// `GenerationOptions.sequenceLength` can lower it per request, not raise it.
+    public var contextSize: Int?
+    /// Precision of the key/value cache (default `.f32`).
+    public var kvCacheType: KVCacheType
+
+    public init(cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32) {
+        self.cpuThreads = cpuThreads
+        self.contextSize = contextSize
+        self.kvCacheType = kvCacheType
+    }
+}
+
+/// Entry point: loads GGUF models into `ModelRunner`s.
+public enum Leap {
+    /// Loads a local GGUF model file.
+    ///
+    /// - Parameters:
+    ///   - url: a `file://` URL of a `.gguf` file.
+    ///   - options: threads, context size and cache precision.
+    ///   - progress: called with the fraction loaded (0...1) while the weights are read
+    ///     into memory; the file is memory-mapped and every page is touched once, so the
+    ///     first generation does not stall on disk reads.
+    /// - Throws: `LeapError.modelLoadingFailure` saying what is wrong with the file.
+    public static func load(url: URL, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
+                            progress: (@Sendable (Double) -> Void)? = nil) async throws -> ModelRunner
+    {
+        guard url.isFileURL else {
+            throw LeapError.modelLoadingFailure("\(url) is not a local file; download the .gguf first and pass its file URL")
+        }
+        return try await load(path: url.path, options: options, progress: progress)
+    }
+
+    /// Loads a local GGUF model file given by its path (see `load(url:options:progress:)`).
+    public static func load(path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
+                            progress: (@Sendable (Double) -> Void)? = nil) async throws -> ModelRunner
+    {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw LeapError.modelLoadingFailure("no model file at \(path); check the path (scripts/setup.sh fetches the default model)")
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                do {
+                    progress?(0)
+                    let engine = try InferenceEngine(path: path, options: options)
+                    engine.model.file.touchPages { progress?($0) }
+                    progress?(1)
+                    continuation.resume(returning: LiquidInferenceEngineRunner(engine: engine, path: path))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+import GGUF
+
+extension GGUFFile {
+    /// Reads one byte of every 4 KiB page of the mapped file, reporting the fraction done,
+    /// so that the weights are in memory before the first token.
+    func touchPages(_ progress: (Double) -> Void) {
+        let bytes = self.bytes
+        guard bytes.count > 0 else { return }
+        let page = 4096
+        let step = max(page, (bytes.count / 100 + page - 1) / page * page)  // about 100 reports
+        var sum: UInt8 = 0
+        var chunkStart = 0
+        while chunkStart < bytes.count {
+            let chunkEnd = min(bytes.count, chunkStart + step)
+            var i = chunkStart
+            while i < chunkEnd { sum &+= bytes[i]; i += page }
+            chunkStart = chunkEnd
+            progress(Double(chunkStart) / Double(bytes.count))
+        }
+        keepAlive(sum)
+    }
+}
+
+/// Consumes a value so that the page reads producing it are not optimized away.
+@_optimize(none) @inline(never) private func keepAlive(_ value: UInt8) {}

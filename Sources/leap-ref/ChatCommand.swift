@@ -1,0 +1,178 @@
+import ArgumentParser
+import Foundation
+import LeapSDK
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `leap-ref chat`: an interactive (or scripted) chat through the LeapSDK API.
+struct Chat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Chat with a model, using its chat template and the prompt cache.",
+        discussion: """
+            Interactive on a terminal: type a message, the reply streams, tokens/s follow. Commands: \
+            /reset (start over), /save FILE (the conversation as OpenAI-style JSON), /load FILE, /quit.
+            When stdin is not a terminal, each line is one user message (commands work too); after each \
+            reply one JSON line of that reply's GenerationStats goes to stderr.
+            """
+    )
+
+    @Option(help: "The GGUF model (default: the model installed by scripts/setup.sh).")
+    var model: String?
+
+    @Option(help: "A system prompt.")
+    var system: String?
+
+    @Option(help: "Sampling temperature (default: the model's, else 0.8; 0 = greedy).")
+    var temp: Float?
+
+    @Option(help: "Random seed (the same seed gives the same replies).")
+    var seed: UInt64?
+
+    @Option(name: .customLong("max-tokens"), help: "Most tokens per reply.")
+    var maxTokens: Int = 512
+
+    @Option(name: .customLong("ctx"), help: "Context window in tokens (default: the model's, capped at 4096).")
+    var contextSize: Int?
+
+    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    var threads: Int?
+
+    func run() async throws {
+        try await runReportingErrors {
+            let path = try ModelCache.resolve(model)
+            let runner: ModelRunner
+            do {
+                runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize))
+            } catch let error as LeapError {
+                throw CLIError(error.description)
+            }
+            let interactive = isatty(STDIN_FILENO) != 0
+            var session = ChatSession(runner: runner, system: system, interactive: interactive,
+                                      options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
+            if interactive {
+                print("leap-ref chat with \(runner.modelId). /reset, /save FILE, /load FILE, /quit.")
+            }
+            while true {
+                if interactive { writeOut("\n> ") }
+                guard let line = readLine(strippingNewline: true) else { break }
+                if try await !session.handle(line) { break }
+            }
+            await runner.unload()
+        }
+    }
+}
+
+/// The state of a chat in the CLI: the conversation and what to do with a line of input.
+struct ChatSession {
+    let runner: ModelRunner
+    let system: String?
+    let interactive: Bool
+    let options: GenerationOptions
+    var conversation: Conversation
+
+    init(runner: ModelRunner, system: String?, interactive: Bool, options: GenerationOptions) {
+        self.runner = runner
+        self.system = system
+        self.interactive = interactive
+        self.options = options
+        conversation = runner.createConversation(systemPrompt: system)
+    }
+
+    /// Handles one line; false to quit.
+    mutating func handle(_ line: String) async throws -> Bool {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return true }
+        if trimmed.hasPrefix("/") {
+            let parts = trimmed.split(separator: " ", maxSplits: 1).map(String.init)
+            let argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""
+            switch parts[0] {
+            case "/quit", "/exit": return false
+            case "/reset":
+                conversation = runner.createConversation(systemPrompt: system)
+                note("conversation reset")
+            case "/save":
+                guard !argument.isEmpty else { note("usage: /save FILE"); return true }
+                do {
+                    let json = try conversation.exportToJSON()
+                    let data = try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys])
+                    try data.write(to: URL(fileURLWithPath: argument))
+                    note("saved \(json.count) messages to \(argument)")
+                } catch {
+                    note("cannot save to \(argument): \(error)")
+                }
+            case "/load":
+                guard !argument.isEmpty else { note("usage: /load FILE"); return true }
+                do {
+                    let data = try Data(contentsOf: URL(fileURLWithPath: argument))
+                    guard let list = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+                        throw CLIError("the file is not a JSON array of messages")
+                    }
+                    let history = try list.map { try ChatMessage(from: $0) }
+                    conversation = runner.createConversationFromHistory(history: history)
+                    note("loaded \(history.count) messages from \(argument)")
+                } catch {
+                    note("cannot load \(argument): \(error)")
+                }
+            default:
+                note("unknown command \(parts[0]); commands: /reset, /save FILE, /load FILE, /quit")
+            }
+            return true
+        }
+        try await reply(to: trimmed)
+        return true
+    }
+
+    private func reply(to text: String) async throws {
+        var reasoning = false
+        do {
+            for try await response in conversation.generateResponse(userTextMessage: text, generationOptions: options) {
+                switch response {
+                case .chunk(let t):
+                    if reasoning { reasoning = false; if interactive { writeOut("\u{1B}[0m\n") } }
+                    writeOut(t)
+                case .reasoningChunk(let t):
+                    if interactive {
+                        if !reasoning { writeOut("\u{1B}[2m") }
+                        writeOut(t)
+                    }
+                    reasoning = true
+                case .functionCall(let calls):
+                    for call in calls { writeOut("\n[function call] \(call.name)(\(call.arguments))\n") }
+                case .audioSample:
+                    break
+                case .complete(let completion):
+                    if reasoning, interactive { writeOut("\u{1B}[0m") }
+                    writeOut("\n")
+                    guard let s = completion.stats else { break }
+                    if interactive {
+                        note(String(format: "%d tokens, %.1f t/s; prompt %d tokens (%d from cache)%@",
+                                    s.completionTokens, s.tokenPerSecond, s.promptTokens, s.cachedPromptTokens,
+                                    completion.finishReason == .exceedContext ? "; context full" : ""))
+                    } else {
+                        FileHandle.standardError.write(Data((Self.statsJSON(s) + "\n").utf8))
+                    }
+                }
+            }
+        } catch let error as LeapError {
+            note("error: \(error.description)")
+        }
+    }
+
+    /// One line of JSON with the stats' fields.
+    static func statsJSON(_ s: GenerationStats) -> String {
+        String(format: #"{"promptTokens": %llu, "cachedPromptTokens": %llu, "completionTokens": %llu, "totalTokens": %llu, "tokenPerSecond": %.2f}"#,
+               s.promptTokens, s.cachedPromptTokens, s.completionTokens, s.totalTokens, Double(s.tokenPerSecond))
+    }
+
+    private func note(_ text: String) {
+        if interactive {
+            writeOut("\u{1B}[2m[\(text)]\u{1B}[0m\n")
+        } else {
+            FileHandle.standardError.write(Data(("[\(text)]\n").utf8))
+        }
+    }
+}
