@@ -23,7 +23,7 @@ extension JSONValue {
     /// The JSON form of a function-call argument value.
     ///
     /// Accepts `nil`, `String`, `Bool`, any integer type, any floating-point type,
-    /// `NSNumber`, arrays and string-keyed dictionaries of these (with optional or
+    /// `NSNumber`, `NSNull`, arrays and string-keyed dictionaries of these (with optional or
     /// non-optional elements), and `JSONValue`/`JSONObject` themselves. Dictionary keys are
     /// sorted, because a Swift dictionary has no order.
     public init(functionArgument value: Any?) throws(FunctionArgumentConversionError) {
@@ -38,6 +38,7 @@ extension JSONValue {
             return try convert(inner, path: path)
         }
         switch value {
+        case is NSNull: return .null
         case let v as JSONValue: return v
         case let v as JSONObject: return .object(v)
         case let v as String: return .string(v)

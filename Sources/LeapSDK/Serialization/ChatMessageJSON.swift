@@ -129,7 +129,7 @@ extension ChatMessage {
             o["tool_calls"] = .array(functionCalls.map { call in
                 ["type": "function",
                  "function": ["name": .string(call.name),
-                              "arguments": .string(JSONValue.object(call.argumentsJSON).serialized(.compact))]]
+                              "arguments": .string(call.argumentsJSONString())]]
             })
         }
         return .object(o)
@@ -138,22 +138,5 @@ extension ChatMessage {
     /// The message as a `[String: Any]` in OpenAI's chat-completions form.
     public func toJSON() -> [String: Any] {
         AnyJSON.toAny(json) as? [String: Any] ?? [:]
-    }
-}
-
-extension LeapFunctionCall {
-    /// A call whose arguments are given as a JSON object.
-    init(name: String, argumentsJSON: JSONObject) {
-        var arguments: [String: Any?] = [:]
-        for (k, v) in argumentsJSON { arguments[k] = v.isNull ? .some(nil) : AnyJSON.toAny(v) }
-        self.init(name: name, arguments: arguments)
-    }
-
-    /// The arguments as a JSON object (keys sorted; values that are not JSON-representable
-    /// become `null`).
-    var argumentsJSON: JSONObject {
-        var o = JSONObject()
-        for k in arguments.keys.sorted() { o[k] = (try? AnyJSON.fromAny(arguments[k]!)) ?? .null }
-        return o
     }
 }
