@@ -51,7 +51,31 @@ public enum JSONSchemaCompiler {
         /// Enforce `format` for the supported formats (date, time, date-time, uuid, email, ipv4).
         /// When false every format is an annotation.
         public var assertFormat: Bool = true
+        /// How `null`, `true` and `false` are spelled, everywhere in the value (including
+        /// inside `enum`/`const` values): `.json` (the default) or `.python` (`None`, `True`,
+        /// `False`, for Python-literal tool calls). Everything else (strings, numbers, arrays,
+        /// objects) keeps its JSON spelling, which Python's literal syntax also reads.
+        public var literalStyle: LiteralStyle = .json
         public init() {}
+    }
+
+    /// The spelling of the JSON literals `null`, `true` and `false` in the compiled grammar.
+    public enum LiteralStyle: Sendable, Equatable {
+        /// `null`, `true`, `false`.
+        case json
+        /// `None`, `True`, `False` (Python literals); strings, numbers, lists and dicts stay
+        /// in JSON form, which is also Python literal syntax.
+        case python
+
+        /// The text of `null` in this style.
+        public var null: String { self == .json ? "null" : "None" }
+        /// The text of a boolean in this style.
+        public func bool(_ value: Bool) -> String {
+            switch self {
+            case .json: return value ? "true" : "false"
+            case .python: return value ? "True" : "False"
+            }
+        }
     }
 
     /// Compiles a schema given as a JSON value.
@@ -944,10 +968,10 @@ final class SchemaCompiler {
         var alts: [[GrammarBuilder.Symbol]] = []
         for t in SchemaCompiler.allTypes where types.contains(t) {
             switch t {
-            case "null": if !notLiterals.contains(.null) { alts.append([b.literal("null")]) }
+            case "null": if !notLiterals.contains(.null) { alts.append([b.literal(options.literalStyle.null)]) }
             case "boolean":
-                if !notLiterals.contains(.bool(true)) { alts.append([b.literal("true")]) }
-                if !notLiterals.contains(.bool(false)) { alts.append([b.literal("false")]) }
+                if !notLiterals.contains(.bool(true)) { alts.append([b.literal(options.literalStyle.bool(true))]) }
+                if !notLiterals.contains(.bool(false)) { alts.append([b.literal(options.literalStyle.bool(false))]) }
             case "integer", "number":
                 if let spec = try numberSpec(f, integer: t == "integer", fractionalOnly: fractionalOnly), !(spec.integerOnly && spec.fractionalOnly) {
                     alts.append([b.terminal(.number(spec))])
@@ -974,7 +998,10 @@ final class SchemaCompiler {
             var restNoNot = rest
             restNoNot["x-not"] = nil
             var sub = GrammarBuilder()
-            let c = SchemaCompiler(root: root, options: options, builder: sub)
+            // The checker reads the values' compact JSON serialization, whatever the output style.
+            var checkOptions = options
+            checkOptions.literalStyle = .json
+            let c = SchemaCompiler(root: root, options: checkOptions, builder: sub)
             c.resources = resources; c.anchors = anchors; c.rootBase = rootBase
             let sym = c.b.rule("enum-check", try c.alternatives(restNoNot, base: base))
             sub = c.b
@@ -1011,8 +1038,8 @@ final class SchemaCompiler {
     /// A rule for exactly this JSON value (whitespace allowed between tokens; object keys in the given order).
     func valueLiteral(_ v: JSONValue) -> GrammarBuilder.Symbol {
         switch v {
-        case .null: return b.literal("null")
-        case .bool(let x): return b.literal(x ? "true" : "false")
+        case .null: return b.literal(options.literalStyle.null)
+        case .bool(let x): return b.literal(options.literalStyle.bool(x))
         case .integer(let i): return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]])
         case .double(let d):
             if d.rounded() == d, abs(d) < 1e15 { let i = Int(d); return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]]) }

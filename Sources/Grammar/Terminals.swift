@@ -249,6 +249,54 @@ enum StringLexer {
         return d | (count << 32)
     }
 
+    /// Whether some scalar in `lo...hi` could be appended now (the checks of `emit`): used
+    /// while a scalar is only partly read (UTF-8 lead and continuation bytes, `\` and `\u`
+    /// hex digits), so that no byte is accepted that leaves the string without a completion.
+    static func canEmit(_ spec: StringSpec, _ a: UInt64, _ lo: UInt32, _ hi: UInt32) -> Bool {
+        guard lo <= hi else { return false }
+        let count = Int(a >> 32) + 1
+        if let m = spec.maxLength, count > m { return false }
+        guard let dfa = spec.dfa else { return true }
+        for t in dfa.transitions[Int(a & 0xFFFF_FFFF)] where t.hi >= lo && t.lo <= hi {
+            let target = Int(t.target)
+            if let m = spec.maxLength, count + Int(dfa.minToAccept[target]) > m { continue }
+            if spec.minLength > 0, dfa.maxToAccept[target] != Int32.max, count + Int(dfa.maxToAccept[target]) < spec.minLength { continue }
+            return true
+        }
+        return false
+    }
+
+    /// Whether some scalar whose UTF-8 encoding continues with `remaining` more bytes after the
+    /// bits `acc` (with the lead byte's restriction `extra`) could be appended.
+    static func canEmitUTF8(_ spec: StringSpec, _ a: UInt64, acc: UInt64, remaining: UInt64, extra: UInt64) -> Bool {
+        if spec.dfa == nil { return true }  // room was checked before the lead byte
+        let shift = 6 * remaining
+        var lo = UInt32(acc << shift), hi = UInt32((acc << shift) | ((1 << shift) - 1))
+        switch extra {
+        case 1: lo = max(lo, 0x800)
+        case 2: hi = min(hi, 0xD7FF)
+        case 3: lo = max(lo, 0x10000)
+        case 4: hi = min(hi, 0x10FFFF)
+        default: break
+        }
+        return canEmit(spec, a, lo, hi)
+    }
+
+    /// Whether some scalar can still be written by a `\u` escape whose first `digits` hex
+    /// digits have the value `v` (surrogate pairs included).
+    static func canEmitHex(_ spec: StringSpec, _ a: UInt64, v: UInt64, digits: UInt64) -> Bool {
+        if spec.dfa == nil { return true }
+        let shift = 4 * (4 - digits)
+        let lo = UInt32(v << shift), hi = UInt32((v << shift) | ((1 << shift) - 1))
+        // Plain BMP scalars, around the surrogates.
+        if lo < 0xD800 && canEmit(spec, a, lo, min(hi, 0xD7FF)) { return true }
+        if hi > 0xDFFF && canEmit(spec, a, max(lo, 0xE000), hi) { return true }
+        // A high surrogate: the pair encodes a supplementary scalar.
+        let hlo = max(lo, 0xD800), hhi = min(hi, 0xDBFF)
+        if hlo <= hhi && canEmit(spec, a, 0x10000 + ((hlo - 0xD800) << 10), 0x10000 + ((hhi - 0xD800) << 10) + 0x3FF) { return true }
+        return false
+    }
+
     static func hexValue(_ b: UInt8) -> UInt64? {
         switch b {
         case 0x30...0x39: return UInt64(b - 0x30)
@@ -282,17 +330,23 @@ enum StringLexer {
             }
             // An escape or a multi-byte sequence starts a scalar: there must be room for it.
             if let m = spec.maxLength, Int(s.a >> 32) + 1 > m { return nil }
+            let lead: (acc: UInt64, counter: UInt64, extra: UInt64)
             switch byte {
-            case 0x5C: return LexState(s.a, pack(escape))
-            case 0xC2...0xDF: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x1F), counter: 1, extra: 0))
-            case 0xE0: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x0F), counter: 2, extra: 1))
-            case 0xED: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x0F), counter: 2, extra: 2))
-            case 0xE1...0xEF: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x0F), counter: 2, extra: 0))
-            case 0xF0: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x07), counter: 3, extra: 3))
-            case 0xF1...0xF3: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x07), counter: 3, extra: 0))
-            case 0xF4: return LexState(s.a, pack(utf8, acc: UInt64(byte & 0x07), counter: 3, extra: 4))
+            case 0x5C:
+                // Any scalar can be written as an escape: some scalar must be allowed here.
+                guard spec.dfa == nil || canEmit(spec, s.a, 0, 0x10FFFF) else { return nil }
+                return LexState(s.a, pack(escape))
+            case 0xC2...0xDF: lead = (UInt64(byte & 0x1F), 1, 0)
+            case 0xE0: lead = (UInt64(byte & 0x0F), 2, 1)
+            case 0xED: lead = (UInt64(byte & 0x0F), 2, 2)
+            case 0xE1...0xEF: lead = (UInt64(byte & 0x0F), 2, 0)
+            case 0xF0: lead = (UInt64(byte & 0x07), 3, 3)
+            case 0xF1...0xF3: lead = (UInt64(byte & 0x07), 3, 0)
+            case 0xF4: lead = (UInt64(byte & 0x07), 3, 4)
             default: return nil
             }
+            guard canEmitUTF8(spec, s.a, acc: lead.acc, remaining: lead.counter, extra: lead.extra) else { return nil }
+            return LexState(s.a, pack(utf8, acc: lead.acc, counter: lead.counter, extra: lead.extra))
         case utf8:
             guard utf8ContinuationOK(byte, range: extra) else { return nil }
             let v = (acc << 6) | UInt64(byte & 0x3F)
@@ -300,6 +354,7 @@ enum StringLexer {
                 guard let a = emit(spec, s.a, UInt32(v)) else { return nil }
                 return LexState(a, pack(normal))
             }
+            guard canEmitUTF8(spec, s.a, acc: v, remaining: counter - 1, extra: 0) else { return nil }
             return LexState(s.a, pack(utf8, acc: v, counter: counter - 1, extra: 0))
         case escape:
             var c: UInt32
@@ -322,8 +377,14 @@ enum StringLexer {
             let v = (acc << 4) | d
             let n = counter + 1
             if n == 2 && v >= 0xDC && v <= 0xDF { return nil }  // lone low surrogate
-            if n < 4 { return LexState(s.a, pack(hex, acc: v, counter: n)) }
-            if v >= 0xD800 && v <= 0xDBFF { return LexState(s.a, pack(wantBackslash, extra: v - 0xD800)) }
+            if n < 4 {
+                guard canEmitHex(spec, s.a, v: v, digits: n) else { return nil }
+                return LexState(s.a, pack(hex, acc: v, counter: n))
+            }
+            if v >= 0xD800 && v <= 0xDBFF {
+                guard canEmitHex(spec, s.a, v: v, digits: 4) else { return nil }
+                return LexState(s.a, pack(wantBackslash, extra: v - 0xD800))
+            }
             guard let a = emit(spec, s.a, UInt32(v)) else { return nil }
             return LexState(a, pack(normal))
         case wantBackslash:
@@ -336,7 +397,15 @@ enum StringLexer {
             let n = counter + 1
             if n == 1 && v != 0xD { return nil }
             if n == 2 && (v < 0xDC || v > 0xDF) { return nil }
-            if n < 4 { return LexState(s.a, pack(lowHex, acc: v, counter: n, extra: extra)) }
+            if n < 4 {
+                if spec.dfa != nil {
+                    let shift = 4 * (4 - n)
+                    let lo = max(UInt32(v << shift), 0xDC00), hi = min(UInt32((v << shift) | ((1 << shift) - 1)), 0xDFFF)
+                    let base = 0x10000 + (UInt32(extra) << 10)
+                    guard lo <= hi, canEmit(spec, s.a, base + lo - 0xDC00, base + hi - 0xDC00) else { return nil }
+                }
+                return LexState(s.a, pack(lowHex, acc: v, counter: n, extra: extra))
+            }
             let scalar = 0x10000 + (extra << 10) + (v - 0xDC00)
             guard let a = emit(spec, s.a, UInt32(scalar)) else { return nil }
             return LexState(a, pack(normal))
