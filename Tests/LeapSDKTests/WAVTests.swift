@@ -58,19 +58,6 @@ private struct WAVBuilder {
     }
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64) so failures reproduce.
-private struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
 private func parseError(_ data: Data) -> WAVError? {
     do {
         _ = try WAVAudio(data: data)
@@ -343,7 +330,7 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         }
         wav.add("data", sampleBytes)
         let original = wav.bytes
-        var rng = SplitMix64(state: 0x5EED_0003)
+        var rng = SplitMix64(seed: 0x5EED_0003)
         var accepted = 0, rejected = 0
         for _ in 0..<3000 {
             var mutated = original

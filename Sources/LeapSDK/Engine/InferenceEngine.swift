@@ -52,6 +52,15 @@ final class InferenceEngine: @unchecked Sendable {
     // State below is touched only on `queue`.
     private var session: InferenceSession?
     private(set) var cachedTokens: [Int] = []
+    /// The logits at the end of the last prompt and that prompt's length: a request for
+    /// the same prompt again (a retry, or another conversation with the same start) samples
+    /// its first token from these, so that the same seed gives the same text whether or not
+    /// the prompt was cached. (Re-evaluating the prompt's last token alone would take the
+    /// decode path, whose 8-bit activations differ slightly from the batch prefill.)
+    private var promptEndLogits: [Float] = []
+    private var promptEndLength = 0
+    /// Whether the next sample reads `promptEndLogits` instead of the session's logits.
+    private var sampleFromSnapshot = false
     private var maskComputers: [[Int]: TokenMaskComputer] = [:]
     private var compiledSchemas: [String: Grammar] = [:]
 
@@ -93,6 +102,8 @@ final class InferenceEngine: @unchecked Sendable {
     func releaseState() {
         session = nil
         cachedTokens = []
+        promptEndLogits = []
+        promptEndLength = 0
         maskComputers = [:]
         compiledSchemas = [:]
     }
@@ -128,24 +139,8 @@ final class InferenceEngine: @unchecked Sendable {
             constraint = (GrammarMatcher(grammar: try compiledSchema(schema)), maskComputer(literalSpecials: []))
         }
 
-        // Prompt cache: keep the longest common prefix, evaluate the rest (at least one token,
-        // so that there are logits to sample from).
-        var reused = 0
-        if options.cacheControl != .noCache {
-            while reused < min(cachedTokens.count, tokens.count), cachedTokens[reused] == tokens[reused] { reused += 1 }
-            if reused == tokens.count { reused -= 1 }
-        }
-        session.truncate(to: reused)
-        cachedTokens.removeSubrange(reused...)
         let start = DispatchTime.now().uptimeNanoseconds
-        do {
-            try session.evaluate(Array(tokens[reused...]))
-        } catch {
-            session.truncate(to: 0)
-            cachedTokens = []
-            throw .generationFailure("the model failed on the prompt: \(error)")
-        }
-        cachedTokens = tokens
+        let reused = try evaluatePrompt(tokens, reuseCache: options.cacheControl != .noCache)
         let promptDone = DispatchTime.now().uptimeNanoseconds
 
         var parameters = defaults
@@ -166,16 +161,17 @@ final class InferenceEngine: @unchecked Sendable {
             if cancel.isCancelled { cancelled = true; break }
             if let c = constraint, !c.matcher.canContinue { break }  // the document is complete
             if let max = options.maxOutputTokens, generated >= max { break }
+            if tokens.count + generated >= limit { finish = .exceedContext; break }
             let next: Int
             if let c = constraint {
                 let mask = c.masks.mask(for: c.matcher)
                 guard mask.allowedCount > 0 else {
                     throw .generationFailure("the JSON Schema constraint allows no token here (output so far: \(output.text.debugDescription))")
                 }
-                guard let id = sampler.sample(session.logits, allowed: { mask[$0] }) else { break }
+                guard let id = withNextLogits({ sampler.sample($0, allowed: { mask[$0] }) }) else { break }
                 next = id
             } else {
-                guard let id = sampler.sample(session.logits) else { break }
+                guard let id = withNextLogits({ sampler.sample($0) }) else { break }
                 next = id
             }
             if tokenizer.isEndOfGeneration(TokenID(next)) { break }
@@ -186,9 +182,10 @@ final class InferenceEngine: @unchecked Sendable {
             generated += 1
             for response in output.feed(detokenizer.append(TokenID(next))) { emit(response) }
             if let max = options.maxOutputTokens, generated >= max { break }
-            guard session.position < limit else { finish = .exceedContext; break }
+            if tokens.count + generated >= limit { finish = .exceedContext; break }
             if cancel.isCancelled { cancelled = true; break }
             do {
+                sampleFromSnapshot = false
                 try session.evaluate([next])
             } catch {
                 throw .generationFailure("the model failed while generating: \(error)")
@@ -209,6 +206,53 @@ final class InferenceEngine: @unchecked Sendable {
             promptTokenPerSecond: promptSeconds > 0 ? Float(Double(tokens.count - reused) / promptSeconds) : 0)
         return GenerationOutcome(message: output.message, finishReason: finish, stats: stats, cancelled: cancelled)
     }
+
+    /// Brings the session to the state after `tokens`: with `reuseCache`, the longest
+    /// common prefix with `cachedTokens` is kept and only the rest is evaluated (at least
+    /// one token, so that there are logits to sample from). Returns the number of tokens
+    /// reused. Call on `queue`.
+    func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(LeapError) -> Int {
+        guard let session else { throw .modelUnloaded }
+        var reused = 0
+        if reuseCache {
+            while reused < min(cachedTokens.count, tokens.count), cachedTokens[reused] == tokens[reused] { reused += 1 }
+        }
+        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty {
+            // The whole prompt is cached and its logits were kept.
+            session.truncate(to: reused)
+            cachedTokens.removeSubrange(reused...)
+            sampleFromSnapshot = true
+            return reused
+        }
+        // Evaluate at least two tokens, so that the prompt's last token always goes through
+        // the batch (prefill) path, as it does in a cold run.
+        reused = max(0, min(reused, tokens.count - 2))
+        session.truncate(to: reused)
+        cachedTokens.removeSubrange(reused...)
+        do {
+            try session.evaluate(Array(tokens[reused...]))
+        } catch {
+            session.truncate(to: 0)
+            cachedTokens = []
+            promptEndLength = 0
+            throw .generationFailure("the model failed on the prompt: \(error)")
+        }
+        cachedTokens = tokens
+        promptEndLogits.removeAll(keepingCapacity: true)
+        promptEndLogits.append(contentsOf: session.logits)
+        promptEndLength = tokens.count
+        sampleFromSnapshot = false
+        return reused
+    }
+
+    /// The logits the next token is sampled from.
+    private func withNextLogits<R>(_ body: (UnsafeBufferPointer<Float>) -> R) -> R {
+        if sampleFromSnapshot { return promptEndLogits.withUnsafeBufferPointer(body) }
+        return body(session!.logits)
+    }
+
+    /// A copy of the logits after the last evaluated token (for tests). Call on `queue`.
+    func currentLogits() -> [Float] { session == nil ? [] : withNextLogits { Array($0) } }
 
     // MARK: Constraints
 

@@ -1,0 +1,365 @@
+import Foundation
+import LeapJSON
+import Testing
+import TestSupport
+@testable import LeapSDK
+
+/// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template) once.
+enum TinyModel {
+    static let path = TestFixtures.path("models/lfm2-tiny.gguf")
+
+    static func load(contextSize: Int? = 512) async throws -> LiquidInferenceEngineRunner {
+        let runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: contextSize))
+        return try #require(runner as? LiquidInferenceEngineRunner)
+    }
+}
+
+/// Everything a stream produced.
+struct Collected {
+    var chunks: [String] = []
+    var reasoning: [String] = []
+    var calls: [[LeapFunctionCall]] = []
+    var completion: MessageCompletion?
+    var text: String { chunks.joined() }
+}
+
+func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws -> Collected {
+    var c = Collected()
+    for try await r in stream {
+        switch r {
+        case .chunk(let t): c.chunks.append(t)
+        case .reasoningChunk(let t): c.reasoning.append(t)
+        case .functionCall(let calls): c.calls.append(calls)
+        case .audioSample: break
+        case .complete(let m): c.completion = m
+        }
+    }
+    return c
+}
+
+@Suite(.serialized) struct GenerationTests {
+    @Test func loadReportsProgressAndModelId() async throws {
+        let seen = Locked<[Double]>([])
+        let runner = try await Leap.load(url: URL(fileURLWithPath: TinyModel.path), progress: { p in seen.withLock { $0.append(p) } })
+        #expect(runner.modelId == "lfm2-synthetic-tiny")
+        let values = seen.withLock { $0 }
+        #expect(values.first == 0)
+        #expect(values.last == 1)
+        #expect(values == values.sorted())
+        #expect(values.count > 3)
+    }
+
+    @Test func loadFailuresAreTypedErrors() async throws {
+        await #expect(throws: LeapError.self) { try await Leap.load(path: "/nonexistent/model.gguf") }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("leap-sdk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let junk = dir.appendingPathComponent("junk.gguf")
+        try Data("not a gguf file at all".utf8).write(to: junk)
+        do {
+            _ = try await Leap.load(url: junk)
+            Issue.record("a junk file loaded")
+        } catch let error as LeapError {
+            guard case .modelLoadingFailure(let message) = error else { Issue.record("wrong error \(error)"); return }
+            #expect(message.contains("junk.gguf"))
+        }
+        let truncated = dir.appendingPathComponent("truncated.gguf")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: TinyModel.path))
+        try whole.prefix(100_000).write(to: truncated)
+        await #expect(throws: LeapError.self) { try await Leap.load(url: truncated) }
+        await #expect(throws: LeapError.self) { try await Leap.load(url: URL(string: "https://example.com/m.gguf")!) }
+    }
+
+    @Test func streamAssemblesReplyAndAppendsHistory() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: "You are terse.")
+        let options = GenerationOptions(temperature: 0.7, rngSeed: 42, maxOutputTokens: 12)
+        let c = try await collect(conversation.generateResponse(userTextMessage: "Hello", generationOptions: options))
+        let completion = try #require(c.completion)
+        #expect(completion.message.role == .assistant)
+        #expect(completion.message.textContent == c.text)
+        let stats = try #require(completion.stats)
+        #expect(stats.completionTokens == 12)
+        #expect(stats.totalTokens == stats.promptTokens + stats.completionTokens)
+        #expect(stats.tokenPerSecond > 0)
+        #expect(completion.finishReason == .stop)
+        let history = conversation.history
+        #expect(history.map(\.role) == [.system, .user, .assistant])
+        #expect(history[1].textContent == "Hello")
+        #expect(history[2].textContent == c.text)
+        #expect(!conversation.isGenerating)
+        // The prompt is the model's own template: count it independently.
+        let expected = try runner.getPromptTokensSize(messages: Array(history.prefix(2)))
+        #expect(Int(stats.promptTokens) == expected)
+    }
+
+    @Test func sameSeedSameTextDifferentSeedDifferentText() async throws {
+        let runner = try await TinyModel.load()
+        func reply(seed: UInt64) async throws -> String {
+            let c = runner.createConversation(systemPrompt: nil)
+            return try await collect(c.generateResponse(
+                userTextMessage: "Tell me a story",
+                generationOptions: GenerationOptions(temperature: 1.0, rngSeed: seed, maxOutputTokens: 16))).text
+        }
+        let a = try await reply(seed: 7)
+        let b = try await reply(seed: 7)
+        let c = try await reply(seed: 8)
+        #expect(a == b)
+        #expect(!a.isEmpty)
+        #expect(a != c)
+    }
+
+    @Test func sequenceLengthEndsWithExceedContext() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        let promptTokens = try runner.getPromptTokensSize(messages: [ChatMessage(role: .user, textContent: "Hi")])
+        let options = GenerationOptions(temperature: 0.8, rngSeed: 1, sequenceLength: promptTokens + 5)
+        let c = try await collect(conversation.generateResponse(userTextMessage: "Hi", generationOptions: options))
+        let completion = try #require(c.completion)
+        // lfm2-tiny's random weights do not pick the end-of-turn token in 5 steps at this seed;
+        // if they did, the reason would be .stop and this assertion would say so.
+        #expect(completion.finishReason == .exceedContext)
+        #expect(completion.stats?.completionTokens == 5)
+        #expect(completion.stats?.totalTokens == UInt64(promptTokens + 5))
+        #expect(conversation.history.count == 2)
+    }
+
+    @Test func promptLongerThanContextIsATypedErrorAndLeavesConversationUsable() async throws {
+        let runner = try await TinyModel.load(contextSize: 64)
+        let conversation = runner.createConversation(systemPrompt: nil)
+        let long = String(repeating: "word ", count: 200)
+        do {
+            _ = try await collect(conversation.generateResponse(userTextMessage: long))
+            Issue.record("a prompt longer than the context was accepted")
+        } catch let error as LeapError {
+            guard case .promptExceedContextLengthFailure(let tokens, let limit) = error else {
+                Issue.record("wrong error \(error)"); return
+            }
+            #expect(tokens > 64)
+            #expect(limit == 64)
+            #expect(error.description.contains("shorten"))
+        }
+        #expect(conversation.history.isEmpty)
+        #expect(!conversation.isGenerating)
+        let c = try await collect(conversation.generateResponse(
+            userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 4)))
+        #expect(c.completion != nil)
+        #expect(conversation.history.count == 2)
+    }
+
+    @Test func imagesAndAudioAreRejectedByATextOnlyModel() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        for part in [ChatMessageContent.image(Data([0xFF, 0xD8])), .audio(Data([0x52]))] {
+            do {
+                _ = try await collect(conversation.generateResponse(message: ChatMessage(role: .user, content: [.text("What is this?"), part])))
+                Issue.record("a text-only model accepted \(part)")
+            } catch let error as LeapError {
+                guard case .unsupportedContent(let message) = error else { Issue.record("wrong error \(error)"); return }
+                #expect(message.contains("no vision encoder") || message.contains("no audio encoder"))
+            }
+        }
+        #expect(conversation.history.isEmpty)
+    }
+
+    @Test func secondTurnReusesThePromptCache() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: "Be brief.")
+        let options = GenerationOptions(temperature: 0.5, rngSeed: 5, maxOutputTokens: 8)
+        let first = try await collect(conversation.generateResponse(userTextMessage: "One", generationOptions: options))
+        let s1 = try #require(first.completion?.stats)
+        #expect(s1.cachedPromptTokens == 0)
+        let second = try await collect(conversation.generateResponse(userTextMessage: "Two", generationOptions: options))
+        let s2 = try #require(second.completion?.stats)
+        // Turn 2's prompt starts with turn 1's prompt and reply: at least the first prompt is reused.
+        #expect(s2.cachedPromptTokens >= s1.promptTokens)
+        #expect(s2.cachedPromptTokens < s2.promptTokens)
+        var noCache = options
+        noCache.cacheControl = .noCache
+        let third = try await collect(conversation.generateResponse(userTextMessage: "Three", generationOptions: noCache))
+        #expect(third.completion?.stats?.cachedPromptTokens == 0)
+    }
+
+    /// The prompt cache is exact: truncating to a common prefix discards everything after
+    /// it (two engines that evaluated different continuations of the same prefix give
+    /// bit-identical logits for the same new suffix), and a second turn served from the
+    /// cache matches a cold run of the whole prompt to within the prefill/decode tolerance
+    /// of docs/numerics.md (the reply's tokens were evaluated by decode, with 8-bit activations).
+    @Test func cachedLogitsEqualColdLogits() async throws {
+        let a = try await TinyModel.load()
+        let b = try await TinyModel.load()
+        let prefix = [49152, 1, 4093, 198, 9690, 314, 253, 1743]  // <|startoftext|><|im_start|>user\n...
+        let (logitsA, reusedA) = try a.engine.queue.sync { () throws -> ([Float], Int) in
+            _ = try a.engine.evaluatePrompt(prefix + [288, 1300, 451, 77, 12], reuseCache: true)
+            let r = try a.engine.evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
+            return (a.engine.currentLogits(), r)
+        }
+        let (logitsB, reusedB) = try b.engine.queue.sync { () throws -> ([Float], Int) in
+            _ = try b.engine.evaluatePrompt(prefix + [31, 32, 33, 34, 35], reuseCache: true)
+            let r = try b.engine.evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
+            return (b.engine.currentLogits(), r)
+        }
+        #expect(reusedA == prefix.count)
+        #expect(reusedB == prefix.count)
+        #expect(logitsA == logitsB)
+
+        let warm = try await TinyModel.load()
+        let cold = try await TinyModel.load()
+        let conversation = warm.createConversation(systemPrompt: nil)
+        _ = try await collect(conversation.generateResponse(
+            userTextMessage: "First question", generationOptions: GenerationOptions(rngSeed: 9, maxOutputTokens: 6)))
+        let next = conversation.history + [ChatMessage(role: .user, textContent: "Second question")]
+        let tokens = try warm.engine.queue.sync { () throws -> [Int] in
+            try warm.engine.promptTokens(messages: next, functions: [], options: GenerationOptions())
+        }
+        let (reused, warmLogits) = try warm.engine.queue.sync { () throws -> (Int, [Float]) in
+            let r = try warm.engine.evaluatePrompt(tokens, reuseCache: true)
+            return (r, warm.engine.currentLogits())
+        }
+        #expect(reused > tokens.count / 2)
+        let coldLogits = try cold.engine.queue.sync { () throws -> [Float] in
+            _ = try cold.engine.evaluatePrompt(tokens, reuseCache: false)
+            return cold.engine.currentLogits()
+        }
+        let range = (coldLogits.max()! - coldLogits.min()!)
+        let maxError = zip(coldLogits, warmLogits).map { abs($0 - $1) }.max()!
+        #expect(maxError / range < 0.05, "max error \(maxError) over range \(range)")
+        #expect(coldLogits.indices.max { coldLogits[$0] < coldLogits[$1] } == warmLogits.indices.max { warmLogits[$0] < warmLogits[$1] })
+    }
+
+    @Test func cancellingTheTaskStopsWithinOneTokenAndKeepsHistory() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        let chunksAfterCancel = Locked(0)
+        let cancelled = Locked(false)
+        let task = Task {
+            var count = 0
+            for try await r in conversation.generateResponse(
+                userTextMessage: "Go on forever", generationOptions: GenerationOptions(rngSeed: 2, maxOutputTokens: 400))
+            {
+                if case .chunk = r {
+                    count += 1
+                    if cancelled.withLock({ $0 }) { chunksAfterCancel.withLock { $0 += 1 } }
+                    if count == 3 { cancelled.withLock { $0 = true }; withUnsafeCurrentTask { $0?.cancel() } }
+                }
+            }
+            return count
+        }
+        let count = try await task.value
+        #expect(count >= 3)
+        #expect(count < 400)
+        // Wait for the engine to notice and finish.
+        for _ in 0..<200 where conversation.isGenerating { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(!conversation.isGenerating)
+        #expect(conversation.history.isEmpty)
+        // Usable afterwards.
+        let c = try await collect(conversation.generateResponse(
+            userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 3)))
+        #expect(c.completion?.stats?.completionTokens == 3)
+        #expect(conversation.history.count == 2)
+    }
+
+    @Test func stopEndsWithinOneTokenAndDoesNotAppend() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        let state = Locked<(tokens: Int, afterStop: Int, stopped: Bool, complete: MessageCompletion?)>((0, 0, false, nil))
+        let handlerBox = Locked<GenerationHandler?>(nil)
+        let done = AsyncStream<Void>.makeStream()
+        let handler = conversation.generateResponse(
+            message: ChatMessage(role: .user, textContent: "Talk"),
+            generationOptions: GenerationOptions(rngSeed: 4, maxOutputTokens: 300)
+        ) { response in
+            switch response {
+            case .chunk:
+                let stopNow = state.withLock { s -> Bool in
+                    s.tokens += 1
+                    if s.stopped { s.afterStop += 1 }
+                    if s.tokens == 2 { s.stopped = true; return true }
+                    return false
+                }
+                if stopNow { handlerBox.withLock { $0 }?.stop() }
+            case .complete(let m):
+                state.withLock { $0.complete = m }
+                done.continuation.finish()
+            default: break
+            }
+        }
+        handlerBox.withLock { $0 = handler }
+        #expect(handler != nil)
+        for await _ in done.stream {}
+        let s = state.withLock { $0 }
+        // The handler may be stored after the first chunks arrived; either way generation ends
+        // within one token of stop().
+        #expect(s.afterStop <= 1)
+        #expect(s.complete?.finishReason == .stop)
+        #expect((s.complete?.stats?.completionTokens ?? 999) < 300)
+        #expect(conversation.history.isEmpty)
+        #expect(!conversation.isGenerating)
+    }
+
+    @Test func secondGenerationWhileOneRunsFinishesEmpty() async throws {
+        let runner = try await TinyModel.load()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        let first = conversation.generateResponse(
+            userTextMessage: "Long", generationOptions: GenerationOptions(rngSeed: 6, maxOutputTokens: 64))
+        #expect(conversation.isGenerating)
+        let second = try await collect(conversation.generateResponse(userTextMessage: "Again"))
+        #expect(second.chunks.isEmpty)
+        #expect(second.completion == nil)
+        let callbackResponses = Locked<[MessageResponse]>([])
+        let handler = conversation.generateResponse(message: ChatMessage(role: .user, textContent: "And again")) { r in
+            callbackResponses.withLock { $0.append(r) }
+        }
+        #expect(handler == nil)
+        let responses = callbackResponses.withLock { $0 }
+        #expect(responses.count == 1)
+        if case .complete(let m)? = responses.first { #expect(m.finishReason == .stop) } else { Issue.record("expected .complete") }
+        let c = try await collect(first)
+        #expect(c.completion?.stats?.completionTokens == 64)
+        #expect(conversation.history.count == 2)
+    }
+
+    @Test func lowLevelRunnerAPIAnswersTheHistoryAndReportsErrors() async throws {
+        let runner = try await TinyModel.load(contextSize: 64)
+        let conversation = runner.createConversationFromHistory(history: [ChatMessage(role: .user, textContent: "Hi")])
+        let done = AsyncStream<(MessageCompletion?, LeapError?)>.makeStream()
+        _ = runner.generateResponse(
+            conversation: conversation, generationOptions: GenerationOptions(rngSeed: 1, maxOutputTokens: 5),
+            onResponseCallback: { r in if case .complete(let m) = r { done.continuation.yield((m, nil)); done.continuation.finish() } },
+            onErrorCallback: { e in done.continuation.yield((nil, e)); done.continuation.finish() })
+        var result: (MessageCompletion?, LeapError?)?
+        for await r in done.stream { result = r }
+        #expect(result?.0?.stats?.completionTokens == 5)
+        #expect(conversation.history.count == 2)
+
+        let tooLong = runner.createConversationFromHistory(history: [ChatMessage(role: .user, textContent: String(repeating: "x y ", count: 100))])
+        let failed = AsyncStream<LeapError?>.makeStream()
+        _ = runner.generateResponse(
+            conversation: tooLong, generationOptions: nil,
+            onResponseCallback: { _ in },
+            onErrorCallback: { e in failed.continuation.yield(e); failed.continuation.finish() })
+        var error: LeapError??
+        for await e in failed.stream { error = e }
+        if case .promptExceedContextLengthFailure? = error ?? nil {} else { Issue.record("expected promptExceedContextLengthFailure, got \(String(describing: error))") }
+    }
+
+    @Test func unloadMakesGenerationFail() async throws {
+        let runner = try await TinyModel.load()
+        await runner.unload()
+        let conversation = runner.createConversation(systemPrompt: nil)
+        do {
+            _ = try await collect(conversation.generateResponse(userTextMessage: "Hi"))
+            Issue.record("generated after unload")
+        } catch let error as LeapError {
+            #expect(error == .modelUnloaded)
+        }
+    }
+}
+
+/// A value guarded by a lock, for test callbacks that run on the runner's queue.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
+}
