@@ -106,6 +106,7 @@ final class InferenceEngine: @unchecked Sendable {
         promptEndLength = 0
         maskComputers = [:]
         compiledSchemas = [:]
+        toolConstraints = [:]
     }
 
     /// The prompt tokens of a conversation (what `generate` would process).
@@ -133,11 +134,22 @@ final class InferenceEngine: @unchecked Sendable {
             throw .generationFailure("maxOutputTokens is \(max); pass a positive number or nil")
         }
 
-        // Constraint, compiled before any state changes so that a bad schema leaves the cache as it was.
-        var constraint: (matcher: GrammarMatcher, masks: TokenMaskComputer)?
+        // Constraints, compiled before any state changes so that a bad schema leaves the cache as it was.
+        var constraint: ActiveConstraint?
+        var tools: ToolCallConstraint?
         if let schema = options.jsonSchemaConstraint {
-            constraint = (GrammarMatcher(grammar: try compiledSchema(schema)), maskComputer(literalSpecials: []))
+            constraint = ActiveConstraint(matcher: GrammarMatcher(grammar: try compiledSchema(schema)),
+                                          masks: maskComputer(literalSpecials: []), isToolCall: false)
+        } else if !request.functions.isEmpty, let parser = options.functionCallParser {
+            tools = try toolCallConstraint(functions: request.functions, parser: parser)
         }
+        let callMode = options.functionCallMode ?? .auto
+        if let t = tools, callMode == .required {
+            constraint = ActiveConstraint(matcher: GrammarMatcher(grammar: t.withStart), masks: t.masks, isToolCall: true)
+        }
+        // With calls forbidden, a single-token start marker is masked out.
+        let forbiddenToken: Int? = callMode == .none ? options.functionCallParser.flatMap { singleTokenID($0.callStartMarker) } : nil
+        var rawText = ""
 
         let start = DispatchTime.now().uptimeNanoseconds
         let reused = try evaluatePrompt(tokens, reuseCache: options.cacheControl != .noCache)
@@ -159,7 +171,7 @@ final class InferenceEngine: @unchecked Sendable {
         var cancelled = false
         while true {
             if cancel.isCancelled { cancelled = true; break }
-            if let c = constraint, !c.matcher.canContinue { break }  // the document is complete
+            if let c = constraint, !c.isToolCall, !c.matcher.canContinue { break }  // the document is complete
             if let max = options.maxOutputTokens, generated >= max { break }
             if tokens.count + generated >= limit { finish = .exceedContext; break }
             let next: Int
@@ -170,17 +182,32 @@ final class InferenceEngine: @unchecked Sendable {
                 }
                 guard let id = withNextLogits({ sampler.sample($0, allowed: { mask[$0] }) }) else { break }
                 next = id
+            } else if let banned = forbiddenToken {
+                guard let id = withNextLogits({ sampler.sample($0, allowed: { $0 != banned }) }) else { break }
+                next = id
             } else {
                 guard let id = withNextLogits({ sampler.sample($0) }) else { break }
                 next = id
             }
             if tokenizer.isEndOfGeneration(TokenID(next)) { break }
-            if let c = constraint, !c.matcher.accept(bytes: c.masks.vocabulary.tokens[next]) {
-                throw .generationFailure("internal error: the constraint rejected a token its mask allowed")
+            if let c = constraint {
+                guard c.matcher.accept(bytes: c.masks.vocabulary.tokens[next]) else {
+                    throw .generationFailure("internal error: the constraint rejected a token its mask allowed")
+                }
+                // A finished call block hands generation back to the model.
+                if c.isToolCall, !c.matcher.canContinue { constraint = nil }
             }
             sampler.accept(next)
             generated += 1
-            for response in output.feed(detokenizer.append(TokenID(next))) { emit(response) }
+            let delta = detokenizer.append(TokenID(next))
+            rawText += delta
+            if constraint == nil, let t = tools, callMode != .none {
+                // The model opened a call: constrain the rest of the block.
+                if next == t.startTokenID || (t.startTokenID == nil && rawText.hasSuffix(t.startMarker)) {
+                    constraint = ActiveConstraint(matcher: GrammarMatcher(grammar: t.afterStart), masks: t.masks, isToolCall: true)
+                }
+            }
+            for response in output.feed(delta) { emit(response) }
             if let max = options.maxOutputTokens, generated >= max { break }
             if tokens.count + generated >= limit { finish = .exceedContext; break }
             if cancel.isCancelled { cancelled = true; break }
@@ -265,6 +292,60 @@ final class InferenceEngine: @unchecked Sendable {
             return g
         } catch {
             throw .generationFailure("jsonSchemaConstraint cannot be used: \(error)")
+        }
+    }
+
+    /// The grammars that constrain a call block once the model opens one.
+    struct ToolCallConstraint {
+        /// The whole block, start marker included (for `.required`).
+        let withStart: Grammar
+        /// The block after its start marker.
+        let afterStart: Grammar
+        let startMarker: String
+        /// The start marker's token, when the vocabulary has it as one token.
+        let startTokenID: Int?
+        let masks: TokenMaskComputer
+    }
+
+    /// A grammar being enforced: a JSON Schema for the whole reply, or one call block.
+    struct ActiveConstraint {
+        let matcher: GrammarMatcher
+        let masks: TokenMaskComputer
+        let isToolCall: Bool
+    }
+
+    private var toolConstraints: [String: ToolCallConstraint] = [:]
+
+    /// The id of `text` when the vocabulary has it as a single token.
+    func singleTokenID(_ text: String) -> Int? {
+        tokenizer.tokenID(forText: text).map(Int.init)
+    }
+
+    /// The call-block grammars for the registered functions in the parser's syntax
+    /// (Pythonic for `LFMFunctionCallParser`, JSON for `HermesFunctionCallParser`); nil for
+    /// other parsers, whose syntax leap-ref does not know.
+    private func toolCallConstraint(functions: [LeapFunction], parser: LeapFunctionCallParserProtocol) throws(LeapError) -> ToolCallConstraint? {
+        let syntax: ToolCallSyntax
+        switch parser {
+        case is LFMFunctionCallParser: syntax = .pythonic(start: parser.callStartMarker, end: parser.callEndMarker)
+        case is HermesFunctionCallParser: syntax = .json(start: parser.callStartMarker, end: parser.callEndMarker)
+        default: return nil
+        }
+        let list = functions.map { (name: $0.name, parameters: $0.parametersSchema) }
+        let key = "\(syntax)" + JSONValue.array(list.map { ["name": .string($0.name), "parameters": $0.parameters] }).serialized()
+        if let cached = toolConstraints[key] { return cached }
+        do {
+            let startID = singleTokenID(parser.callStartMarker)
+            let literal = [startID, singleTokenID(parser.callEndMarker)].compactMap { $0 }
+            let constraint = ToolCallConstraint(
+                withStart: try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: true),
+                afterStart: try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: false),
+                startMarker: parser.callStartMarker, startTokenID: startID,
+                masks: maskComputer(literalSpecials: literal))
+            toolConstraints[key] = constraint
+            return constraint
+        } catch {
+            throw .generationFailure("the registered functions cannot be turned into a call grammar: \(error)")
         }
     }
 
