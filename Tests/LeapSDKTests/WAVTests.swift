@@ -59,7 +59,7 @@ private struct WAVBuilder {
 }
 
 /// Deterministic pseudo-random numbers (SplitMix64) so failures reproduce.
-private struct SplitMix64 {
+private struct WAVTestRandom {
     var state: UInt64
     mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
@@ -343,7 +343,7 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         }
         wav.add("data", sampleBytes)
         let original = wav.bytes
-        var rng = SplitMix64(state: 0x5EED_0003)
+        var rng = WAVTestRandom(state: 0x5EED_0003)
         var accepted = 0, rejected = 0
         for _ in 0..<3000 {
             var mutated = original
