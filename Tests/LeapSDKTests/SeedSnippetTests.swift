@@ -44,7 +44,7 @@ final class SnippetRecorder<Element>: @unchecked Sendable {
 }
 
 /// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-func waitUntil(seconds: Double = 120, _ condition: () -> Bool) async -> Bool {
+func waitUntil(seconds: Double = 300, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline { return false }
@@ -483,7 +483,7 @@ let expectedGetWeather = LeapFunction(
             }
         }
 
-        #expect(await waitUntil { printed.items.contains { $0.hasPrefix("Prompt tokens:") || $0.hasPrefix("Generation failed") } })
+        #expect(await waitUntil(seconds: 600) { printed.items.contains { $0.hasPrefix("Prompt tokens:") || $0.hasPrefix("Generation failed") } })
         let output = printed.items.joined()
         let history = conversation.history
         #expect(history.count == 2)
