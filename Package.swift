@@ -109,7 +109,11 @@ let package = Package(
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "Sampling", "TestSupport"]),
+        .testTarget(
+            name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "Sampling", "TestSupport"],
+            // Compiled once LeapSDK has the @Generatable macros (see the file).
+            exclude: ["SeedSnippetGeneratableTests.swift.pending"]
+        ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]

@@ -1,0 +1,80 @@
+// The Kotlin-bridged spelling of `MessageResponse`.
+//
+// Liquid's Swift SDK is generated from Kotlin by SKIE: `MessageResponse` is a Kotlin
+// sealed interface whose subclasses (`Chunk`, `ReasoningChunk`, `FunctionCalls`,
+// `AudioSample`, `Complete`) carry their fields, and Swift code switches over it with
+// `switch onEnum(of: response) { case .functionCalls(let payload): payload.functionCalls ... }`.
+// leap-ref's `MessageResponse` is a native Swift enum; `onEnum(of:)` gives code written for
+// the bridged SDK the same shape, so it compiles unchanged.
+
+extension MessageResponse {
+    /// A piece of reply text (the bridged `MessageResponse.Chunk`).
+    public struct Chunk: Sendable, Equatable {
+        /// The text of this piece.
+        public let text: String
+        public init(text: String) { self.text = text }
+    }
+
+    /// A piece of reasoning text (the bridged `MessageResponse.ReasoningChunk`).
+    public struct ReasoningChunk: Sendable, Equatable {
+        /// The reasoning text of this piece.
+        public let reasoning: String
+        public init(reasoning: String) { self.reasoning = reasoning }
+    }
+
+    /// Function calls the model requested (the bridged `MessageResponse.FunctionCalls`).
+    public struct FunctionCalls: Sendable {
+        /// The calls, in the order the model wrote them.
+        public let functionCalls: [LeapFunctionCall]
+        public init(functionCalls: [LeapFunctionCall]) { self.functionCalls = functionCalls }
+    }
+
+    /// PCM audio from an audio-capable model (the bridged `MessageResponse.AudioSample`).
+    public struct AudioSample: Sendable, Equatable {
+        /// Float samples in [-1, 1].
+        public let samples: [Float]
+        /// Samples per second; constant within one generation.
+        public let sampleRate: Int
+        public init(samples: [Float], sampleRate: Int) {
+            self.samples = samples
+            self.sampleRate = sampleRate
+        }
+    }
+
+    /// The cases of a `MessageResponse` as SKIE's `onEnum(of:)` presents a Kotlin sealed
+    /// class: one case per subclass, each carrying that subclass's fields. The `.complete`
+    /// payload is `MessageCompletion`, which has the bridged names `fullMessage`,
+    /// `finishReason` and `stats`.
+    public enum Sealed: Sendable {
+        case chunk(Chunk)
+        case reasoningChunk(ReasoningChunk)
+        case functionCalls(FunctionCalls)
+        case audioSample(AudioSample)
+        case complete(MessageCompletion)
+    }
+
+    /// This response in the Kotlin-bridged shape (see `onEnum(of:)`).
+    public var sealed: Sealed {
+        switch self {
+        case .chunk(let text): return .chunk(Chunk(text: text))
+        case .reasoningChunk(let reasoning): return .reasoningChunk(ReasoningChunk(reasoning: reasoning))
+        case .functionCall(let calls): return .functionCalls(FunctionCalls(functionCalls: calls))
+        case .audioSample(let samples, let sampleRate): return .audioSample(AudioSample(samples: samples, sampleRate: sampleRate))
+        case .complete(let completion): return .complete(completion)
+        }
+    }
+}
+
+/// The Kotlin-bridged (SKIE) way to switch over a `MessageResponse`:
+///
+///     switch onEnum(of: response) {
+///     case .functionCalls(let payload):
+///         for call in payload.functionCalls { ... }
+///     case .chunk, .reasoningChunk, .audioSample, .complete:
+///         break
+///     }
+///
+/// Native Swift code can switch over `MessageResponse` directly instead.
+public func onEnum(of response: MessageResponse) -> MessageResponse.Sealed {
+    response.sealed
+}
