@@ -148,7 +148,7 @@ public enum ArithmeticExpression {
         }
 
         /// `base` to the power `exponent` by exponentiation by squaring for whole exponents
-        /// (exact for small integers), else through exp/log.
+        /// (exact for small integers), else with the C library's `pow`.
         static func pow(_ base: Double, _ exponent: Double) -> Double {
             if exponent == exponent.rounded(), abs(exponent) <= 2_147_483_648.0 {
                 var result = 1.0
@@ -158,7 +158,7 @@ public enum ArithmeticExpression {
                     if n & 1 == 1 { result *= factor }
                     n >>= 1
                     if n > 0 { factor *= factor }
-                    if !result.isFinite || (!factor.isFinite && n > 0) { return .infinity }
+                    if !result.isFinite || (!factor.isFinite && n > 0) { return exponent < 0 ? 0 : .infinity }
                 }
                 return exponent < 0 ? 1 / result : result
             }
@@ -168,7 +168,7 @@ public enum ArithmeticExpression {
                 if magnitude == 1 { return base < 0 ? (exponent.truncatingRemainder(dividingBy: 2) == 0 ? 1 : -1) : 1 }
                 return (magnitude > 1) == (exponent > 0) ? .infinity : 0
             }
-            return Foundation.exp(exponent * Foundation.log(base))
+            return Foundation.pow(base, exponent)
         }
     }
 }

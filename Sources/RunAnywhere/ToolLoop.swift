@@ -46,9 +46,10 @@ struct ToolLoop: Sendable {
             // mode) are reported but never run.
             guard !calls.isEmpty, options.autoExecute, callsAllowed else {
                 if !calls.isEmpty, options.autoExecute {
-                    toolResults += calls.map {
-                        ToolResult.failed($0.toolName, "not executed: the limit of \(options.maxToolCalls) tool calls was reached")
-                    }
+                    let reason = functions.isEmpty
+                        ? "not executed: no tools are registered"
+                        : "not executed: the limit of \(options.maxToolCalls) tool calls was reached"
+                    toolResults += calls.map { ToolResult.failed($0.toolName, reason) }
                 }
                 return ToolCallingResult(text: reply.text.trimmingWhitespace, toolCalls: toolCalls, toolResults: toolResults)
             }
