@@ -91,6 +91,10 @@ struct DemoToolsTests {
         #expect((-5...35).contains(celsius))
         let fahrenheit = try DemoTools.weatherReport(["city": "Paris", "unit": "fahrenheit"])
         #expect(fahrenheit["temperature"]?.numberValue == (celsius * 9 / 5 + 32).rounded())
+        // The line docs/function-calling.md shows.
+        let call = ToolCall(toolName: "get_weather", arguments: ["city": "Paris", "unit": "fahrenheit"])
+        #expect("\(call) -> \(ToolResult.succeeded("get_weather", fahrenheit).messageText)"
+            == #"get_weather(city: "Paris", unit: "fahrenheit") -> {"city":"Paris","condition":"snow","humidity":80,"simulated":true,"temperature":28,"unit":"fahrenheit"}"#)
         // Different cities are not all the same.
         let temperatures = Set(try ["Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Quito"].map {
             try DemoTools.weatherReport(["city": .string($0)])["temperature"]!
