@@ -61,10 +61,10 @@ enum ToolExecutor {
         }
     }
 
-    /// The message of an error: its description when it has one, else its Swift form.
+    /// The message of an error: its localized description when it has one, else its
+    /// `description` (`String(describing:)`).
     static func errorText(_ error: any Error) -> String {
         if let error = error as? LocalizedError, let text = error.errorDescription { return text }
-        if let error = error as? CustomStringConvertible { return error.description }
         return String(describing: error)
     }
 }
