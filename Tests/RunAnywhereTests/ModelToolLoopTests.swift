@@ -69,6 +69,19 @@ struct ModelToolLoopTests {
         #expect(history[1].textContent.trimmingCharacters(in: .whitespacesAndNewlines) == result.text)
     }
 
+    @Test func respondContinuesAnExistingConversation() async throws {
+        let session = try await loadedSession()
+        await DemoTools.register(on: session)
+        let runner = try #require(await session.modelRunner)
+        let chat = runner.createConversation(systemPrompt: "You are terse.")
+        let (result, next) = try await session.respond(
+            to: ChatMessage(role: .user, textContent: "Hi"), in: chat,
+            options: ToolCallingOptions(maxToolCalls: 0, temperature: 0, maxTokens: 8))
+        #expect(result.toolCalls.isEmpty)
+        #expect(next.history.map(\.role) == [.system, .user, .assistant])
+        #expect(next.functions.map(\.name) == ["calculate", "get_current_time", "get_weather"])
+    }
+
     @Test func loadModelResolvesAnIdInTheCache() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ra-models-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
