@@ -59,6 +59,7 @@ let package = Package(
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
+        .library(name: "RunAnywhere", targets: ["RunAnywhere"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -81,10 +82,12 @@ let package = Package(
             name: "LeapSDK",
             dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
         ),
+        .target(name: "RunAnywhere", dependencies: ["LeapSDK", "LeapJSON"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
                 "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDK",
+                "RunAnywhere",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -114,6 +117,7 @@ let package = Package(
             // Compiled once LeapSDK has the @Generatable macros (see the file).
             exclude: ["SeedSnippetGeneratableTests.swift.pending"]
         ),
+        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDK", "LeapJSON", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LeapSDK
+import RunAnywhere
 
 #if canImport(Glibc)
 import Glibc
@@ -41,6 +42,9 @@ struct Chat: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Threads (default: all cores).")
     var threads: Int?
 
+    @Option(help: "Tools the model may call: 'demo' (calculate, get_current_time, get_weather); each call and result is printed.")
+    var tools: ChatTools?
+
     func run() async throws {
         try await runReportingErrors {
             let path = try ModelCache.resolve(model)
@@ -53,6 +57,7 @@ struct Chat: AsyncParsableCommand {
             let interactive = isatty(STDIN_FILENO) != 0
             var session = ChatSession(runner: runner, system: system, interactive: interactive,
                                       options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
+            session.toolSession = try await tools?.makeSession(runner: runner)
             if interactive {
                 print("leap-ref chat with \(runner.modelId). /reset, /save FILE, /load FILE, /quit.")
             }
@@ -73,6 +78,8 @@ struct ChatSession {
     let interactive: Bool
     let options: GenerationOptions
     var conversation: Conversation
+    /// Tools the model may call (`--tools`); nil for a plain chat.
+    var toolSession: ToolCallingSession?
 
     init(runner: ModelRunner, system: String?, interactive: Bool, options: GenerationOptions) {
         self.runner = runner
@@ -122,7 +129,11 @@ struct ChatSession {
             }
             return true
         }
-        try await reply(to: trimmed)
+        if let toolSession {
+            conversation = try await replyWithTools(to: trimmed, session: toolSession)
+        } else {
+            try await reply(to: trimmed)
+        }
         return true
     }
 
