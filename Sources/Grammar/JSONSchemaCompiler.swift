@@ -56,6 +56,10 @@ public enum JSONSchemaCompiler {
         /// `False`, for Python-literal tool calls). Everything else (strings, numbers, arrays,
         /// objects) keeps its JSON spelling, which Python's literal syntax also reads.
         public var literalStyle: LiteralStyle = .json
+        /// Integers are written as plain digits that fit in 64 bits: no `.0` fraction (which
+        /// JSON Schema counts as an integer) and no 30-digit numbers. Never admits an invalid
+        /// document; useful for generation, whose output is decoded into `Int`s.
+        public var plainIntegers: Bool = false
         public init() {}
     }
 
@@ -1073,6 +1077,7 @@ final class SchemaCompiler {
     func numberSpec(_ f: JSONObject, integer: Bool, fractionalOnly: Bool = false) throws(SchemaError) -> NumberSpec? {
         var spec = NumberSpec(integerOnly: integer)
         spec.fractionalOnly = fractionalOnly
+        spec.plainIntegers = options.plainIntegers
         if let m = f["multipleOf"] {
             guard let d = m.doubleValue, d > 0 else { throw .invalid("multipleOf must be a positive number") }
             if let k = m.intValue, k > 0 {

@@ -42,6 +42,8 @@ struct NumberSpec: Hashable, Sendable {
     /// Only numbers that are not integers (`not: {type: integer}` among numbers): a nonzero
     /// fraction digit is required, no exponent.
     var fractionalOnly = false
+    /// With `integerOnly`: no fraction at all, and magnitudes that fit in 64 bits.
+    var plainIntegers = false
     var allowsExponent: Bool { !integerOnly && !fractionalOnly && minimum == nil && maximum == nil && multipleOf == nil && decimal == nil }
 }
 
@@ -454,9 +456,11 @@ enum NumberLexer {
                     let (m2, o2) = m1.addingReportingOverflow(d)
                     if o1 || o2 { huge = true; mag = UInt64.max } else { mag = m2 }
                 }
+                if spec.plainIntegers && spec.integerOnly && (huge || mag > UInt64(Int64.max)) { return nil }
                 let mod = spec.multipleOf.map { (p.mod * 10 + d) % UInt64($0) } ?? 0
                 next = make(mag, phase: intDigits, neg: p.neg, digits: p.digits + 1, fnz: false, huge: huge, mod: mod)
             } else if byte == 0x2E {
+                if spec.plainIntegers && spec.integerOnly { return nil }
                 next = make(s.a, phase: dot, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: p.mod)
             } else if (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
                 return make(s.a, phase: expMark, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: 0)

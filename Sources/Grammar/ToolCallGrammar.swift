@@ -62,11 +62,14 @@ public enum ToolCallSyntax: Sendable, Equatable {
 public enum ToolCallGrammar {
     /// The compiler options used by default: objects are closed unless a schema says
     /// otherwise (`additionalPropertiesDefault = false`, so no unknown arguments), and
-    /// whitespace runs are at most 4 characters long so a model cannot pad forever.
+    /// whitespace runs are at most 4 characters long so a model cannot pad forever, and
+    /// integers are plain digits that fit in 64 bits (`plainIntegers`), so that a parsed
+    /// integer argument is an `Int`.
     public static var defaultOptions: JSONSchemaCompiler.Options {
         var o = JSONSchemaCompiler.Options()
         o.additionalPropertiesDefault = false
         o.maxWhitespaceRun = 4
+        o.plainIntegers = true
         return o
     }
 

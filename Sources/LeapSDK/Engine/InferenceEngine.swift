@@ -283,11 +283,21 @@ final class InferenceEngine: @unchecked Sendable {
 
     // MARK: Constraints
 
+    /// How `jsonSchemaConstraint` is compiled for generation: at most one whitespace
+    /// character between JSON tokens (a model cannot pad forever) and plain integers (so
+    /// integer fields decode into `Int`). Neither admits a document the schema forbids.
+    static var generationSchemaOptions: JSONSchemaCompiler.Options {
+        var o = JSONSchemaCompiler.Options()
+        o.maxWhitespaceRun = 1
+        o.plainIntegers = true
+        return o
+    }
+
     /// The grammar of a JSON Schema, compiled once per schema text.
     private func compiledSchema(_ schema: String) throws(LeapError) -> Grammar {
         if let g = compiledSchemas[schema] { return g }
         do {
-            let g = try JSONSchemaCompiler.compile(schema)
+            let g = try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions)
             compiledSchemas[schema] = g
             return g
         } catch {
