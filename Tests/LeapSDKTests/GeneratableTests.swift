@@ -50,6 +50,19 @@ struct TreeNode {
     let children: [TreeNode]
 }
 
+@Generatable("Mixed declarations")
+struct MixedDeclarations: Equatable {
+    static let version = 2
+    let first, second: Swift.String
+    var count: Int = 0
+    var note: String = "" {
+        didSet { count += 1 }
+    }
+    var doubled: Int { count * 2 }
+    let tags: Array<Optional<Int>>
+    let ratio: Swift.Double?
+}
+
 @Generatable("Nothing at all")
 struct EmptyThing: Equatable {}
 
@@ -122,6 +135,21 @@ struct GeneratableSchemaTests {
             """)
         #expect(try JSONSchemaGenerator.getJSONSchema(for: EmptyThing.self)
             == #"{"type":"object","description":"Nothing at all","properties":{},"additionalProperties":false}"#)
+    }
+
+    @Test("multi-binding declarations, initial values, observers, qualified and generic spellings; static and computed skipped")
+    func mixedDeclarations() throws {
+        let schema = try JSONSchemaGenerator.getJSONSchema(for: MixedDeclarations.self)
+        #expect(schema == """
+            {"type":"object","description":"Mixed declarations","properties":{\
+            "first":{"type":"string"},"second":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},\
+            "tags":{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}},"ratio":{"type":"number"}},\
+            "required":["first","second","count","note","tags"],"additionalProperties":false}
+            """)
+        #expect(try grammarAccepts(schema: schema, instance:
+            #"{"first":"a","second":"b","count":2,"note":"n","tags":[1,null,3],"ratio":0.5}"#))
+        let decoded = try completion(#"{"first":"a","second":"b","count":2,"note":"n","tags":[null]}"#).decode(MixedDeclarations.self)
+        #expect(decoded.second == "b" && decoded.tags == [nil] && decoded.ratio == nil && decoded.doubled == 4)
     }
 
     @Test("jsonSchema() is the parsed form of getJSONSchema")
