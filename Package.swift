@@ -11,6 +11,7 @@
 // x86-64, or when using leap-ref as a versioned dependency, where SwiftPM forbids
 // unsafe flags). See docs/performance.md.
 
+import CompilerPluginSupport
 import Foundation
 import PackageDescription
 
@@ -63,6 +64,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
     ],
     targets: [
         .systemLibrary(
@@ -78,9 +80,19 @@ let package = Package(
         .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
+        .macro(
+            name: "LeapSDKMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
         .target(
             name: "LeapSDK",
-            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
+            dependencies: [
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
+                "LeapSDKMacros",
+            ]
         ),
         .target(name: "RunAnywhere", dependencies: ["LeapSDK", "LeapJSON"]),
         .executableTarget(
@@ -112,11 +124,7 @@ let package = Package(
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
-        .testTarget(
-            name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "Sampling", "TestSupport"],
-            // Compiled once LeapSDK has the @Generatable macros (see the file).
-            exclude: ["SeedSnippetGeneratableTests.swift.pending"]
-        ),
+        .testTarget(name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDK", "LeapJSON", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
