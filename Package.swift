@@ -88,17 +88,15 @@ let package = Package(
             ]
         ),
         .target(
-            name: "LeapSDK",
-            dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
-                "LeapSDKMacros",
-            ]
+            name: "LeapSDKCore",
+            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
         ),
-        .target(name: "RunAnywhere", dependencies: ["LeapSDK", "LeapJSON"]),
+        .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
+        .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDK",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDKCore",
                 "RunAnywhere",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -124,9 +122,19 @@ let package = Package(
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
-        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDK", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
+        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench"),
     ]
 )
+
+// `LEAP_REF_OPTIMIZE=1`: optimize this package's own code (-O) in a debug build. The test
+// script uses it: a release build would also compile swift-syntax (for the @Generatable
+// macro) with optimization, which takes over ten minutes on two cores, while the tests need
+// only the engine to be fast. The last -O on the command line wins over debug's -Onone.
+if ProcessInfo.processInfo.environment["LEAP_REF_OPTIMIZE"] == "1" {
+    for target in package.targets where target.type != .macro && target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"])]
+    }
+}

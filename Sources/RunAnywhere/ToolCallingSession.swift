@@ -1,5 +1,5 @@
 import Foundation
-import LeapSDK
+import LeapSDKCore
 
 /// A tool-calling agent: a loaded model, the registered tools, and `generateWithTools`,
 /// which runs the automatic tool loop. `RunAnywhere`'s static API uses one shared session;

@@ -1,4 +1,4 @@
-import LeapSDK
+import LeapSDKCore
 
 /// The type of a tool parameter, as the model sees it in the tool's JSON Schema.
 public indirect enum ToolParameterType: Sendable, Equatable, Hashable {

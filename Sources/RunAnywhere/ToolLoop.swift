@@ -1,4 +1,4 @@
-import LeapSDK
+import LeapSDKCore
 
 /// The automatic tool loop: generate, run the calls, feed the results back as `.tool`
 /// messages, and generate again, until the model answers without calls or the call limit

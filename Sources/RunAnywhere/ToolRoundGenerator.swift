@@ -1,4 +1,4 @@
-import LeapSDK
+import LeapSDKCore
 
 /// One model reply of the tool loop: its text and the calls it made.
 struct ToolRound: Sendable {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LeapSDK
+import LeapSDKCore
 import RunAnywhere
 
 #if canImport(Glibc)

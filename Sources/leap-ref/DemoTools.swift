@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LeapSDK
+import LeapSDKCore
 import RunAnywhere
 
 /// The tool sets `leap-ref chat --tools` offers.

@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 @testable import LeapSDK
+@testable import LeapSDKCore
 
 @Suite struct ChatMessageBasics {
     @Test func textContentJoinsTextParts() {

@@ -3,6 +3,7 @@ import LeapJSON
 import Testing
 import TestSupport
 @testable import LeapSDK
+@testable import LeapSDKCore
 
 /// Functions registered in the constrained-call tests, with an independent check of a
 /// call's arguments against them.

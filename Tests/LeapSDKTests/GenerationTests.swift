@@ -3,6 +3,7 @@ import LeapJSON
 import Testing
 import TestSupport
 @testable import LeapSDK
+@testable import LeapSDKCore
 
 /// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template) once.
 enum TinyModel {

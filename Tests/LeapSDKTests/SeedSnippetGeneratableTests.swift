@@ -1,6 +1,5 @@
 // Seed 002, "Constrained generation helper": the `setResponseFormat(type:)` snippet.
-// The snippet is verbatim; `CityFact` is the app's type (the seed does not show it; this is
-// a minimal one). lfm2-tiny's random weights may not close a free string within the test's
+// The snippet is verbatim; `CityFact` is the app's type (the seed does not show it). lfm2-tiny's random weights may not close a free string within the test's
 // context, so the reply is checked as a valid prefix of a CityFact document, and decoded
 // when complete; GeneratableGenerationTests decodes a complete CityFact from SmolLM2.
 
@@ -8,15 +7,10 @@ import Foundation
 import Grammar
 import Testing
 @testable import LeapSDK
+@testable import LeapSDKCore
 import TestSupport
 
-@Generatable("A fact about a city")
-struct CityFact {
-    @Guide("The city's name")
-    let name: String
-    @Guide("One fact about the city")
-    let fact: String
-}
+// `CityFact` is the one declared in GeneratableTests.swift.
 
 @Suite(.serialized) struct SeedSnippet002Generatable {
     @Test func constrainedGenerationHelper() async throws {
@@ -41,7 +35,7 @@ struct CityFact {
         // The constraint is the schema of CityFact, and the reply is a JSON object that
         // satisfies it (lfm2-tiny's words are random, the structure is not).
         let schema = try #require(options.jsonSchemaConstraint)
-        #expect(schema.contains("\"name\"") && schema.contains("\"fact\""))
+        #expect(schema == (try JSONSchemaGenerator.getJSONSchema(for: CityFact.self)))
         let completion = try #require(completions.first)
         let text = completion.message.textContent
         let matcher = GrammarMatcher(grammar: try JSONSchemaCompiler.compile(schema))

@@ -31,6 +31,7 @@
 import Foundation
 import Testing
 @testable import LeapSDK
+@testable import LeapSDKCore
 import TestSupport
 
 // MARK: - Helpers

@@ -3,6 +3,7 @@ import LeapJSON
 import Testing
 import TestSupport
 @testable import LeapSDK
+@testable import LeapSDKCore
 
 /// A fact about a city, as an app would declare it.
 @Generatable("A fact about a city")

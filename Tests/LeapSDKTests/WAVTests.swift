@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LeapSDK
+@testable import LeapSDKCore
 
 /// Builds WAV files byte by byte, independently of `WAVAudio.encodeFloat32WAV`.
 private struct WAVBuilder {

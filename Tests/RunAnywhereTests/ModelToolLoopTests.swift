@@ -1,5 +1,5 @@
 import Foundation
-import LeapSDK
+import LeapSDKCore
 import Testing
 import TestSupport
 

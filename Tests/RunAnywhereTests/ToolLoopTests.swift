@@ -1,6 +1,6 @@
 import Foundation
 import LeapJSON
-import LeapSDK
+import LeapSDKCore
 import Testing
 
 @testable import RunAnywhere
