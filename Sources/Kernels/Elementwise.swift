@@ -129,8 +129,20 @@ public enum Elementwise {
     public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) {
         guard n > 0 else { return }
         var maxValue = x[0]
-        for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
         var i = 0
+        if n >= 16 {
+            // 16 running maxima, then the rest one by one (max is exact in any order).
+            let xr = UnsafeRawPointer(x)
+            var m16 = xr.loadUnaligned(as: SIMD16<Float>.self)
+            i = 16
+            while i + 16 <= n {
+                m16 = pointwiseMax(m16, xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self))
+                i += 16
+            }
+            maxValue = m16.max()
+        }
+        while i < n { if x[i] > maxValue { maxValue = x[i] }; i += 1 }
+        i = 0
         var acc = SIMD16<Float>()
         let xr = UnsafeMutableRawPointer(x)
         let m = SIMD16<Float>(repeating: maxValue)
