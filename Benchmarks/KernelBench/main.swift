@@ -367,6 +367,31 @@ do {
         print("| matmul \(type) \(rows) x \(cols), \(tokens) tokens | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
         x.deallocate(); y.deallocate(); scratch.deallocate(); w.deallocate()
     }
+    // The 8-bit integer matmul (VNNI builds): activations quantized once per batch,
+    // weights packed per call (both included in the time). 1 thread in CPU time.
+    for type in [GGMLType.q4_0, .q4_1, .q8_0] where types.contains(type) {
+        for (rows, cols) in [(1536, 576), (576, 1536)] {
+            let tokens = 512
+            let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
+            let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+            guard m.hasIntegerMatmul else { continue }
+            let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols)
+            for k in 0..<(tokens * cols) { x[k] = Float(k % 23) * 0.1 - 1 }
+            let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
+            let acts = QuantizedActivations(capacity: tokens * cols)
+            let bytes = m.integerMatmulScratchBytes(rows: tokens)
+            let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+            for threads in [1, 2] {
+                let pool = pools[threads]!
+                let t = bestTime(runs: 3, cpuTime: threads == 1) {
+                    acts.quantizeRows(x, rows: tokens, cols: cols, pool: pool)
+                    m.matmul(acts, rows: tokens, into: y, scratch: scratch, scratchBytes: bytes, pool: pool)
+                }
+                print("| int8 matmul \(type) \(rows) x \(cols), \(tokens) tokens, \(threads)T | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
+            }
+            x.deallocate(); y.deallocate(); scratch.deallocate(); w.deallocate()
+        }
+    }
 }
 print("")
 print("load average after: \(loadAverage())")

@@ -36,6 +36,9 @@ public final class QuantizedActivations {
     /// Number of quantized blocks of 32 held (0 when `count` is not a multiple of 32, in
     /// which case only float weight types can use these activations).
     public private(set) var blockCount: Int = 0
+    /// Whether the float copy of the values is current (false after a batch
+    /// ``quantizeRows(_:rows:cols:pool:)`` of several rows, which keeps only the blocks).
+    public private(set) var holdsFloats = true
 
     let x: UnsafeMutablePointer<Float>
     let qs: UnsafeMutablePointer<Int8>
@@ -110,6 +113,14 @@ public final class QuantizedActivations {
         self.count = count
         x.update(from: src, count: count)
         blockCount = count % 32 == 0 ? count / 32 : 0
+        holdsFloats = true
+    }
+
+    /// Sets the size for a batch quantized block by block elsewhere (no float copy).
+    func setBatch(count: Int) {
+        self.count = count
+        blockCount = count / 32
+        holdsFloats = false
     }
 
     static func quantizeBlockReference(_ x: UnsafePointer<Float>, _ i: Int, _ a: QuantizedActivations) {

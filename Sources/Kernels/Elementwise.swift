@@ -95,7 +95,10 @@ public enum Elementwise {
     /// together from its exponent bits.
     @inlinable
     public static func exp(_ x: SIMD16<Float>) -> SIMD16<Float> {
-        let clamped = pointwiseMax(pointwiseMin(x, SIMD16(repeating: 88.72)), SIMD16(repeating: -87.33))
+        // Clamped with compare-and-blend (the generic pointwiseMin/Max compile to lane loops).
+        var clamped = x
+        clamped.replace(with: SIMD16(repeating: 88.72), where: x .> 88.72)
+        clamped.replace(with: SIMD16(repeating: -87.33), where: x .< -87.33)
         // k = round(x / ln2) by the shifter trick: adding 1.5·2^23 rounds to an integer
         // (to nearest even) and leaves it in the low mantissa bits, so both the float and
         // the integer k come without a conversion instruction.
@@ -103,16 +106,16 @@ public enum Elementwise {
         let t = clamped * 1.442_695_04 + shifter
         let k = t - shifter
         let ki = unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000
-        var r = clamped - k * 0.693_145_751_953_125  // ln2, high part (exact in float)
-        r = r - k * 1.428_606_765_330_187e-06  // ln2, low part
-        // e^r ≈ 1 + r + r²/2! + ... + r⁶/6!, Horner form.
+        var r = clamped.addingProduct(k, SIMD16(repeating: -0.693_145_751_953_125))  // ln2, high part (exact in float)
+        r = r.addingProduct(k, SIMD16(repeating: -1.428_606_765_330_187e-06))  // ln2, low part
+        // e^r ≈ 1 + r + r²/2! + ... + r⁶/6!, Horner form with fused multiply-adds.
         var p = SIMD16<Float>(repeating: 1.0 / 720)
-        p = p * r + 1.0 / 120
-        p = p * r + 1.0 / 24
-        p = p * r + 1.0 / 6
-        p = p * r + 0.5
-        p = p * r + 1
-        p = p * r + 1
+        p = SIMD16(repeating: 1.0 / 120).addingProduct(p, r)
+        p = SIMD16(repeating: 1.0 / 24).addingProduct(p, r)
+        p = SIMD16(repeating: 1.0 / 6).addingProduct(p, r)
+        p = SIMD16(repeating: 0.5).addingProduct(p, r)
+        p = SIMD16(repeating: 1).addingProduct(p, r)
+        p = SIMD16(repeating: 1).addingProduct(p, r)
         // 2^k as 2^(k/2)·2^(k-k/2): each factor a normal float for every k in -126...128,
         // so results near FLT_MAX stay finite and those near FLT_MIN stay normal.
         let half = ki &>> 1
@@ -129,8 +132,22 @@ public enum Elementwise {
     public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) {
         guard n > 0 else { return }
         var maxValue = x[0]
-        for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
         var i = 0
+        if n >= 16 {
+            // 16 running maxima, then the rest one by one (max is exact in any order).
+            let xr = UnsafeRawPointer(x)
+            var m16 = xr.loadUnaligned(as: SIMD16<Float>.self)
+            i = 16
+            while i + 16 <= n {
+                let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+                m16.replace(with: v, where: v .> m16)  // a compare and a blend
+                i += 16
+            }
+            maxValue = m16[0]
+            for lane in 1..<16 where m16[lane] > maxValue { maxValue = m16[lane] }
+        }
+        while i < n { if x[i] > maxValue { maxValue = x[i] }; i += 1 }
+        i = 0
         var acc = SIMD16<Float>()
         let xr = UnsafeMutableRawPointer(x)
         let m = SIMD16<Float>(repeating: maxValue)

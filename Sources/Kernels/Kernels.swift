@@ -143,6 +143,7 @@ public struct WeightMatrix: @unchecked Sendable {
     public func matvec(_ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
         precondition(x.count == cols, "matvec: \(x.count) activations for \(cols) columns")
         type.checkActivations(x)
+        precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
         let view = x.view
         let nb = cols / type.blockSize
         let t = type, base = data, stride = rowBytes

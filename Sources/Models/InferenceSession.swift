@@ -29,6 +29,14 @@ public final class InferenceSession: @unchecked Sendable {
     /// output head (at least 1M floats), so each product is one sgemm call.
     let tile: UnsafeMutablePointer<Float>
     let tileCapacity: Int
+    /// The same memory as `tile`, in bytes, for the integer matmul's packed weights
+    /// (large enough for either use).
+    let tileBytes: Int
+    /// 8-bit activations of a whole batch for the integer prefill matmuls
+    /// (`maxBatch` rows of the widest matrix input), and which buffer they were quantized
+    /// from (nil when unknown), so that q/k/v and gate/up quantize their input once.
+    let actsBatch: QuantizedActivations
+    var actsBatchSource: UnsafeMutablePointer<Float>?
     /// 8-bit activations for the decode matvecs: the model width, the attention width and
     /// the feed-forward width.
     let actsModel: QuantizedActivations
@@ -46,7 +54,7 @@ public final class InferenceSession: @unchecked Sendable {
     let bcx: UnsafeMutablePointer<Float>  // [n][3d]
     let gate: UnsafeMutablePointer<Float>  // [n][ff]
     let up: UnsafeMutablePointer<Float>  // [n][ff]
-    let scores: UnsafeMutablePointer<Float>  // [queryBlock][context]
+    let scores: UnsafeMutablePointer<Float>  // [heads][queryBlock][context]
     let ropeCache: UnsafeMutablePointer<Float>  // [n][ropeDims] (cos, sin) pairs
     let lastLogits: UnsafeMutablePointer<Float>  // [vocab]
     let ropeThetaScale: Float
@@ -74,7 +82,14 @@ public final class InferenceSession: @unchecked Sendable {
         pool = model.pool
         let heads = Set([model.weights.output.name, model.weights.tokenEmbedding.name])
         tileCapacity = max(1 << 20, model.linears.filter { !heads.contains($0.name) }.map(\.elementCount).max() ?? 0)
-        tile = .allocate(capacity: tileCapacity)
+        let integerBytes = model.linears.filter { !heads.contains($0.name) && $0.hasIntegerMatmul }
+            .map { $0.integerScratchBytes(rows: n) }.max() ?? 0
+        tileBytes = max(tileCapacity * MemoryLayout<Float>.stride, integerBytes)
+        tile = UnsafeMutableRawPointer.allocate(byteCount: tileBytes, alignment: 64)
+            .bindMemory(to: Float.self, capacity: tileBytes / MemoryLayout<Float>.stride)
+        let batchWidth = model.linears.contains { !heads.contains($0.name) && $0.hasIntegerMatmul }
+            ? max(d, qw, hp.feedForwardLength) : 0
+        actsBatch = QuantizedActivations(capacity: n > 1 ? n * batchWidth : 0)
         actsModel = QuantizedActivations(capacity: d)
         actsAttention = QuantizedActivations(capacity: qw)
         actsHidden = QuantizedActivations(capacity: hp.feedForwardLength)
@@ -88,14 +103,16 @@ public final class InferenceSession: @unchecked Sendable {
         bcx = .allocate(capacity: n * 3 * d)
         gate = .allocate(capacity: n * hp.feedForwardLength)
         up = .allocate(capacity: n * hp.feedForwardLength)
-        scores = .allocate(capacity: max(min(n, Self.queryBlock), hp.headCount) * self.contextLength)
+        // Decode: one row per head; prefill: a query block per head (heads run in parallel).
+        scores = .allocate(capacity: hp.headCount * max(1, min(n, Self.queryBlock)) * self.contextLength)
         ropeCache = .allocate(capacity: n * hp.ropeDimensions)
         lastLogits = .allocate(capacity: hp.vocabularySize)
         ropeThetaScale = Elementwise.ropeThetaScale(base: hp.ropeFreqBase, dimensions: hp.ropeDimensions)
     }
 
     deinit {
-        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits, tile, kvScratch] { p.deallocate() }
+        for p in [x, xb, xb2, q, k, v, attnOut, bcx, gate, up, scores, ropeCache, lastLogits, kvScratch] { p.deallocate() }
+        UnsafeMutableRawPointer(tile).deallocate()
     }
 
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
@@ -167,11 +184,11 @@ public final class InferenceSession: @unchecked Sendable {
             case .attention(let a): attention(a, layer: l, n: n)
             case .shortConv(let c): shortConv(c, layer: l, n: n)
             }
-            Elementwise.add(xb2, into: x, count: n * d)
+            addRows(xb2, into: x, n)
             // out = h + ffn(norm(h))
             rmsNormRows(x, layer.ffnNorm, xb, n)
             feedForward(layer.ffn, n: n)
-            Elementwise.add(xb2, into: x, count: n * d)
+            addRows(xb2, into: x, n)
         }
 
         // logits = output(norm(x)) for the last row, or every row when asked
@@ -190,10 +207,25 @@ public final class InferenceSession: @unchecked Sendable {
     }
 
     private func rmsNormRows(_ src: UnsafeMutablePointer<Float>, _ weight: [Float], _ dst: UnsafeMutablePointer<Float>, _ n: Int) {
-        let d = hp.embeddingLength
+        let d = hp.embeddingLength, eps = hp.rmsEpsilon
         weight.withUnsafeBufferPointer { wb in
-            for i in 0..<n { Elementwise.rmsNorm(src + i * d, weight: wb.baseAddress!, dst + i * d, count: d, eps: hp.rmsEpsilon) }
+            inParallel(rows: n) { rows in
+                for i in rows { Elementwise.rmsNorm(src + i * d, weight: wb.baseAddress!, dst + i * d, count: d, eps: eps) }
+            }
         }
+    }
+
+    /// Runs `body` over row ranges covering `0..<n`: on the pool for a batch, inline for
+    /// one row (decode's elementwise work is too small to hand out).
+    @inline(__always)
+    private func inParallel(rows n: Int, _ body: (Range<Int>) -> Void) {
+        if n > 1 { pool.parallelFor(count: n, minChunk: 8, body) } else { body(0..<n) }
+    }
+
+    /// `y += x` over `n` rows of `d`.
+    private func addRows(_ x: UnsafeMutablePointer<Float>, into y: UnsafeMutablePointer<Float>, _ n: Int) {
+        let d = hp.embeddingLength
+        inParallel(rows: n) { r in Elementwise.add(x + r.lowerBound * d, into: y + r.lowerBound * d, count: r.count * d) }
     }
 
     /// `out = input · Wᵀ` for `n` rows: one quantized matvec when `n == 1` (the input is
@@ -202,9 +234,17 @@ public final class InferenceSession: @unchecked Sendable {
     private func project(_ w: Linear, _ input: UnsafeMutablePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>,
                          _ acts: QuantizedActivations, quantized: Bool = false)
     {
+        if !quantized { actsBatchSource = nil }
         if n == 1 {
             if !quantized { acts.quantize(input, count: w.cols) }
             w.apply(acts, out, pool: pool)
+        } else if w.hasIntegerMatmul {
+            // A batch input is quantized once and shared by the matrices that read it.
+            if actsBatchSource != input {
+                actsBatch.quantizeRows(input, rows: n, cols: w.cols, pool: pool)
+                actsBatchSource = input
+            }
+            w.apply(batch: actsBatch, count: n, out, scratch: UnsafeMutableRawPointer(tile), scratchBytes: tileBytes, pool: pool)
         } else {
             w.apply(batch: input, count: n, out, tile: tile, tileCapacity: tileCapacity, pool: pool)
         }
@@ -215,7 +255,10 @@ public final class InferenceSession: @unchecked Sendable {
         let ff = hp.feedForwardLength
         project(f.gate, xb, n, gate, actsModel)
         project(f.up, xb, n, up, actsModel, quantized: true)
-        Elementwise.siluMultiply(gate, up, count: n * ff)
+        let gate = self.gate, up = self.up
+        inParallel(rows: n) { r in
+            Elementwise.siluMultiply(gate + r.lowerBound * ff, up + r.lowerBound * ff, count: r.count * ff)
+        }
         project(f.down, gate, n, xb2, actsHidden)
     }
 
@@ -227,7 +270,7 @@ public final class InferenceSession: @unchecked Sendable {
         project(a.wk, xb, n, k, actsModel, quantized: true)
         project(a.wv, xb, n, v, actsModel, quantized: true)
 
-        for i in 0..<n {
+        inParallel(rows: n) { rows in for i in rows {
             let qi = q + i * qw, ki = k + i * kw
             if let qn = a.qNorm, let kn = a.kNorm {
                 qn.withUnsafeBufferPointer { w in
@@ -244,7 +287,7 @@ public final class InferenceSession: @unchecked Sendable {
             for h in 0..<kvHeads {
                 kv.store(layer: l, head: h, position: position + i, key: ki + h * hd, value: v + i * kw + h * hd)
             }
-        }
+        } }
 
         // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
         let scale = 1 / Float(hd).squareRoot()
@@ -254,37 +297,59 @@ public final class InferenceSession: @unchecked Sendable {
             project(a.wo, attnOut, n, xb2, actsAttention)
             return
         }
-        pool.sleepWorkers()
-        let total = position + n
-        let ctxFloats = contextLength * hd
-        var keys = UnsafePointer(kvScratch), values = UnsafePointer(kvScratch)
-        for h in 0..<heads {
-            // Heads of one group share their KV head: read (for an F16 cache, convert) it
-            // once per group.
-            if h % group == 0 {
-                keys = kv.rows(keys: true, layer: l, head: h / group, count: total, scratch: kvScratch)
-                values = kv.rows(keys: false, layer: l, head: h / group, count: total, scratch: kvScratch + ctxFloats)
-            }
-            var i0 = 0
-            while i0 < n {
-                let m = min(Self.queryBlock, n - i0)
-                let span = position + i0 + m  // keys visible to the last query of the block
-                // scores[m][span] = scale · Q_h[i0..<i0+m] · K[0..<span]ᵀ
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(span), Int32(hd),
-                            scale, q + i0 * qw + h * hd, Int32(qw), keys, Int32(hd), 0, scores, Int32(span))
-                for r in 0..<m {
-                    let visible = position + i0 + r + 1
-                    let row = scores + r * span
-                    Elementwise.softmax(row, count: visible)
-                    for j in visible..<span { row[j] = 0 }
+        prefillAttention(layer: l, n: n, scale: scale, group: group, kvHeads: kvHeads)
+        project(a.wo, attnOut, n, xb2, actsAttention)
+    }
+
+    /// Causal attention of a batch of `n` queries over the cache, one query head per task
+    /// on the pool; each head runs its query blocks through single-threaded OpenBLAS
+    /// sgemm (`scores = Q Kᵀ`, softmax, `out = scores V`) in its own `scores` region.
+    private func prefillAttention(layer l: Int, n: Int, scale: Float, group: Int, kvHeads: Int) {
+        let hd = hp.headDim, heads = hp.headCount, qw = heads * hd
+        let total = position + n, ctxFloats = contextLength * hd, start = position
+        let kv = self.kv, kvScratch = self.kvScratch, q = self.q, attnOut = self.attnOut, scores = self.scores
+        let queryBlock = Self.queryBlock, scoreStride = max(1, min(maxBatch, Self.queryBlock)) * contextLength
+        // An F16 cache is converted once per KV head (heads of a group share it).
+        if kv.type == .f16 {
+            pool.parallelFor(count: kvHeads) { range in
+                for g in range {
+                    _ = kv.rows(keys: true, layer: l, head: g, count: total, scratch: kvScratch + 2 * g * ctxFloats)
+                    _ = kv.rows(keys: false, layer: l, head: g, count: total, scratch: kvScratch + (2 * g + 1) * ctxFloats)
                 }
-                // attnOut[i0..<i0+m, head h] = scores · V[0..<span]
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hd), Int32(span),
-                            1, scores, Int32(span), values, Int32(hd), 0, attnOut + i0 * qw + h * hd, Int32(qw))
-                i0 += m
             }
         }
-        project(a.wo, attnOut, n, xb2, actsAttention)
+        // Our threads run one head each: OpenBLAS must not start its own threads inside.
+        let blasThreads = openblas_get_num_threads()
+        if pool.threads > 1 && blasThreads > 1 { openblas_set_num_threads(1) }
+        pool.parallelFor(count: heads) { range in
+            for h in range {
+                let g = h / group
+                let keys = kv.type == .f32 ? kv.rows(keys: true, layer: l, head: g, count: total, scratch: kvScratch)
+                    : UnsafePointer(kvScratch + 2 * g * ctxFloats)
+                let values = kv.type == .f32 ? kv.rows(keys: false, layer: l, head: g, count: total, scratch: kvScratch)
+                    : UnsafePointer(kvScratch + (2 * g + 1) * ctxFloats)
+                let sc = scores + h * scoreStride
+                var i0 = 0
+                while i0 < n {
+                    let m = min(queryBlock, n - i0)
+                    let span = start + i0 + m  // keys visible to the last query of the block
+                    // sc[m][span] = scale · Q_h[i0..<i0+m] · K[0..<span]ᵀ
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(span), Int32(hd),
+                                scale, q + i0 * qw + h * hd, Int32(qw), keys, Int32(hd), 0, sc, Int32(span))
+                    for r in 0..<m {
+                        let visible = start + i0 + r + 1
+                        let row = sc + r * span
+                        Elementwise.softmax(row, count: visible)
+                        for j in visible..<span { row[j] = 0 }
+                    }
+                    // attnOut[i0..<i0+m, head h] = sc · V[0..<span]
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hd), Int32(span),
+                                1, sc, Int32(span), values, Int32(hd), 0, attnOut + i0 * qw + h * hd, Int32(qw))
+                    i0 += m
+                }
+            }
+        }
+        if pool.threads > 1 && blasThreads > 1 { openblas_set_num_threads(blasThreads) }
     }
 
     /// Attention of one new token over the cache, one KV head (and the query heads of

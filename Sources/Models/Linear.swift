@@ -47,6 +47,20 @@ public struct Linear: Sendable {
         matrix.matmul(x, count: n, into: y, scratch: tile, scratchCount: tileCapacity, pool: pool)
     }
 
+    /// Whether batches go through the 8-bit integer matmul (see `WeightMatrix.hasIntegerMatmul`).
+    var hasIntegerMatmul: Bool { matrix.hasIntegerMatmul }
+
+    /// Bytes of scratch the integer matmul needs for `n` rows.
+    func integerScratchBytes(rows n: Int) -> Int { matrix.integerMatmulScratchBytes(rows: n) }
+
+    /// `Y = X Wᵀ` for `n` rows already quantized into `x` (`QuantizedActivations.quantizeRows`):
+    /// the prefill path for the integer formats, 8-bit products with the weights' levels.
+    func apply(batch x: QuantizedActivations, count n: Int, _ y: UnsafeMutablePointer<Float>,
+               scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool)
+    {
+        matrix.matmul(x, rows: n, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
+    }
+
     /// Floats of tile that hold the whole matrix.
     var elementCount: Int { matrix.rows * matrix.cols }
 }
