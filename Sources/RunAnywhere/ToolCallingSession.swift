@@ -16,8 +16,10 @@ public actor ToolCallingSession {
     public private(set) var lastConversation: Conversation?
 
     private var tools: [RegisteredTool] = []
-    /// Test hook: the function-call mode of the first reply of each generation.
-    var firstRoundCallMode: FunctionCallMode?
+    /// The function-call mode of the first reply of each generation: nil (the model
+    /// decides), `.required` (the first reply must call a registered tool: useful with small
+    /// models that do not call on their own), or `.none`.
+    public private(set) var firstRoundCallMode: FunctionCallMode?
 
     /// A session without a model; load one with `loadModel(modelId:)` or `loadModel(path:)`.
     public init(systemPrompt: String? = nil, modelCache: LocalModelCache = .standard) {
@@ -97,8 +99,8 @@ public actor ToolCallingSession {
     /// The registered tools' definitions, in registration order.
     public var registeredTools: [ToolDefinition] { tools.map(\.definition) }
 
-    /// Sets the test hook `firstRoundCallMode`.
-    func setFirstRoundCallMode(_ mode: FunctionCallMode?) { firstRoundCallMode = mode }
+    /// Sets `firstRoundCallMode`.
+    public func setFirstRoundCallMode(_ mode: FunctionCallMode?) { firstRoundCallMode = mode }
 
     // MARK: Generation
 

@@ -45,6 +45,9 @@ struct Chat: AsyncParsableCommand {
     @Option(help: "Tools the model may call: 'demo' (calculate, get_current_time, get_weather); each call and result is printed.")
     var tools: ChatTools?
 
+    @Flag(name: .customLong("force-call"), help: "With --tools: the first reply to each message must call a tool (for small models that do not call on their own).")
+    var forceCall = false
+
     func run() async throws {
         try await runReportingErrors {
             let path = try ModelCache.resolve(model)
@@ -58,6 +61,10 @@ struct Chat: AsyncParsableCommand {
             var session = ChatSession(runner: runner, system: system, interactive: interactive,
                                       options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
             session.toolSession = try await tools?.makeSession(runner: runner)
+            if forceCall {
+                guard let toolSession = session.toolSession else { throw CLIError("--force-call needs --tools") }
+                await toolSession.setFirstRoundCallMode(.required)
+            }
             if interactive {
                 print("leap-ref chat with \(runner.modelId). /reset, /save FILE, /load FILE, /quit.")
             }

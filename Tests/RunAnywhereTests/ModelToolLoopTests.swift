@@ -10,6 +10,13 @@ import TestSupport
 @Suite("Tool loop (lfm2-tiny)", .serialized)
 struct ModelToolLoopTests {
     static let tinyPath = TestFixtures.path("models/lfm2-tiny.gguf")
+    /// The city is an enum here: lfm2-tiny's random weights would not close a free string
+    /// within a few tokens, and the call must be complete to be parsed.
+    static let weather = ToolDefinition(
+        name: "get_weather", description: "Get current weather for a city",
+        parameters: [ToolParameter(name: "city", type: .string, description: "City name", required: true,
+                                   enumValues: ["Paris", "Rome", "Lima"]),
+                     ToolParameter(name: "days", type: .integer, description: "Forecast days", required: false)])
 
     func loadedSession() async throws -> ToolCallingSession {
         let session = ToolCallingSession()
@@ -20,14 +27,14 @@ struct ModelToolLoopTests {
     @Test func forcedCallRunsTheHandlerAndFeedsTheResultBack() async throws {
         let session = try await loadedSession()
         let log = CallLog()
-        await session.registerTool(weatherDefinition) { args -> [String: ToolValue] in
+        await session.registerTool(Self.weather) { args -> [String: ToolValue] in
             log.record(args)
             return ["city": args["city"] ?? .null, "temperature": 18]
         }
         await session.setFirstRoundCallMode(.required)
         let result = try await session.generateWithTools(
             prompt: "What's the weather in Paris?",
-            options: ToolCallingOptions(maxToolCalls: 2, temperature: 0, maxTokens: 40, rngSeed: 7))
+            options: ToolCallingOptions(maxToolCalls: 2, temperature: 0, maxTokens: 120, rngSeed: 7))
         let arguments = try #require(log.all.first, "the forced first reply did not call the tool")
         #expect(arguments["city"]?.stringValue != nil)
         #expect(log.all.count <= 2)
@@ -48,10 +55,10 @@ struct ModelToolLoopTests {
 
     @Test func throwingHandlerResultReachesTheConversation() async throws {
         let session = try await loadedSession()
-        await session.registerTool(weatherDefinition) { _ async throws -> [String: ToolValue] in throw HandlerFailure() }
+        await session.registerTool(Self.weather) { _ async throws -> [String: ToolValue] in throw HandlerFailure() }
         await session.setFirstRoundCallMode(.required)
         let result = try await session.generateWithTools(
-            prompt: "Weather in Rome?", options: ToolCallingOptions(maxToolCalls: 1, temperature: 0, maxTokens: 40))
+            prompt: "Weather in Rome?", options: ToolCallingOptions(maxToolCalls: 1, temperature: 0, maxTokens: 120))
         #expect(result.toolResults.first?.error == "tool 'get_weather' failed: the weather service is down")
         let history = try #require(await session.lastConversation).history
         #expect(history.contains { $0.role == .tool && $0.textContent.contains("the weather service is down") })

@@ -127,7 +127,7 @@ struct ToolLoopTests {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ -> [String: ToolValue] in
             // Ignores cancellation: the loop must not wait for it.
-            let until = Date().addingTimeInterval(2)
+            let until = Date().addingTimeInterval(20)
             while Date() < until { try? await Task.sleep(for: .milliseconds(20)) }
             return ["late": true]
         }
@@ -136,7 +136,7 @@ struct ToolLoopTests {
         let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
                                            options: ToolCallingOptions(toolTimeout: .milliseconds(100)),
                                            generationOptions: nil, onEvent: { _ in })
-        #expect(ContinuousClock.now - started < .milliseconds(1500))
+        #expect(ContinuousClock.now - started < .seconds(10))
         #expect(result.toolResults == [.failed("get_weather", "tool 'get_weather' timed out after 0.1 s")])
         #expect(generator.requests[1].messages[0].textContent.contains("timed out"))
     }
