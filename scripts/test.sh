@@ -17,7 +17,9 @@ cd "$(dirname "$0")/.."
 export LEAP_REF_OPTIMIZE=1
 swift build --build-tests
 LEAP_REF_BIN="$(swift build --show-bin-path)/leap-ref" ./scripts/make-test-models.sh
-swift test --skip-build "$@"
+# One test at a time: the engine already uses both cores, and parallel suites starve the
+# timing-sensitive ones (tool-handler timeouts) of the cooperative thread pool.
+swift test --skip-build --no-parallel "$@"
 unset LEAP_REF_OPTIMIZE
 if [ $# -eq 0 ]; then
     LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
