@@ -41,7 +41,7 @@ import Testing
 
     @Test(arguments: [
         (1.0, "1.0"), (0.1, "0.1"), (1e15, "1000000000000000.0"), (1e16, "1e+16"), (0.0001, "0.0001"),
-        (0.00001, "1e-05"), (-2.5, "-2.5"), (123456789.125, "123456789.125"), (1.5e300, "1.5e+300"), (5e-324, "5e-324"),
+        (0.00001, "1e-05"), (-2.5, "-2.5"), (123456789.125, "123456789.125"), (1.5e300, "1.5e+300"), (Double.leastNonzeroMagnitude, "5e-324"),
     ])
     func floatRepr(_ value: Double, _ expected: String) {
         #expect(JSONValue.pythonFloatRepr(value) == expected)
