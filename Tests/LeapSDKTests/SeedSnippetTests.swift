@@ -38,10 +38,9 @@ import TestSupport
 
 /// A thread-safe list of things a snippet produced (callbacks run on the runner's queue).
 final class SnippetRecorder<Element>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [Element] = []
-    func append(_ element: Element) { lock.withLock { storage.append(element) } }
-    var items: [Element] { lock.withLock { storage } }
+    private let storage = Locked<[Element]>([])
+    func append(_ element: Element) { storage.withLock { $0.append(element) } }
+    var items: [Element] { storage.withLock { $0 } }
 }
 
 /// Polls `condition` until it holds or `seconds` pass; returns whether it held.

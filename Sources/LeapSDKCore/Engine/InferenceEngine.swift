@@ -149,7 +149,9 @@ final class InferenceEngine: @unchecked Sendable {
         }
         // With calls forbidden, a single-token start marker is masked out.
         let forbiddenToken: Int? = callMode == .none ? options.functionCallParser.flatMap { singleTokenID($0.callStartMarker) } : nil
-        var rawText = ""
+        // The end of the output, as long as the call-start marker, for a marker that is not a
+        // single token (then the model spells it over several tokens).
+        var outputTail = ""
 
         let start = DispatchTime.now().uptimeNanoseconds
         let reused = try evaluatePrompt(tokens, reuseCache: options.cacheControl != .noCache)
@@ -200,10 +202,13 @@ final class InferenceEngine: @unchecked Sendable {
             sampler.accept(next)
             generated += 1
             let delta = detokenizer.append(TokenID(next))
-            rawText += delta
+            if let t = tools, t.startTokenID == nil {
+                outputTail += delta
+                if outputTail.count > t.startMarker.count { outputTail = String(outputTail.suffix(t.startMarker.count)) }
+            }
             if constraint == nil, let t = tools, callMode != .none {
                 // The model opened a call: constrain the rest of the block.
-                if next == t.startTokenID || (t.startTokenID == nil && rawText.hasSuffix(t.startMarker)) {
+                if next == t.startTokenID || (t.startTokenID == nil && outputTail.hasSuffix(t.startMarker)) {
                     constraint = ActiveConstraint(matcher: GrammarMatcher(grammar: t.afterStart), masks: t.masks, isToolCall: true)
                 }
             }

@@ -39,8 +39,7 @@ struct OutputAssembler {
                 out += replyText(t)
             }
         }
-        if finishing, calls != nil {
-            var splitter = calls!
+        if finishing, var splitter = calls {
             out += handle(splitter.finish())
             calls = splitter
         }

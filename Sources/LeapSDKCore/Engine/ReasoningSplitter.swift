@@ -7,48 +7,39 @@ struct ReasoningSplitter {
         case reasoning(String)
     }
 
-    static let open = "<think>"
-    static let close = "</think>"
+    static let open = Array("<think>".unicodeScalars)
+    static let close = Array("</think>".unicodeScalars)
 
     private(set) var inReasoning = false
-    private var held = ""
+    /// Text not yet emitted: at most a partial marker between calls.
+    private var held: [Unicode.Scalar] = []
 
     /// Feeds a delta; returns the pieces that are now certain, in order.
     mutating func feed(_ delta: String) -> [Piece] {
-        held += delta
+        held.append(contentsOf: delta.unicodeScalars)
         var out: [Piece] = []
         while true {
             let marker = inReasoning ? Self.close : Self.open
-            if let range = held.range(of: marker) {
-                let before = String(held[..<range.lowerBound])
-                if !before.isEmpty { out.append(inReasoning ? .reasoning(before) : .reply(before)) }
-                held = String(held[range.upperBound...])
+            if let at = MarkerText.find(marker, in: held, from: 0) {
+                if at > 0 { out.append(piece(MarkerText.string(held[..<at]))) }
+                held.removeFirst(at + marker.count)
                 inReasoning.toggle()
                 continue
             }
-            let keep = Self.partialMarkerSuffixLength(held, marker)
-            let emit = String(held.dropLast(keep))
-            if !emit.isEmpty { out.append(inReasoning ? .reasoning(emit) : .reply(emit)) }
-            held = String(held.suffix(keep))
+            let keep = MarkerText.longestSuffixThatStarts(marker, in: held)
+            if held.count > keep {
+                out.append(piece(MarkerText.string(held[..<(held.count - keep)])))
+                held.removeFirst(held.count - keep)
+            }
             return out
         }
     }
 
     /// Emits whatever is held back.
     mutating func finish() -> [Piece] {
-        defer { held = "" }
-        return held.isEmpty ? [] : [inReasoning ? .reasoning(held) : .reply(held)]
+        defer { held.removeAll() }
+        return held.isEmpty ? [] : [piece(MarkerText.string(held[...]))]
     }
 
-    /// The length of the longest suffix of `text` that is a proper prefix of `marker`.
-    static func partialMarkerSuffixLength(_ text: String, _ marker: String) -> Int {
-        let m = Array(marker)
-        let t = Array(text.suffix(m.count - 1))
-        var n = min(t.count, m.count - 1)
-        while n > 0 {
-            if Array(t.suffix(n)) == Array(m.prefix(n)) { return n }
-            n -= 1
-        }
-        return 0
-    }
+    private func piece(_ text: String) -> Piece { inReasoning ? .reasoning(text) : .reply(text) }
 }

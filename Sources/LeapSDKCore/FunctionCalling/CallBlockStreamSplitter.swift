@@ -62,30 +62,30 @@ public struct FunctionCallStreamSplitter: Sendable {
         pending.append(contentsOf: delta.unicodeScalars)
         var events: [Event] = []
         guard !startMarker.isEmpty else {
-            if !pending.isEmpty { events.append(.text(Self.string(pending[...]))) }
+            if !pending.isEmpty { events.append(.text(MarkerText.string(pending[...]))) }
             pending.removeAll()
             return events
         }
         while true {
             if !inBlock {
-                if let start = Self.find(startMarker, in: pending, from: 0) {
-                    if start > 0 { events.append(.text(Self.string(pending[..<start]))) }
+                if let start = MarkerText.find(startMarker, in: pending, from: 0) {
+                    if start > 0 { events.append(.text(MarkerText.string(pending[..<start]))) }
                     pending.removeFirst(start)
                     inBlock = true
                     endSearchStart = startMarker.count
                     continue
                 }
-                let keep = Self.longestSuffixThatStarts(startMarker, in: pending)
+                let keep = MarkerText.longestSuffixThatStarts(startMarker, in: pending)
                 if pending.count > keep {
-                    events.append(.text(Self.string(pending[..<(pending.count - keep)])))
+                    events.append(.text(MarkerText.string(pending[..<(pending.count - keep)])))
                     pending.removeFirst(pending.count - keep)
                 }
                 return events
             }
-            if !endMarker.isEmpty, let end = Self.find(endMarker, in: pending, from: endSearchStart) {
+            if !endMarker.isEmpty, let end = MarkerText.find(endMarker, in: pending, from: endSearchStart) {
                 let blockEnd = end + endMarker.count
-                let raw = Self.string(pending[..<blockEnd])
-                let body = Self.string(pending[startMarker.count..<end])
+                let raw = MarkerText.string(pending[..<blockEnd])
+                let body = MarkerText.string(pending[startMarker.count..<end])
                 do {
                     events.append(.calls(try parser.parseCalls(body), raw: raw))
                 } catch {
@@ -107,43 +107,10 @@ public struct FunctionCallStreamSplitter: Sendable {
             inBlock = false
         }
         guard !pending.isEmpty else { return [] }
-        let raw = Self.string(pending[...])
+        let raw = MarkerText.string(pending[...])
         if inBlock {
             return [.malformed(raw: raw, error: "the call block was not closed with \(parser.callEndMarker)")]
         }
         return [.text(raw)]
-    }
-
-    // MARK: - Helpers
-
-    private static func string(_ scalars: ArraySlice<Unicode.Scalar>) -> String {
-        var view = String.UnicodeScalarView()
-        view.append(contentsOf: scalars)
-        return String(view)
-    }
-
-    /// The first index at or after `from` where `needle` occurs in `haystack`.
-    private static func find(_ needle: [Unicode.Scalar], in haystack: [Unicode.Scalar], from: Int) -> Int? {
-        guard needle.count <= haystack.count, from <= haystack.count - needle.count else { return nil }
-        var i = max(0, from)
-        while i <= haystack.count - needle.count {
-            if haystack[i] == needle[0] {
-                var j = 1
-                while j < needle.count, haystack[i + j] == needle[j] { j += 1 }
-                if j == needle.count { return i }
-            }
-            i += 1
-        }
-        return nil
-    }
-
-    /// The length of the longest proper prefix of `marker` that `text` ends with.
-    private static func longestSuffixThatStarts(_ marker: [Unicode.Scalar], in text: [Unicode.Scalar]) -> Int {
-        var length = min(marker.count - 1, text.count)
-        while length > 0 {
-            if text[(text.count - length)...].elementsEqual(marker[..<length]) { return length }
-            length -= 1
-        }
-        return 0
     }
 }

@@ -290,26 +290,13 @@ enum PythonLiteral {
         }
     }
 
-    /// A double-quoted string; backslash, quote and control characters escaped.
+    /// A double-quoted string, written as JSON writes it (the call grammar produces JSON
+    /// strings, which Python reads the same); with `escapingAngleBrackets`, `<` becomes
+    /// `\u003c` so that a string holding the end marker cannot end the block early.
     static func writeString(_ s: String, into out: inout String, escapingAngleBrackets: Bool = false) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "<" where escapingAngleBrackets: out += "\\u003c"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        guard escapingAngleBrackets else { return JSONValue.writeString(s, into: &out) }
+        var literal = ""
+        JSONValue.writeString(s, into: &literal)
+        out += literal.replacingOccurrences(of: "<", with: "\\u003c")
     }
 }
