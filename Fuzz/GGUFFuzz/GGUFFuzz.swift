@@ -58,7 +58,10 @@ struct Replay {
             print("usage: GGUFFuzz FILE... (replays inputs through the GGUF reader; see docs/fuzzing.md)")
         }
         for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else { print("\(path): unreadable"); continue }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                print("\(path): unreadable")
+                continue
+            }
             print("\(path): " + data.withUnsafeBytes { exercise($0) })
         }
     }

@@ -10,11 +10,24 @@ enum Constant: Sendable {
 }
 
 enum BinaryOp: String, Sendable {
-    case add = "+", sub = "-", mul = "*", div = "/", floorDiv = "//", mod = "%", pow = "**"
+    case add = "+"
+    case sub = "-"
+    case mul = "*"
+    case div = "/"
+    case floorDiv = "//"
+    case mod = "%"
+    case pow = "**"
 }
 
 enum CompareOp: String, Sendable {
-    case eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">=", `in` = "in", notIn = "not in"
+    case eq = "=="
+    case ne = "!="
+    case lt = "<"
+    case le = "<="
+    case gt = ">"
+    case ge = ">="
+    case `in` = "in"
+    case notIn = "not in"
 }
 
 /// Arguments written at a call, filter or test: `f(a, b, k=v, *args, **kwargs)`.

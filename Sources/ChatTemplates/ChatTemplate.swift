@@ -14,9 +14,10 @@ public struct RenderLimits: Sendable, Equatable {
     public var maxOutputBytes: Int
 
     /// The defaults suit any real chat template with a wide margin.
-    public init(maxCallDepth: Int = 64, maxEvaluationDepth: Int = 256, maxLoopIterations: Int = 1_000_000,
-                maxOutputBytes: Int = 64 << 20)
-    {
+    public init(
+        maxCallDepth: Int = 64, maxEvaluationDepth: Int = 256, maxLoopIterations: Int = 1_000_000,
+        maxOutputBytes: Int = 64 << 20
+    ) {
         self.maxCallDepth = maxCallDepth
         self.maxEvaluationDepth = maxEvaluationDepth
         self.maxLoopIterations = maxLoopIterations
@@ -34,23 +35,28 @@ public struct RenderOptions: Sendable {
     public var limits: RenderLimits
 
     /// Real time in the current zone and default limits unless given.
-    public init(clock: @escaping @Sendable () -> Date = { Date() }, timeZone: TimeZone = .current,
-                limits: RenderLimits = RenderLimits())
-    {
+    public init(
+        clock: @escaping @Sendable () -> Date = { Date() }, timeZone: TimeZone = .current,
+        limits: RenderLimits = RenderLimits()
+    ) {
         self.clock = clock
         self.timeZone = timeZone
         self.limits = limits
     }
 
     /// A clock stopped at the given UTC wall time, printed in UTC.
-    public static func fixedClock(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0,
-                                  second: Int = 0) -> RenderOptions
-    {
+    public static func fixedClock(
+        year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0,
+        second: Int = 0
+    ) -> RenderOptions {
         var calendar = Calendar(identifier: .gregorian)
         let utc = TimeZone(identifier: "UTC")!
         calendar.timeZone = utc
-        let date = calendar.date(from: DateComponents(year: year, month: month, day: day, hour: hour,
-                                                      minute: minute, second: second)) ?? Date(timeIntervalSince1970: 0)
+        let date =
+            calendar.date(
+                from: DateComponents(
+                    year: year, month: month, day: day, hour: hour,
+                    minute: minute, second: second)) ?? Date(timeIntervalSince1970: 0)
         return RenderOptions(clock: { date }, timeZone: utc)
     }
 
@@ -122,11 +128,12 @@ public struct ChatTemplate: Sendable {
     ///   - bosToken, eosToken: `bos_token`, `eos_token`; left undefined when nil.
     ///   - extraVariables: anything else the template reads (`enable_thinking`,
     ///     `documents`, `date_string`...). They override the named parameters.
-    public func render(messages: [JSONValue], tools: [JSONValue]? = nil, addGenerationPrompt: Bool = true,
-                       bosToken: String? = nil, eosToken: String? = nil,
-                       extraVariables: [String: JSONValue] = [:],
-                       options: RenderOptions = RenderOptions()) throws(ChatTemplateError) -> String
-    {
+    public func render(
+        messages: [JSONValue], tools: [JSONValue]? = nil, addGenerationPrompt: Bool = true,
+        bosToken: String? = nil, eosToken: String? = nil,
+        extraVariables: [String: JSONValue] = [:],
+        options: RenderOptions = RenderOptions()
+    ) throws(ChatTemplateError) -> String {
         var context: [String: JSONValue] = ["messages": .array(messages), "add_generation_prompt": .bool(addGenerationPrompt)]
         if let tools { context["tools"] = .array(tools) }
         if let bosToken { context["bos_token"] = .string(bosToken) }
@@ -180,9 +187,10 @@ public struct FixtureCaseResult: Sendable {
 ///
 /// A template that fails to parse yields its error for every case. Throws only when
 /// `casesJSON` is not a list of cases.
-public func renderFixtureCases(templateSource: String, casesJSON: String,
-                               options: RenderOptions = .fixtures) throws -> [FixtureCaseResult]
-{
+public func renderFixtureCases(
+    templateSource: String, casesJSON: String,
+    options: RenderOptions = .fixtures
+) throws -> [FixtureCaseResult] {
     guard case .array(let cases) = try JSONValue.parse(casesJSON) else {
         throw ChatTemplateError(.value, "cases JSON must be a list of {\"name\", \"messages\", ...} objects")
     }
@@ -195,7 +203,7 @@ public func renderFixtureCases(templateSource: String, casesJSON: String,
     var results: [FixtureCaseResult] = []
     for (index, c) in cases.enumerated() {
         guard case .object(let object) = c, case .string(let name)? = object["name"],
-              case .array(let messages)? = object["messages"]
+            case .array(let messages)? = object["messages"]
         else {
             throw ChatTemplateError(.value, "case #\(index) needs a string \"name\" and a \"messages\" list")
         }
@@ -208,8 +216,10 @@ public func renderFixtureCases(templateSource: String, casesJSON: String,
             result = .failure(error)
         case .success(let t):
             do throws(ChatTemplateError) {
-                result = .success(try t.render(messages: messages, tools: tools, addGenerationPrompt: addGenerationPrompt,
-                                               bosToken: "<s>", eosToken: "</s>", options: options))
+                result = .success(
+                    try t.render(
+                        messages: messages, tools: tools, addGenerationPrompt: addGenerationPrompt,
+                        bosToken: "<s>", eosToken: "</s>", options: options))
             } catch {
                 result = .failure(error)
             }

@@ -36,7 +36,8 @@ extension Interpreter {
             guard let n = a[0] else { throw ChatTemplateError(.type, "do_attr() missing 1 required positional argument: 'name'") }
             let attrName = try str(n)
             if case .undefined(let u) = value { throw u.error }
-            return try attributeOnly(input, attrName) ?? .undefined(Undefined(reason: .attribute(owner: input.objectTypeRepr, name: attrName)))
+            return try attributeOnly(input, attrName)
+                ?? .undefined(Undefined(reason: .attribute(owner: input.objectTypeRepr, name: attrName)))
         case "batch":
             let a = try bind(["linecount", "fill_with"])
             guard let lc = a[0] else { throw ChatTemplateError(.type, "do_batch() missing 1 required positional argument: 'linecount'") }
@@ -45,7 +46,10 @@ extension Interpreter {
             var batches: [Value] = []
             var tmp: [Value] = []
             for item in try iterate(value) {
-                if tmp.count == count { batches.append(.list(tmp)); tmp = [] }
+                if tmp.count == count {
+                    batches.append(.list(tmp))
+                    tmp = []
+                }
                 tmp.append(item)
             }
             if !tmp.isEmpty {
@@ -143,7 +147,10 @@ extension Interpreter {
             let caseSensitive = boolArg(a[2], false)
             let fallback = a[1].flatMap { $0.isNone ? nil : $0 }
             let getter = try attributeGetter(attribute, default: fallback)
-            func key(_ v: Value) throws -> Value { let k = try getter(v); return caseSensitive ? k : ignoreCase(k) }
+            func key(_ v: Value) throws -> Value {
+                let k = try getter(v)
+                return caseSensitive ? k : ignoreCase(k)
+            }
             let sorted = try sortValues(try iterate(value), reverse: false, key: key)
             var groups: [(Value, [Value])] = []
             for item in sorted {
@@ -154,11 +161,12 @@ extension Interpreter {
                     groups.append((k, [item]))
                 }
             }
-            return .list(try groups.map { group in
-                // The grouper is the first item's real value, not the lowercased key.
-                let grouper = caseSensitive ? group.0 : try getter(group.1[0])
-                return .object(NamedTupleObject("_GroupTuple", fields: ["grouper", "list"], values: [grouper, .list(group.1)]))
-            })
+            return .list(
+                try groups.map { group in
+                    // The grouper is the first item's real value, not the lowercased key.
+                    let grouper = caseSensitive ? group.0 : try getter(group.1[0])
+                    return .object(NamedTupleObject("_GroupTuple", fields: ["grouper", "list"], values: [grouper, .list(group.1)]))
+                })
         case "indent":
             let a = try bind(["width", "first", "blank"])
             guard case .string(var s) = value else {
@@ -267,12 +275,18 @@ extension Interpreter {
             guard var best = items.first else { return .undefinedHint("No aggregated item, sequence was empty.") }
             let caseSensitive = boolArg(a[0], false)
             let getter = try attributeGetter(a[1] ?? .none)
-            func key(_ v: Value) throws -> Value { let k = try getter(v); return caseSensitive ? k : ignoreCase(k) }
+            func key(_ v: Value) throws -> Value {
+                let k = try getter(v)
+                return caseSensitive ? k : ignoreCase(k)
+            }
             var bestKey = try key(best)
             for item in items.dropFirst() {
                 let k = try key(item)
                 let better = name == "max" ? try pyCompare(k, bestKey, op: ">") > 0 : try pyCompare(k, bestKey, op: "<") < 0
-                if better { best = item; bestKey = k }
+                if better {
+                    best = item
+                    bestKey = k
+                }
             }
             return best
         case "reject", "select", "rejectattr", "selectattr":
@@ -387,10 +401,11 @@ extension Interpreter {
                 getters = [try attributeGetter(a[2] ?? .none)]
             }
             let sorted = try sortValues(try iterate(value), reverse: boolArg(a[0], false)) { v in
-                .list(try getters.map { getter in
-                    let k = try getter(v)
-                    return caseSensitive ? k : ignoreCase(k)
-                })
+                .list(
+                    try getters.map { getter in
+                        let k = try getter(v)
+                        return caseSensitive ? k : ignoreCase(k)
+                    })
             }
             return .list(sorted)
         case "string":
@@ -412,8 +427,10 @@ extension Interpreter {
                 }
                 separators = (item, key)
             }
-            return .string(try jsonDumps(value, ensureASCII: boolArg(a[0], false), indent: a[1] ?? .none,
-                                         separators: separators, sortKeys: boolArg(a[3], false)))
+            return .string(
+                try jsonDumps(
+                    value, ensureASCII: boolArg(a[0], false), indent: a[1] ?? .none,
+                    separators: separators, sortKeys: boolArg(a[3], false)))
         case "trim":
             let a = try bind(["chars"])
             var chars: String?
@@ -508,11 +525,25 @@ extension Interpreter {
                 let mid = min(i + width, a.count), hi = min(i + 2 * width, a.count)
                 var l = i, r = mid, k = i
                 while l < mid && r < hi {
-                    if try less(a[r], a[l]) { buffer[k] = a[r]; r += 1 } else { buffer[k] = a[l]; l += 1 }
+                    if try less(a[r], a[l]) {
+                        buffer[k] = a[r]
+                        r += 1
+                    } else {
+                        buffer[k] = a[l]
+                        l += 1
+                    }
                     k += 1
                 }
-                while l < mid { buffer[k] = a[l]; l += 1; k += 1 }
-                while r < hi { buffer[k] = a[r]; r += 1; k += 1 }
+                while l < mid {
+                    buffer[k] = a[l]
+                    l += 1
+                    k += 1
+                }
+                while r < hi {
+                    buffer[k] = a[r]
+                    r += 1
+                    k += 1
+                }
                 i += 2 * width
             }
             swap(&a, &buffer)
@@ -578,10 +609,15 @@ func pyParseFloat(_ s: String) -> Double? {
     let lower = t.lowercased()
     var body = Substring(lower)
     var negative = false
-    if body.first == "+" || body.first == "-" { negative = body.first == "-"; body = body.dropFirst() }
+    if body.first == "+" || body.first == "-" {
+        negative = body.first == "-"
+        body = body.dropFirst()
+    }
     if body == "inf" || body == "infinity" { return negative ? -.infinity : .infinity }
     if body == "nan" { return .nan }
-    guard body.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "e" || $0 == "_" || $0 == "+" || $0 == "-") }) else { return nil }
+    guard body.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "e" || $0 == "_" || $0 == "+" || $0 == "-") }) else {
+        return nil
+    }
     if body.contains("_") {
         let chars = Array(body)
         for (i, c) in chars.enumerated() where c == "_" {
@@ -596,7 +632,10 @@ func pyParseFloat(_ s: String) -> Double? {
 func pyParseInt(_ s: String, base: Int) -> Int? {
     var t = Substring(PyText.strip(s, nil, left: true, right: true).lowercased())
     var negative = false
-    if t.first == "+" || t.first == "-" { negative = t.first == "-"; t = t.dropFirst() }
+    if t.first == "+" || t.first == "-" {
+        negative = t.first == "-"
+        t = t.dropFirst()
+    }
     var radix = base
     let prefixes: [(String, Int)] = [("0x", 16), ("0o", 8), ("0b", 2)]
     for (p, r) in prefixes where t.hasPrefix(p) && (base == r || base == 0) {

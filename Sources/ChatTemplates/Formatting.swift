@@ -50,8 +50,13 @@ extension Interpreter {
         var mappingLike = false
         switch args {
         case .tuple(let items): positional = items
-        case .dict(let d): mapping = d; mappingLike = true; positional = [args]
-        case .list, .undefined: mappingLike = true; positional = [args]
+        case .dict(let d):
+            mapping = d
+            mappingLike = true
+            positional = [args]
+        case .list, .undefined:
+            mappingLike = true
+            positional = [args]
         default: positional = [args]
         }
         var next = 0
@@ -65,7 +70,11 @@ extension Interpreter {
         var i = 0
         while i < f.count {
             let c = f[i]
-            if c != "%" { out.unicodeScalars.append(c); i += 1; continue }
+            if c != "%" {
+                out.unicodeScalars.append(c)
+                i += 1
+                continue
+            }
             i += 1
             guard i < f.count else { throw ChatTemplateError(.value, "incomplete format") }
             var value: Value?
@@ -74,24 +83,37 @@ extension Interpreter {
                 var depth = 1
                 var j = i + 1
                 while j < f.count {
-                    if f[j] == "(" { depth += 1 } else if f[j] == ")" { depth -= 1; if depth == 0 { break } }
+                    if f[j] == "(" {
+                        depth += 1
+                    } else if f[j] == ")" {
+                        depth -= 1
+                        if depth == 0 { break }
+                    }
                     j += 1
                 }
                 guard j < f.count else { throw ChatTemplateError(.value, "incomplete format key") }
                 let key = String(scalars: f[(i + 1)..<j])
-                guard let v = mapping.get(string: key) else { throw ChatTemplateError(.unsupported, "KeyError \(pyReprString(key)) in % formatting") }
+                guard let v = mapping.get(string: key) else {
+                    throw ChatTemplateError(.unsupported, "KeyError \(pyReprString(key)) in % formatting")
+                }
                 value = v
                 i = j + 1
             }
             var flags = Set<Unicode.Scalar>()
-            while i < f.count, "-+ #0".unicodeScalars.contains(f[i]) { flags.insert(f[i]); i += 1 }
+            while i < f.count, "-+ #0".unicodeScalars.contains(f[i]) {
+                flags.insert(f[i])
+                i += 1
+            }
             var width = 0
             if i < f.count, f[i] == "*" {
                 guard case .int(let w) = try nextArg() else { throw ChatTemplateError(.type, "* wants int") }
                 width = w
                 i += 1
             } else {
-                while i < f.count, let d = Int(String(f[i])), f[i].isASCII { width = width * 10 + d; i += 1 }
+                while i < f.count, let d = Int(String(f[i])), f[i].isASCII {
+                    width = width * 10 + d
+                    i += 1
+                }
             }
             var precision: Int?
             if i < f.count, f[i] == "." {
@@ -102,7 +124,10 @@ extension Interpreter {
                     i += 1
                 } else {
                     var p = 0
-                    while i < f.count, let d = Int(String(f[i])), f[i].isASCII { p = p * 10 + d; i += 1 }
+                    while i < f.count, let d = Int(String(f[i])), f[i].isASCII {
+                        p = p * 10 + d
+                        i += 1
+                    }
                     precision = p
                 }
             }
@@ -111,7 +136,10 @@ extension Interpreter {
             guard i < f.count else { throw ChatTemplateError(.value, "incomplete format") }
             let conv = f[i]
             i += 1
-            if conv == "%" { out += "%"; continue }
+            if conv == "%" {
+                out += "%"
+                continue
+            }
             let original = try value ?? nextArg()
             let v = original.plain
             var body: String
@@ -128,13 +156,18 @@ extension Interpreter {
             case "d", "i", "u", "x", "X", "o":
                 numeric = true
                 guard let n = Number(v) else {
-                    throw ChatTemplateError(.type, "%\(conv) format: a \(conv == "d" || conv == "i" || conv == "u" ? "real number" : "number") is required, not \(v.typeName)")
+                    throw ChatTemplateError(
+                        .type,
+                        "%\(conv) format: a \(conv == "d" || conv == "i" || conv == "u" ? "real number" : "number") is required, not \(v.typeName)"
+                    )
                 }
                 let iv: Int
                 switch n {
                 case .int(let x): iv = x
                 case .float(let d):
-                    guard d.isFinite, abs(d) < 9.2e18 else { throw ChatTemplateError(.unsupported, "formatting a huge float as an integer") }
+                    guard d.isFinite, abs(d) < 9.2e18 else {
+                        throw ChatTemplateError(.unsupported, "formatting a huge float as an integer")
+                    }
                     iv = Int(d.rounded(.towardZero))
                 }
                 let radix = conv == "x" || conv == "X" ? 16 : conv == "o" ? 8 : 10
@@ -153,7 +186,9 @@ extension Interpreter {
             case "c":
                 switch v {
                 case .int(let x):
-                    guard let u = Unicode.Scalar(UInt32(clamping: x)) else { throw ChatTemplateError(.overflow, "%c arg not in range(0x110000)") }
+                    guard let u = Unicode.Scalar(UInt32(clamping: x)) else {
+                        throw ChatTemplateError(.overflow, "%c arg not in range(0x110000)")
+                    }
                     body = String(u)
                 case .string(let s) where s.pyLength == 1: body = s
                 default: throw ChatTemplateError(.type, "%c requires int or char")
@@ -192,12 +227,25 @@ extension Interpreter {
                 i += 2
                 continue
             }
-            if c != "{" { out.unicodeScalars.append(c); i += 1; continue }
-            if i + 1 < f.count, f[i + 1] == "{" { out += "{"; i += 2; continue }
+            if c != "{" {
+                out.unicodeScalars.append(c)
+                i += 1
+                continue
+            }
+            if i + 1 < f.count, f[i + 1] == "{" {
+                out += "{"
+                i += 2
+                continue
+            }
             var j = i + 1
             var depth = 1
             while j < f.count {
-                if f[j] == "{" { depth += 1 } else if f[j] == "}" { depth -= 1; if depth == 0 { break } }
+                if f[j] == "{" {
+                    depth += 1
+                } else if f[j] == "}" {
+                    depth -= 1
+                    if depth == 0 { break }
+                }
                 j += 1
             }
             guard j < f.count else { throw ChatTemplateError(.value, "expected '}' before end of string") }
@@ -212,7 +260,9 @@ extension Interpreter {
             }
             var name = field[field.startIndex..<nameEnd]
             if let bang = name.firstIndex(of: "!") {
-                guard bang + 1 < name.endIndex else { throw ChatTemplateError(.value, "end of string while looking for conversion specifier") }
+                guard bang + 1 < name.endIndex else {
+                    throw ChatTemplateError(.value, "end of string while looking for conversion specifier")
+                }
                 conversion = name[bang + 1]
                 name = name[name.startIndex..<bang]
             }
@@ -234,7 +284,9 @@ extension Interpreter {
                 }
                 value = args.positional[n]
             } else {
-                guard let v = args.keyword(head) else { throw ChatTemplateError(.unsupported, "KeyError: \(pyReprString(head)) in str.format") }
+                guard let v = args.keyword(head) else {
+                    throw ChatTemplateError(.unsupported, "KeyError: \(pyReprString(head)) in str.format")
+                }
                 value = v
             }
             while k < name.endIndex {
@@ -244,7 +296,9 @@ extension Interpreter {
                     value = try getAttribute(value, String(scalars: name[(k + 1)..<e]))
                     k = e
                 } else {
-                    guard let close = name[k...].firstIndex(of: "]") else { throw ChatTemplateError(.value, "Missing ']' in format string") }
+                    guard let close = name[k...].firstIndex(of: "]") else {
+                        throw ChatTemplateError(.value, "Missing ']' in format string")
+                    }
                     let key = String(scalars: name[(k + 1)..<close])
                     value = try getItem(value, Int(key).map(Value.int) ?? .string(key))
                     k = close + 1
@@ -272,31 +326,55 @@ extension Interpreter {
         var align: Character?
         func isAlign(_ u: Unicode.Scalar) -> Bool { u == "<" || u == ">" || u == "^" || u == "=" }
         if s.count >= 2, isAlign(s[1]) {
-            fill = String(s[0]); align = Character(s[1]); i = 2
+            fill = String(s[0])
+            align = Character(s[1])
+            i = 2
         } else if isAlign(s[0]) {
-            align = Character(s[0]); i = 1
+            align = Character(s[0])
+            i = 1
         }
         var sign: Unicode.Scalar = "-"
-        if i < s.count, s[i] == "+" || s[i] == "-" || s[i] == " " { sign = s[i]; i += 1 }
+        if i < s.count, s[i] == "+" || s[i] == "-" || s[i] == " " {
+            sign = s[i]
+            i += 1
+        }
         var alternate = false
-        if i < s.count, s[i] == "#" { alternate = true; i += 1 }
+        if i < s.count, s[i] == "#" {
+            alternate = true
+            i += 1
+        }
         if i < s.count, s[i] == "0" {
-            if align == nil { fill = "0"; align = "=" }
+            if align == nil {
+                fill = "0"
+                align = "="
+            }
             i += 1
         }
         var width = 0
-        while i < s.count, s[i].isASCII, let d = Int(String(s[i])) { width = width * 10 + d; i += 1 }
+        while i < s.count, s[i].isASCII, let d = Int(String(s[i])) {
+            width = width * 10 + d
+            i += 1
+        }
         var grouping: String?
-        if i < s.count, s[i] == "," || s[i] == "_" { grouping = String(s[i]); i += 1 }
+        if i < s.count, s[i] == "," || s[i] == "_" {
+            grouping = String(s[i])
+            i += 1
+        }
         var precision: Int?
         if i < s.count, s[i] == "." {
             i += 1
             var p = 0
-            while i < s.count, s[i].isASCII, let d = Int(String(s[i])) { p = p * 10 + d; i += 1 }
+            while i < s.count, s[i].isASCII, let d = Int(String(s[i])) {
+                p = p * 10 + d
+                i += 1
+            }
             precision = p
         }
         var type: Unicode.Scalar?
-        if i < s.count { type = s[i]; i += 1 }
+        if i < s.count {
+            type = s[i]
+            i += 1
+        }
         guard i == s.count else { throw ChatTemplateError(.value, "Invalid format specifier '\(spec)'") }
         try checkSize(width + (precision ?? 0))
 
@@ -314,7 +392,13 @@ extension Interpreter {
         case .int, .bool, .float:
             let number = Number(value)!
             var body: String
-            let t = type ?? (number.double.isNaN || { if case .float = number { return true }; return false }() ? "g" : "d")
+            let t =
+                type
+                ?? (number.double.isNaN
+                    || {
+                        if case .float = number { return true }
+                        return false
+                    }() ? "g" : "d")
             switch (number, t) {
             case (.int(let n), "d"), (.int(let n), "n"):
                 var digits = String(n.magnitude)
@@ -329,7 +413,11 @@ extension Interpreter {
                 var d = number.double
                 var suffix = ""
                 var code = t
-                if t == "%" { d *= 100; suffix = "%"; code = "f" }
+                if t == "%" {
+                    d *= 100
+                    suffix = "%"
+                    code = "f"
+                }
                 var digits = cFormat("%.\(precision ?? 6)\(Character(code))", abs(d))
                 if let grouping, code == "f" || code == "F" {
                     let parts = digits.split(separator: ".", maxSplits: 1)
@@ -354,8 +442,10 @@ extension Interpreter {
 
 /// C's `strftime` (glibc flavour, as Python on Linux calls it) for a naive local time.
 func strftime(_ format: String, _ c: DateComponents) throws -> String {
-    let months = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-                  "October", "November", "December"]
+    let months = [
+        "January", "February", "March", "April", "May", "June", "July", "August", "September",
+        "October", "November", "December"
+    ]
     let days = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
     let year = c.year ?? 1970, month = c.month ?? 1, day = c.day ?? 1
     let hour = c.hour ?? 0, minute = c.minute ?? 0, second = c.second ?? 0
@@ -366,10 +456,17 @@ func strftime(_ format: String, _ c: DateComponents) throws -> String {
     var out = ""
     var i = 0
     while i < f.count {
-        guard f[i] == "%", i + 1 < f.count else { out.append(f[i]); i += 1; continue }
+        guard f[i] == "%", i + 1 < f.count else {
+            out.append(f[i])
+            i += 1
+            continue
+        }
         i += 1
         var noPad = false
-        if f[i] == "-", i + 1 < f.count { noPad = true; i += 1 }
+        if f[i] == "-", i + 1 < f.count {
+            noPad = true
+            i += 1
+        }
         func num(_ v: Int, _ width: Int = 2, _ padChar: String = "0") -> String {
             let s = String(v)
             if noPad || s.count >= width { return s }
@@ -403,7 +500,9 @@ func strftime(_ format: String, _ c: DateComponents) throws -> String {
         case "T": out += "\(two(hour)):\(two(minute)):\(two(second))"
         case "R": out += "\(two(hour)):\(two(minute))"
         case "r": out += "\(two(hour12)):\(two(minute)):\(two(second)) \(hour < 12 ? "AM" : "PM")"
-        case "c": out += "\(days[weekday0].prefix(3)) \(months[month - 1].prefix(3)) \(num(day, 2, " ")) \(two(hour)):\(two(minute)):\(two(second)) \(year)"
+        case "c":
+            out +=
+                "\(days[weekday0].prefix(3)) \(months[month - 1].prefix(3)) \(num(day, 2, " ")) \(two(hour)):\(two(minute)):\(two(second)) \(year)"
         case "x": out += "\(two(month))/\(two(day))/\(two(year % 100))"
         case "X": out += "\(two(hour)):\(two(minute)):\(two(second))"
         case "Z", "z": break  // a naive datetime has no zone

@@ -43,8 +43,9 @@ extension Interpreter {
                 }
                 var calendar = Calendar(identifier: .gregorian)
                 calendar.timeZone = interp.options.timeZone
-                let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second, .weekday, .dayOfYear],
-                                                    from: interp.options.clock())
+                let parts = calendar.dateComponents(
+                    [.year, .month, .day, .hour, .minute, .second, .weekday, .dayOfYear],
+                    from: interp.options.clock())
                 return .string(try strftime(format, parts))
             }
         case "lipsum":
@@ -60,8 +61,13 @@ extension Interpreter {
         var start = 0, stop = 0, step = 1
         switch ints.count {
         case 1: stop = ints[0]
-        case 2: start = ints[0]; stop = ints[1]
-        case 3: start = ints[0]; stop = ints[1]; step = ints[2]
+        case 2:
+            start = ints[0]
+            stop = ints[1]
+        case 3:
+            start = ints[0]
+            stop = ints[1]
+            step = ints[2]
         default: throw ChatTemplateError(.type, "range expected at most 3 arguments, got \(ints.count)")
         }
         guard step != 0 else { throw ChatTemplateError(.value, "range() arg 3 must not be zero") }
@@ -105,9 +111,10 @@ extension Interpreter {
     }
 
     /// Python's `json.dumps(value, ensure_ascii=, indent=, separators=, sort_keys=)`.
-    func jsonDumps(_ value: Value, ensureASCII: Bool, indent: Value, separators: (String, String)?,
-                   sortKeys: Bool) throws -> String
-    {
+    func jsonDumps(
+        _ value: Value, ensureASCII: Bool, indent: Value, separators: (String, String)?,
+        sortKeys: Bool
+    ) throws -> String {
         var indentUnit: String?
         switch indent {
         case .none: indentUnit = nil
@@ -137,17 +144,26 @@ extension Interpreter {
             case .float(let d): out += floatText(d)
             case .string(let s), .markup(let s): JSONValue.writeString(s, into: &out, format: format)
             case .list(let items), .tuple(let items):
-                if items.isEmpty { out += "[]"; return }
+                if items.isEmpty {
+                    out += "[]"
+                    return
+                }
                 out += "["
                 newline(level + 1)
                 for (i, item) in items.enumerated() {
-                    if i > 0 { out += itemSeparator; newline(level + 1) }
+                    if i > 0 {
+                        out += itemSeparator
+                        newline(level + 1)
+                    }
                     try write(item, level + 1)
                 }
                 newline(level)
                 out += "]"
             case .dict(let d):
-                if d.isEmpty { out += "{}"; return }
+                if d.isEmpty {
+                    out += "{}"
+                    return
+                }
                 var pairs = Array(zip(d.keys, d.values))
                 if sortKeys {
                     let order = try sortValues(pairs.indices.map { Value.int($0) }, reverse: false) { idx in
@@ -162,7 +178,10 @@ extension Interpreter {
                 out += "{"
                 newline(level + 1)
                 for (i, (k, item)) in pairs.enumerated() {
-                    if i > 0 { out += itemSeparator; newline(level + 1) }
+                    if i > 0 {
+                        out += itemSeparator
+                        newline(level + 1)
+                    }
                     let key: String
                     switch k {
                     case .string(let s), .markup(let s): key = s
@@ -204,17 +223,19 @@ final class CyclerObject: PyObject {
             guard !items.isEmpty else { throw ChatTemplateError(.unsupported, "an empty cycler") }
             return items[position]
         case "next":
-            return .object(BuiltinFunction("next", bound: true) { _, _ in
-                guard !self.items.isEmpty else { throw ChatTemplateError(.unsupported, "an empty cycler") }
-                let v = self.items[self.position]
-                self.position = (self.position + 1) % self.items.count
-                return v
-            })
+            return .object(
+                BuiltinFunction("next", bound: true) { _, _ in
+                    guard !self.items.isEmpty else { throw ChatTemplateError(.unsupported, "an empty cycler") }
+                    let v = self.items[self.position]
+                    self.position = (self.position + 1) % self.items.count
+                    return v
+                })
         case "reset":
-            return .object(BuiltinFunction("reset", bound: true) { _, _ in
-                self.position = 0
-                return .none
-            })
+            return .object(
+                BuiltinFunction("reset", bound: true) { _, _ in
+                    self.position = 0
+                    return .none
+                })
         case "items":
             return .list(items)
         default:
@@ -234,7 +255,10 @@ final class JoinerObject: PyObject {
     override var objectTypeRepr: String { "jinja2.utils.Joiner object" }
     override var isCallable: Bool { true }
     override func call(_ args: Arguments, _ interp: Interpreter) throws -> Value {
-        if !used { used = true; return .string("") }
+        if !used {
+            used = true
+            return .string("")
+        }
         return .string(separator)
     }
 }

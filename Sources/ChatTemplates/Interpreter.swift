@@ -162,7 +162,8 @@ final class Interpreter {
     /// limit (doubling a string in a loop would otherwise exhaust memory).
     func checkSize(_ size: Int) throws {
         if size > options.limits.maxOutputBytes {
-            throw ChatTemplateError(.limit, "a value of \(size) bytes or items exceeds the output limit of \(options.limits.maxOutputBytes)", line: line)
+            throw ChatTemplateError(
+                .limit, "a value of \(size) bytes or items exceeds the output limit of \(options.limits.maxOutputBytes)", line: line)
         }
     }
 
@@ -170,7 +171,8 @@ final class Interpreter {
     /// million by default): an item takes far more memory than a byte.
     func checkItems(_ count: Int) throws {
         if count > options.limits.maxOutputBytes / 64 {
-            throw ChatTemplateError(.limit, "a list of \(count) items exceeds the limit of \(options.limits.maxOutputBytes / 64)", line: line)
+            throw ChatTemplateError(
+                .limit, "a list of \(count) items exceeds the limit of \(options.limits.maxOutputBytes / 64)", line: line)
         }
     }
 
@@ -274,7 +276,10 @@ final class Interpreter {
         depth += 1
         defer { depth -= 1 }
         if depth > options.limits.maxEvaluationDepth || stack.isExhausted() {
-            throw ChatTemplateError(.limit, "expressions and calls nested deeper than \(options.limits.maxEvaluationDepth) levels or than the thread's stack allows", line: line)
+            throw ChatTemplateError(
+                .limit,
+                "expressions and calls nested deeper than \(options.limits.maxEvaluationDepth) levels or than the thread's stack allows",
+                line: line)
         }
         switch e {
         case .constant(let c): return constant(c)
@@ -454,7 +459,8 @@ final class Interpreter {
             for (k, v) in zip(d.keys, d.values) {
                 guard case .string(let key) = k.plain else { throw ChatTemplateError(.type, "keywords must be strings") }
                 if a.keywords.contains(where: { $0.0 == key }) {
-                    throw ChatTemplateError(.type, "jinja2.sandbox.SandboxedEnvironment.call() got multiple values for keyword argument '\(key)'")
+                    throw ChatTemplateError(
+                        .type, "jinja2.sandbox.SandboxedEnvironment.call() got multiple values for keyword argument '\(key)'")
                 }
                 a.keywords.append((key, v))
             }
@@ -473,7 +479,8 @@ final class Interpreter {
             callDepth += 1
             defer { callDepth -= 1 }
             if callDepth > options.limits.maxCallDepth {
-                throw ChatTemplateError(.limit, "calls nested deeper than \(options.limits.maxCallDepth) levels (runaway recursion?)", line: line)
+                throw ChatTemplateError(
+                    .limit, "calls nested deeper than \(options.limits.maxCallDepth) levels (runaway recursion?)", line: line)
             }
             return try o.call(args, self)
         case .undefined(let u):
@@ -507,7 +514,8 @@ final class Interpreter {
             for (k, v) in keywords { kwargs.setString(k, v) }
         } else if let first = keywords.first {
             if keywords.contains(where: { $0.0 == "caller" }) {
-                throw ChatTemplateError(.type, "macro '\(m.name)' was invoked with two values for the special caller argument. This is most likely a bug.")
+                throw ChatTemplateError(
+                    .type, "macro '\(m.name)' was invoked with two values for the special caller argument. This is most likely a bug.")
             }
             throw ChatTemplateError(.type, "macro '\(m.name)' takes no keyword argument '\(first.0)'")
         }
@@ -774,20 +782,22 @@ final class LoopObject: PyObject {
         case "previtem": return previous ?? .undefinedHint("there is no previous item")
         case "nextitem": return try iterator.peek() ?? .undefinedHint("there is no next item")
         case "cycle":
-            return .object(BuiltinFunction("cycle", bound: true) { args, _ in
-                guard !args.positional.isEmpty else { throw ChatTemplateError(.type, "no items for cycling given") }
-                return args.positional[self.index0 % args.positional.count]
-            })
+            return .object(
+                BuiltinFunction("cycle", bound: true) { args, _ in
+                    guard !args.positional.isEmpty else { throw ChatTemplateError(.type, "no items for cycling given") }
+                    return args.positional[self.index0 % args.positional.count]
+                })
         case "changed":
-            return .object(BuiltinFunction("changed", bound: true) { args, _ in
-                if let last = self.lastChanged, last.count == args.positional.count,
-                   zip(last, args.positional).allSatisfy({ pyEquals($0, $1) })
-                {
-                    return .bool(false)
-                }
-                self.lastChanged = args.positional
-                return .bool(true)
-            })
+            return .object(
+                BuiltinFunction("changed", bound: true) { args, _ in
+                    if let last = self.lastChanged, last.count == args.positional.count,
+                        zip(last, args.positional).allSatisfy({ pyEquals($0, $1) })
+                    {
+                        return .bool(false)
+                    }
+                    self.lastChanged = args.positional
+                    return .bool(true)
+                })
         default: return nil
         }
     }

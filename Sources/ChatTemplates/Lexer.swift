@@ -45,7 +45,10 @@ struct Token {
 /// `\n` and, with keep_trailing_newline=False, drops one trailing newline.
 func normalizeNewlines(_ source: String) -> String {
     var needsWork = false
-    for u in source.unicodeScalars where u != "\n" && isPyLineBreak(u) { needsWork = true; break }
+    for u in source.unicodeScalars where u != "\n" && isPyLineBreak(u) {
+        needsWork = true
+        break
+    }
     if !needsWork {
         return source.hasSuffix("\n") ? String(source.dropLast()) : source
     }
@@ -131,7 +134,10 @@ struct Lexer {
         guard at(p, "{%") else { return nil }
         var i = p + 2
         var sign: Unicode.Scalar?
-        if i < src.count, src[i] == "-" || src[i] == "+" { sign = src[i]; i += 1 }
+        if i < src.count, src[i] == "-" || src[i] == "+" {
+            sign = src[i]
+            i += 1
+        }
         i = skipSpaces(i)
         guard at(i, "raw") else { return nil }
         i = skipSpaces(i + 3)
@@ -145,7 +151,10 @@ struct Lexer {
         guard at(p, "{%") else { return nil }
         var i = p + 2
         var sign: Unicode.Scalar?
-        if i < src.count, src[i] == "-" || src[i] == "+" { sign = src[i]; i += 1 }
+        if i < src.count, src[i] == "-" || src[i] == "+" {
+            sign = src[i]
+            i += 1
+        }
         i = skipSpaces(i)
         guard at(i, "endraw") else { return nil }
         i = skipSpaces(i + 6)
@@ -175,7 +184,10 @@ struct Lexer {
             }
             var p = tag + 2
             var sign: Unicode.Scalar?
-            if p < src.count, src[p] == "-" || src[p] == "+" { sign = src[p]; p += 1 }
+            if p < src.count, src[p] == "-" || src[p] == "+" {
+                sign = src[p]
+                p += 1
+            }
             emitData(controlledText(pos, tag, sign: sign, lstrip: kind != "{"), at: pos)
             switch kind {
             case "#":
@@ -254,7 +266,10 @@ struct Lexer {
                 }
             }
             let c = src[pos]
-            if isPySpace(c) { pos += 1; continue }
+            if isPySpace(c) {
+                pos += 1
+                continue
+            }
             let line = lineAt(pos)
             if c.value >= 0x30 && c.value <= 0x39 {
                 tokens.append(try lexNumber(line: line))
@@ -272,15 +287,16 @@ struct Lexer {
             }
             if pos + 1 < src.count {
                 let d = src[pos + 1]
-                let two: String? = switch (c, d) {
-                case ("/", "/"): "//"
-                case ("*", "*"): "**"
-                case ("=", "="): "=="
-                case ("!", "="): "!="
-                case (">", "="): ">="
-                case ("<", "="): "<="
-                default: nil
-                }
+                let two: String? =
+                    switch (c, d) {
+                    case ("/", "/"): "//"
+                    case ("*", "*"): "**"
+                    case ("=", "="): "=="
+                    case ("!", "="): "!="
+                    case (">", "="): ">="
+                    case ("<", "="): "<="
+                    default: nil
+                    }
                 if let two {
                     tokens.append(Token(kind: .op, text: two, line: line))
                     pos += 2
@@ -322,7 +338,10 @@ struct Lexer {
         var j = i
         while true {
             while isDigit(j) { j += 1 }
-            if j < src.count, src[j] == "_", isDigit(j + 1) { j += 1; continue }
+            if j < src.count, src[j] == "_", isDigit(j + 1) {
+                j += 1
+                continue
+            }
             return j
         }
     }
@@ -333,7 +352,10 @@ struct Lexer {
         if start == 0 || src[start - 1] != ".", let intEnd = digitRun(start) {
             var end: Int?
             var j = intEnd
-            if j < src.count, src[j] == ".", let fracEnd = digitRun(j + 1) { j = fracEnd; end = j }
+            if j < src.count, src[j] == ".", let fracEnd = digitRun(j + 1) {
+                j = fracEnd
+                end = j
+            }
             if j < src.count, src[j] == "e" || src[j] == "E" {
                 var k = j + 1
                 if k < src.count, src[k] == "+" || src[k] == "-" { k += 1 }
@@ -361,7 +383,10 @@ struct Lexer {
             i += 2
             while i < src.count {
                 let u = src[i]
-                if u == "_" { i += 1; continue }
+                if u == "_" {
+                    i += 1
+                    continue
+                }
                 guard Int(String(u), radix: radix) != nil else { break }
                 digits.unicodeScalars.append(u)
                 i += 1
@@ -393,8 +418,15 @@ struct Lexer {
         while true {
             guard i < src.count else { throw syntaxError("unexpected char '\(quote)' at \(pos)", line) }
             let u = src[i]
-            if u == quote { i += 1; break }
-            if u != "\\" { out.append(u); i += 1; continue }
+            if u == quote {
+                i += 1
+                break
+            }
+            if u != "\\" {
+                out.append(u)
+                i += 1
+                continue
+            }
             guard i + 1 < src.count else { throw syntaxError("unexpected char '\(quote)' at \(pos)", line) }
             let e = src[i + 1]
             i += 2
@@ -422,8 +454,8 @@ struct Lexer {
             case "x", "u", "U":
                 let count = e == "x" ? 2 : e == "u" ? 4 : 8
                 guard i + count <= src.count,
-                      let v = UInt32(String(scalars: src[i..<(i + count)]), radix: 16),
-                      src[i..<(i + count)].allSatisfy({ $0.properties.isASCIIHexDigit })
+                    let v = UInt32(String(scalars: src[i..<(i + count)]), radix: 16),
+                    src[i..<(i + count)].allSatisfy({ $0.properties.isASCIIHexDigit })
                 else { throw syntaxError("truncated \\\(e) escape in string literal", line) }
                 i += count
                 // Lone surrogates cannot live in a Swift string; Python would keep them.

@@ -8,14 +8,14 @@ private let strMethodNames: Set<String> = [
     "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower",
     "isnumeric", "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "maketrans",
     "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit",
-    "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "translate", "upper", "zfill",
+    "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "translate", "upper", "zfill"
 ]
 
 private let listMutators: Set<String> = ["append", "clear", "extend", "insert", "pop", "remove", "reverse", "sort"]
 private let dictMutators: Set<String> = ["clear", "pop", "popitem", "setdefault", "update"]
 private let numberMethodNames: Set<String> = [
     "as_integer_ratio", "bit_count", "bit_length", "conjugate", "denominator", "from_bytes", "fromhex", "hex",
-    "imag", "is_integer", "numerator", "real", "to_bytes",
+    "imag", "is_integer", "numerator", "real", "to_bytes"
 ]
 
 extension Interpreter {
@@ -146,8 +146,8 @@ extension Interpreter {
         }
         switch name {
         case "capitalize", "casefold", "title", "lower", "upper", "lstrip", "rstrip", "strip", "swapcase", "zfill",
-             "expandtabs", "translate", "removeprefix", "removesuffix", "partition", "rpartition", "split", "rsplit",
-             "splitlines":
+            "expandtabs", "translate", "removeprefix", "removesuffix", "partition", "rpartition", "split", "rsplit",
+            "splitlines":
             return wrap(try callStringMethod(s, name, args))
         case "replace":
             return wrap(try callStringMethod(s, name, escapingArgument(1)))
@@ -179,7 +179,8 @@ extension Interpreter {
         func arity(_ lo: Int, _ hi: Int) throws {
             try noKeywords()
             guard p.count >= lo && p.count <= hi else {
-                throw ChatTemplateError(.type, "\(name)() takes \(lo == hi ? "exactly \(lo)" : "from \(lo) to \(hi)") argument(s) (\(p.count) given)")
+                throw ChatTemplateError(
+                    .type, "\(name)() takes \(lo == hi ? "exactly \(lo)" : "from \(lo) to \(hi)") argument(s) (\(p.count) given)")
             }
         }
         func chars(_ i: Int) throws -> String? {
@@ -194,11 +195,21 @@ extension Interpreter {
         case "strip", "lstrip", "rstrip":
             try arity(0, 1)
             return .string(PyText.strip(s, try chars(0), left: name != "rstrip", right: name != "lstrip"))
-        case "upper": try arity(0, 0); return .string(PyText.upper(s))
-        case "lower", "casefold": try arity(0, 0); return .string(PyText.lower(s))
-        case "title": try arity(0, 0); return .string(PyText.title(s))
-        case "capitalize": try arity(0, 0); return .string(PyText.capitalize(s))
-        case "swapcase": try arity(0, 0); return .string(PyText.swapcase(s))
+        case "upper":
+            try arity(0, 0)
+            return .string(PyText.upper(s))
+        case "lower", "casefold":
+            try arity(0, 0)
+            return .string(PyText.lower(s))
+        case "title":
+            try arity(0, 0)
+            return .string(PyText.title(s))
+        case "capitalize":
+            try arity(0, 0)
+            return .string(PyText.capitalize(s))
+        case "swapcase":
+            try arity(0, 0)
+            return .string(PyText.swapcase(s))
         case "split", "rsplit":
             let slots = try args.bind(["sep", "maxsplit"], function: name)
             var sep: String?
@@ -254,7 +265,8 @@ extension Interpreter {
             let a = s.scalars
             let (lo, hi) = try range(Array(p.dropFirst()).map { $0 }, length: a.count)
             if name == "count" { return .int(lo > hi ? 0 : PyText.count(a, needle, from: lo, to: hi)) }
-            let found = lo > hi ? nil : name.hasPrefix("r") ? PyText.rfind(a, needle, from: lo, to: hi) : PyText.find(a, needle, from: lo, to: hi)
+            let found =
+                lo > hi ? nil : name.hasPrefix("r") ? PyText.rfind(a, needle, from: lo, to: hi) : PyText.find(a, needle, from: lo, to: hi)
             if let found { return .int(found) }
             if name.hasSuffix("index") { throw ChatTemplateError(.value, "substring not found") }
             return .int(-1)
@@ -320,7 +332,7 @@ extension Interpreter {
             }
             return .string(s)
         case "isalpha", "isdigit", "isalnum", "isspace", "isdecimal", "isnumeric", "isascii", "islower", "isupper",
-             "istitle", "isidentifier", "isprintable":
+            "istitle", "isidentifier", "isprintable":
             try arity(0, 0)
             let a = s.scalars
             switch name {

@@ -288,7 +288,10 @@ extension Interpreter {
         var mod = fmod(vx, wx)
         var div = (vx - mod) / wx
         if mod != 0 {
-            if (wx < 0) != (mod < 0) { mod += wx; div -= 1 }
+            if (wx < 0) != (mod < 0) {
+                mod += wx
+                div -= 1
+            }
         } else {
             mod = copysign(0, wx)
         }

@@ -11,7 +11,7 @@ let jinjaFilterNames: Set<String> = [
     "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
     "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
     "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
-    "wordwrap", "xmlattr",
+    "wordwrap", "xmlattr"
 ]
 
 /// Test names jinja2 knows.
@@ -19,7 +19,7 @@ let jinjaTestNames: Set<String> = [
     "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter",
     "float", "ge", "gt", "greaterthan", "in", "integer", "iterable", "le", "lower", "lessthan", "lt", "mapping",
     "ne", "none", "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined", "upper",
-    "==", "!=", "<", "<=", ">", ">=",
+    "==", "!=", "<", "<=", ">", ">="
 ]
 
 struct Parser {
@@ -62,19 +62,26 @@ struct Parser {
     }
 
     mutating func skipName(_ n: String) -> Bool {
-        if current.isName(n) { _ = advance(); return true }
+        if current.isName(n) {
+            _ = advance()
+            return true
+        }
         return false
     }
 
     mutating func skipOp(_ o: String) -> Bool {
-        if current.isOp(o) { _ = advance(); return true }
+        if current.isOp(o) {
+            _ = advance()
+            return true
+        }
         return false
     }
 
     mutating func nest() throws {
         depth += 1
         if depth > Parser.maxDepth || stack.isExhausted() {
-            throw ChatTemplateError(.limit, "template nesting deeper than \(Parser.maxDepth) levels or than the thread's stack allows", line: current.line)
+            throw ChatTemplateError(
+                .limit, "template nesting deeper than \(Parser.maxDepth) levels or than the thread's stack allows", line: current.line)
         }
     }
 
@@ -113,7 +120,9 @@ struct Parser {
                 _ = try expect(.blockEnd, "end of statement block")
             case .eof:
                 if !endTags.isEmpty {
-                    throw fail("Unexpected end of template. Jinja was looking for the following tags: \(endTags.sorted().map { "'\($0)'" }.joined(separator: " or ")).")
+                    throw fail(
+                        "Unexpected end of template. Jinja was looking for the following tags: \(endTags.sorted().map { "'\($0)'" }.joined(separator: " or "))."
+                    )
                 }
                 return body
             default:
@@ -197,8 +206,10 @@ struct Parser {
         loopDepth -= 1
         var elseBody: [Node] = []
         if advance().text == "else" { elseBody = try parseStatements(["endfor"], dropNeedle: true) }
-        return .forLoop(ForLoop(target: target, iterable: iterable, condition: condition, recursive: recursive,
-                                body: body, elseBody: elseBody), line: line)
+        return .forLoop(
+            ForLoop(
+                target: target, iterable: iterable, condition: condition, recursive: recursive,
+                body: body, elseBody: elseBody), line: line)
     }
 
     mutating func parseSet() throws -> Node {
@@ -258,9 +269,10 @@ struct Parser {
     func makeMacro(_ name: String, _ params: [String], _ defaults: [Expr], _ body: [Node]) -> MacroDefinition {
         var names = Set<String>()
         NameCollector.collect(body, into: &names)
-        return MacroDefinition(name: name, parameters: params, defaults: defaults, body: body,
-                               catchesVarargs: names.contains("varargs"), catchesKwargs: names.contains("kwargs"),
-                               usesCaller: names.contains("caller"))
+        return MacroDefinition(
+            name: name, parameters: params, defaults: defaults, body: body,
+            catchesVarargs: names.contains("varargs"), catchesKwargs: names.contains("kwargs"),
+            usesCaller: names.contains("caller"))
     }
 
     mutating func parseCallBlock() throws -> Node {
@@ -409,7 +421,8 @@ struct Parser {
             } else if skipName("in") {
                 ops.append((.in, try parseMath1()))
             } else if current.isName("not"), peek().isName("in") {
-                _ = advance(); _ = advance()
+                _ = advance()
+                _ = advance()
                 ops.append((.notIn, try parseMath1()))
             } else {
                 break
@@ -586,10 +599,14 @@ struct Parser {
                     if !args.isEmpty || slice != nil { try expectOp(",") }
                     let (e, s) = try parseSubscribed()
                     if let s {
-                        guard args.isEmpty, slice == nil else { throw ChatTemplateError(.unsupported, "extended (tuple) slicing is not supported", line: line) }
+                        guard args.isEmpty, slice == nil else {
+                            throw ChatTemplateError(.unsupported, "extended (tuple) slicing is not supported", line: line)
+                        }
                         slice = s
                     } else if let e {
-                        guard slice == nil else { throw ChatTemplateError(.unsupported, "extended (tuple) slicing is not supported", line: line) }
+                        guard slice == nil else {
+                            throw ChatTemplateError(.unsupported, "extended (tuple) slicing is not supported", line: line)
+                        }
                         args.append(e)
                     }
                 }
@@ -728,7 +745,7 @@ struct Parser {
         if current.isOp("(") {
             args = try parseCallArgs()
         } else if [.name, .string, .integer, .float].contains(current.kind) || current.isOp("[") || current.isOp("{"),
-                  !current.isName("else"), !current.isName("or"), !current.isName("and")
+            !current.isName("else"), !current.isName("or"), !current.isName("and")
         {
             if current.isName("is") { throw fail("You cannot chain multiple tests with is") }
             args.positional = [try parsePostfix(try parsePrimary())]
@@ -749,7 +766,10 @@ enum NameCollector {
         case .text, .breakLoop, .continueLoop: break
         case .output(let e, _): collect(e, into: &names)
         case .ifChain(let branches, let elseBody, _):
-            for (c, b) in branches { collect(c, into: &names); collect(b, into: &names) }
+            for (c, b) in branches {
+                collect(c, into: &names)
+                collect(b, into: &names)
+            }
             collect(elseBody, into: &names)
         case .forLoop(let f, _):
             collect(f.iterable, into: &names)
@@ -790,26 +810,33 @@ enum NameCollector {
         case .list(let items), .tuple(let items), .concat(let items):
             for e in items { collect(e, into: &names) }
         case .dict(let pairs):
-            for (k, v) in pairs { collect(k, into: &names); collect(v, into: &names) }
+            for (k, v) in pairs {
+                collect(k, into: &names)
+                collect(v, into: &names)
+            }
         case .attribute(let e, _, _), .negate(let e, _), .plus(let e, _), .not(let e):
             collect(e, into: &names)
         case .item(let a, let b, _), .and(let a, let b), .or(let a, let b), .binary(_, let a, let b, _):
-            collect(a, into: &names); collect(b, into: &names)
+            collect(a, into: &names)
+            collect(b, into: &names)
         case .slice(let e, let a, let b, let c, _):
             collect(e, into: &names)
             for x in [a, b, c] { if let x { collect(x, into: &names) } }
         case .call(let e, let args, _):
-            collect(e, into: &names); collect(args, into: &names)
+            collect(e, into: &names)
+            collect(args, into: &names)
         case .filter(let e, _, let args, _):
             if let e { collect(e, into: &names) }
             collect(args, into: &names)
         case .test(let e, _, let args, _, _):
-            collect(e, into: &names); collect(args, into: &names)
+            collect(e, into: &names)
+            collect(args, into: &names)
         case .compare(let e, let ops, _):
             collect(e, into: &names)
             for (_, x) in ops { collect(x, into: &names) }
         case .conditional(let c, let t, let o, _):
-            collect(c, into: &names); collect(t, into: &names)
+            collect(c, into: &names)
+            collect(t, into: &names)
             if let o { collect(o, into: &names) }
         }
     }

@@ -14,14 +14,28 @@ extension Interpreter {
         case "defined": return !value.isUndefined
         case "undefined": return value.isUndefined
         case "none": return value.isNone
-        case "boolean": if case .bool = value { return true }; return false
-        case "true": if case .bool(true) = value { return true }; return false
-        case "false": if case .bool(false) = value { return true }; return false
-        case "string": if case .string = value { return true }; return false
+        case "boolean":
+            if case .bool = value { return true }
+            return false
+        case "true":
+            if case .bool(true) = value { return true }
+            return false
+        case "false":
+            if case .bool(false) = value { return true }
+            return false
+        case "string":
+            if case .string = value { return true }
+            return false
         case "number": return Number(value) != nil
-        case "integer": if case .int = value { return true }; return false
-        case "float": if case .float = value { return true }; return false
-        case "mapping": if case .dict = value { return true }; return false
+        case "integer":
+            if case .int = value { return true }
+            return false
+        case "float":
+            if case .float = value { return true }
+            return false
+        case "mapping":
+            if case .dict = value { return true }
+            return false
         case "iterable":
             switch value {
             case .undefined, .string, .list, .tuple, .dict: return true

@@ -65,7 +65,9 @@ func pyReprString(_ s: String) -> String {
     out.append(quote)
     for u in s.unicodeScalars {
         switch u {
-        case quote, "\\": out.append("\\"); out.append(u)
+        case quote, "\\":
+            out.append("\\")
+            out.append(u)
         case "\t": out.append(contentsOf: "\\t".unicodeScalars)
         case "\n": out.append(contentsOf: "\\n".unicodeScalars)
         case "\r": out.append(contentsOf: "\\r".unicodeScalars)
@@ -99,7 +101,7 @@ func isPrintable(_ u: Unicode.Scalar) -> Bool {
     if u == " " { return true }
     switch u.properties.generalCategory {
     case .control, .format, .surrogate, .privateUse, .unassigned, .lineSeparator, .paragraphSeparator,
-         .spaceSeparator:
+        .spaceSeparator:
         return false
     default:
         return true
@@ -198,7 +200,10 @@ enum PyText {
         var done = 0
         if needle.isEmpty {
             for u in hay {
-                if limit < 0 || done < limit { out += repl; done += 1 }
+                if limit < 0 || done < limit {
+                    out += repl
+                    done += 1
+                }
                 out.append(u)
             }
             if limit < 0 || done < limit { out += repl }
@@ -399,7 +404,13 @@ enum PyText {
     static func swapcase(_ s: String) -> String {
         var out = ""
         for u in s.unicodeScalars {
-            if u.properties.isUppercase { out += u.properties.lowercaseMapping } else if u.properties.isLowercase { out += u.properties.uppercaseMapping } else { out.unicodeScalars.append(u) }
+            if u.properties.isUppercase {
+                out += u.properties.lowercaseMapping
+            } else if u.properties.isLowercase {
+                out += u.properties.uppercaseMapping
+            } else {
+                out.unicodeScalars.append(u)
+            }
         }
         return out
     }
@@ -455,7 +466,12 @@ func pySliceIndices(length: Int, start: Int?, stop: Int?, step: Int?) throws -> 
     guard step != 0 else { throw ChatTemplateError(.value, "slice step cannot be zero") }
     func clamp(_ v: Int?, _ defaultValue: Int, low: Int, high: Int) -> Int {
         guard var v else { return defaultValue }
-        if v < 0 { v += length; if v < low { v = low } } else if v > high { v = high }
+        if v < 0 {
+            v += length
+            if v < low { v = low }
+        } else if v > high {
+            v = high
+        }
         return v
     }
     if step > 0 {
@@ -469,10 +485,16 @@ func pySlice<T>(_ items: [T], _ start: Int?, _ stop: Int?, _ step: Int?) throws 
     var out: [T] = []
     if st > 0 {
         var i = lo
-        while i < hi { out.append(items[i]); i += st }
+        while i < hi {
+            out.append(items[i])
+            i += st
+        }
     } else {
         var i = lo
-        while i > hi { out.append(items[i]); i += st }
+        while i > hi {
+            out.append(items[i])
+            i += st
+        }
     }
     return out
 }

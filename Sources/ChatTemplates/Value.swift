@@ -84,10 +84,19 @@ extension Value {
         return self
     }
 
-    var isMarkup: Bool { if case .markup = self { return true }; return false }
+    var isMarkup: Bool {
+        if case .markup = self { return true }
+        return false
+    }
 
-    var isUndefined: Bool { if case .undefined = self { return true }; return false }
-    var isNone: Bool { if case .none = self { return true }; return false }
+    var isUndefined: Bool {
+        if case .undefined = self { return true }
+        return false
+    }
+    var isNone: Bool {
+        if case .none = self { return true }
+        return false
+    }
 
     /// Python's `type(x).__name__`, as used in error messages.
     var typeName: String {

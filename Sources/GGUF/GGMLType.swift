@@ -44,8 +44,9 @@ public enum GGMLType: UInt32, CaseIterable, Sendable, CustomStringConvertible {
         case .f32, .f16, .bf16, .f64, .i8, .i16, .i32, .i64: return 1
         case .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1, .iq4_nl, .mxfp4: return 32
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K,
-             .iq2_xxs, .iq2_xs, .iq3_xxs, .iq1_s, .iq3_s, .iq2_s, .iq4_xs, .iq1_m,
-             .tq1_0, .tq2_0: return 256
+            .iq2_xxs, .iq2_xs, .iq3_xxs, .iq1_s, .iq3_s, .iq2_s, .iq4_xs, .iq1_m,
+            .tq1_0, .tq2_0:
+            return 256
         }
     }
 

@@ -57,8 +57,10 @@ public enum GGUFError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cannotOpen(let path, let reason):
             return "cannot open '\(path)': \(reason). Check the path and that the file is a readable GGUF model."
         case .badMagic(let found):
-            let hex = found.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
-            return "not a GGUF file: the first bytes are [\(hex)], expected 47 47 55 46 ('GGUF'). Is this a safetensors/PyTorch file? Convert it to GGUF first."
+            let hex = found.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(
+                separator: " ")
+            return
+                "not a GGUF file: the first bytes are [\(hex)], expected 47 47 55 46 ('GGUF'). Is this a safetensors/PyTorch file? Convert it to GGUF first."
         case .bigEndian:
             return "big-endian GGUF files are not supported; use a little-endian conversion of the model."
         case .unsupportedVersion(let v):
@@ -66,7 +68,8 @@ public enum GGUFError: Error, Sendable, Equatable, CustomStringConvertible {
         case .truncated(let offset, let reading):
             return "the file is truncated: it ends at byte \(offset) while reading \(reading). Re-download the model."
         case .countTooLarge(let what, let count, let offset):
-            return "truncated or corrupt file: \(what) is \(count) at byte \(offset), more than the rest of the file can hold. Re-download the model."
+            return
+                "truncated or corrupt file: \(what) is \(count) at byte \(offset), more than the rest of the file can hold. Re-download the model."
         case .unknownValueType(let key, let raw):
             return "corrupt file: metadata key '\(key)' has unknown value type \(raw)."
         case .arrayNestingTooDeep(let key):
@@ -80,13 +83,16 @@ public enum GGUFError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badDimension(let tensor, let dimension):
             return "corrupt file: tensor '\(tensor)' has an invalid dimension \(dimension)."
         case .unknownTensorType(let tensor, let raw):
-            return "tensor '\(tensor)' has ggml type id \(raw), which leap-ref does not know. The file may be newer than this reader, or corrupt."
+            return
+                "tensor '\(tensor)' has ggml type id \(raw), which leap-ref does not know. The file may be newer than this reader, or corrupt."
         case .rowNotBlockMultiple(let tensor, let rowLength, let type):
-            return "corrupt file: tensor '\(tensor)' has rows of \(rowLength) values, not a multiple of \(type)'s block size \(type.blockSize)."
+            return
+                "corrupt file: tensor '\(tensor)' has rows of \(rowLength) values, not a multiple of \(type)'s block size \(type.blockSize)."
         case .sizeOverflow(let tensor):
             return "corrupt file: the size of tensor '\(tensor)' overflows."
         case .tensorOutOfBounds(let tensor, let offset, let bytes, let dataBytes):
-            return "corrupt or truncated file: tensor '\(tensor)' needs \(bytes) bytes at data offset \(offset), but the data section has \(dataBytes) bytes. Re-download the model."
+            return
+                "corrupt or truncated file: tensor '\(tensor)' needs \(bytes) bytes at data offset \(offset), but the data section has \(dataBytes) bytes. Re-download the model."
         case .misalignedTensor(let tensor, let offset, let alignment):
             return "corrupt file: tensor '\(tensor)' starts at data offset \(offset), not a multiple of the alignment \(alignment)."
         case .overlappingTensors(let a, let b):

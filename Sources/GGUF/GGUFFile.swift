@@ -68,7 +68,8 @@ public final class GGUFFile: Sendable {
         guard storage.count >= 4 else {
             let found = Array(storage.buffer)
             // A short prefix of the magic is a truncated file; anything else is not GGUF.
-            throw found == Array("GGUF".utf8.prefix(found.count)) ? .truncated(offset: found.count, reading: "the magic") : .badMagic(found: found)
+            throw found == Array("GGUF".utf8.prefix(found.count))
+                ? .truncated(offset: found.count, reading: "the magic") : .badMagic(found: found)
         }
         let magic = Array(storage.buffer[0..<4])
         guard magic == Array("GGUF".utf8) else { throw .badMagic(found: magic) }

@@ -69,19 +69,25 @@ public struct GGUFMetadata: Sendable {
 
     public func stringArray(_ key: String) throws(GGUFError) -> [String] {
         let a = try array(key)
-        guard case .string(let s) = a else { throw .typeMismatch(key: key, expected: "an array of string", found: "array of \(a.elementType)") }
+        guard case .string(let s) = a else {
+            throw .typeMismatch(key: key, expected: "an array of string", found: "array of \(a.elementType)")
+        }
         return s
     }
 
     public func intArray(_ key: String) throws(GGUFError) -> [Int] {
         let a = try array(key)
-        guard let ints = a.intValues else { throw .typeMismatch(key: key, expected: "an array of integers", found: "array of \(a.elementType)") }
+        guard let ints = a.intValues else {
+            throw .typeMismatch(key: key, expected: "an array of integers", found: "array of \(a.elementType)")
+        }
         return ints
     }
 
     public func floatArray(_ key: String) throws(GGUFError) -> [Float] {
         let a = try array(key)
-        guard let f = a.floatValues else { throw .typeMismatch(key: key, expected: "an array of numbers", found: "array of \(a.elementType)") }
+        guard let f = a.floatValues else {
+            throw .typeMismatch(key: key, expected: "an array of numbers", found: "array of \(a.elementType)")
+        }
         return f
     }
 

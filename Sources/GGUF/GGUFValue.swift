@@ -1,7 +1,19 @@
 /// The type ids of GGUF metadata values (`enum gguf_type`).
 public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
-    case uint8 = 0, int8 = 1, uint16 = 2, int16 = 3, uint32 = 4, int32 = 5, float32 = 6, bool = 7,
-         string = 8, array = 9, uint64 = 10, int64 = 11, float64 = 12
+    case uint8 = 0
+    case int8 = 1
+    case uint16 = 2
+    case int16 = 3
+    case uint32 = 4
+    case int32 = 5
+    case float32 = 6
+    case bool = 7
+    case
+        string = 8
+    case array = 9
+    case uint64 = 10
+    case int64 = 11
+    case float64 = 12
 
     public var description: String {
         switch self {
@@ -185,7 +197,10 @@ public enum GGUFArray: Sendable, Equatable {
         case .uint64(let a):
             var out: [Int] = []
             out.reserveCapacity(a.count)
-            for v in a { guard let i = Int(exactly: v) else { return nil }; out.append(i) }
+            for v in a {
+                guard let i = Int(exactly: v) else { return nil }
+                out.append(i)
+            }
             return out
         case .int64(let a):
             return a.map { Int($0) }

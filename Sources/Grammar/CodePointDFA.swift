@@ -88,11 +88,18 @@ final class CodePointDFA: Sendable, Hashable {
         for s in 0..<n { for t in rawT[s] where t.target >= 0 { reverse[Int(t.target)].append(Int32(s)) } }
         var dist = [Int32](repeating: -1, count: n)
         var queue: [Int32] = []
-        for s in 0..<n where rawA[s] { dist[s] = 0; queue.append(Int32(s)) }
+        for s in 0..<n where rawA[s] {
+            dist[s] = 0
+            queue.append(Int32(s))
+        }
         var qi = 0
         while qi < queue.count {
-            let s = queue[qi]; qi += 1
-            for p in reverse[Int(s)] where dist[Int(p)] < 0 { dist[Int(p)] = dist[Int(s)] + 1; queue.append(p) }
+            let s = queue[qi]
+            qi += 1
+            for p in reverse[Int(s)] where dist[Int(p)] < 0 {
+                dist[Int(p)] = dist[Int(s)] + 1
+                queue.append(p)
+            }
         }
         guard dist[Int(start)] >= 0 else { return nil }
         // Reachable live states from start, renumbered.
@@ -101,9 +108,11 @@ final class CodePointDFA: Sendable, Hashable {
         newID[Int(start)] = 0
         var oi = 0
         while oi < order.count {
-            let s = order[oi]; oi += 1
+            let s = order[oi]
+            oi += 1
             for t in rawT[Int(s)] where t.target >= 0 && dist[Int(t.target)] >= 0 && newID[Int(t.target)] < 0 {
-                newID[Int(t.target)] = Int32(order.count); order.append(t.target)
+                newID[Int(t.target)] = Int32(order.count)
+                order.append(t.target)
             }
         }
         var trans: [[(lo: UInt32, hi: UInt32, target: Int32)]] = []
@@ -112,9 +121,15 @@ final class CodePointDFA: Sendable, Hashable {
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []
             for t in rawT[Int(s)] where t.target >= 0 && newID[Int(t.target)] >= 0 {
                 let nt = newID[Int(t.target)]
-                if let last = list.last, last.target == nt, last.hi &+ 1 == t.lo { list[list.count - 1].hi = t.hi } else { list.append((t.lo, t.hi, nt)) }
+                if let last = list.last, last.target == nt, last.hi &+ 1 == t.lo {
+                    list[list.count - 1].hi = t.hi
+                } else {
+                    list.append((t.lo, t.hi, nt))
+                }
             }
-            trans.append(list); acc.append(rawA[Int(s)]); minD.append(dist[Int(s)])
+            trans.append(list)
+            acc.append(rawA[Int(s)])
+            minD.append(dist[Int(s)])
         }
         return CodePointDFA(transitions: trans, accepting: acc, minToAccept: minD)
     }
@@ -153,7 +168,10 @@ final class CodePointDFA: Sendable, Hashable {
         ascii = table
         isComplete = transitions.allSatisfy { list in
             var next: UInt32 = 0
-            for t in list { if t.lo != next { return false }; next = t.hi &+ 1 }
+            for t in list {
+                if t.lo != next { return false }
+                next = t.hi &+ 1
+            }
             return next == ScalarSet.maxScalar + 1
         }
     }
@@ -172,7 +190,10 @@ final class CodePointDFA: Sendable, Hashable {
 
     func accepts(_ s: String) -> Bool {
         var st = start
-        for u in s.unicodeScalars { st = step(st, u.value); if st < 0 { return false } }
+        for u in s.unicodeScalars {
+            st = step(st, u.value)
+            if st < 0 { return false }
+        }
         return accepting[Int(st)]
     }
 
@@ -186,9 +207,13 @@ final class CodePointDFA: Sendable, Hashable {
         for w in words {
             var s = 0
             for u in w.unicodeScalars {
-                if let t = trans[s][u.value] { s = Int(t) } else {
-                    trans.append([:]); acc.append(false)
-                    trans[s][u.value] = Int32(trans.count - 1); s = trans.count - 1
+                if let t = trans[s][u.value] {
+                    s = Int(t)
+                } else {
+                    trans.append([:])
+                    acc.append(false)
+                    trans[s][u.value] = Int32(trans.count - 1)
+                    s = trans.count - 1
                 }
             }
             acc[s] = true
@@ -203,9 +228,12 @@ final class CodePointDFA: Sendable, Hashable {
         var next: UInt32 = 0
         for t in transitions[s] {
             if t.lo > next { out.append((next, t.lo - 1, sink)) }
-            out.append(t); next = t.hi &+ 1
+            out.append(t)
+            next = t.hi &+ 1
         }
-        if next <= ScalarSet.maxScalar && !(transitions[s].last?.hi == ScalarSet.maxScalar) { out.append((next, ScalarSet.maxScalar, sink)) }
+        if next <= ScalarSet.maxScalar && !(transitions[s].last?.hi == ScalarSet.maxScalar) {
+            out.append((next, ScalarSet.maxScalar, sink))
+        }
         return out
     }
 
@@ -229,7 +257,8 @@ final class CodePointDFA: Sendable, Hashable {
         var acc: [Bool] = []
         var i = 0
         while i < pairs.count {
-            let (a, b) = pairs[i]; i += 1
+            let (a, b) = pairs[i]
+            i += 1
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []
             let ta = transitions[Int(a)], tb = other.transitions[Int(b)]
             var x = 0, y = 0
@@ -238,7 +267,11 @@ final class CodePointDFA: Sendable, Hashable {
                 if lo <= hi {
                     let key = Int64(ta[x].target) << 32 | Int64(tb[y].target)
                     var id = ids[key]
-                    if id == nil { id = Int32(pairs.count); ids[key] = id; pairs.append((ta[x].target, tb[y].target)) }
+                    if id == nil {
+                        id = Int32(pairs.count)
+                        ids[key] = id
+                        pairs.append((ta[x].target, tb[y].target))
+                    }
                     list.append((lo, hi, id!))
                 }
                 if ta[x].hi < tb[y].hi { x += 1 } else { y += 1 }

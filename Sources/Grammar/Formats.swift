@@ -39,14 +39,14 @@ enum Formats {
     /// Formats enforced by the compiler.
     static let enforced: [String: String] = [
         "date": date, "time": time, "date-time": dateTime, "uuid": uuid, "email": email, "ipv4": ipv4,
-        "uri": uri, "uri-reference": uriReference,
+        "uri": uri, "uri-reference": uriReference
     ]
 
     /// Formats that validators commonly assert but that this compiler cannot enforce: using one
     /// is a compile error. Any other format is an annotation (JSON Schema 2020-12 default).
     static let unenforceable: Set<String> = [
         "regex", "ipv6", "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer",
-        "duration", "iri", "iri-reference", "uri-template", "hostname",
+        "duration", "iri", "iri-reference", "uri-template", "hostname"
     ]
 
     /// The DFAs of the enforced formats, built once per process.

@@ -19,8 +19,10 @@ import LeapJSON
 public enum GBNF {
     /// Parses GBNF text. `schemas` maps rule names (not defined in the text) to JSON Schemas
     /// whose JSON values the rule matches.
-    public static func parse(_ text: String, root: String = "root", schemas: [String: JSONValue] = [:],
-                             options: JSONSchemaCompiler.Options = .init()) throws(GrammarError) -> Grammar {
+    public static func parse(
+        _ text: String, root: String = "root", schemas: [String: JSONValue] = [:],
+        options: JSONSchemaCompiler.Options = .init()
+    ) throws(GrammarError) -> Grammar {
         var p = GBNFParser(text: text)
         try p.parseRules()
         var b = GrammarBuilder()
@@ -32,14 +34,18 @@ public enum GBNF {
             }
         }
         for name in p.ruleOrder {
-            let alts = try p.rules[name]!.map { alt throws(GrammarError) in try alt.map { el throws(GrammarError) in try lower(el, &b, symbols) } }
+            let alts = try p.rules[name]!.map { alt throws(GrammarError) in
+                try alt.map { el throws(GrammarError) in try lower(el, &b, symbols) }
+            }
             b.define(symbols[name]!, alts)
         }
         guard let start = symbols[root] else { throw GrammarError(message: "GBNF: no rule named '\(root)'") }
         return try b.build(root: start)
     }
 
-    static func lower(_ e: GBNFParser.Element, _ b: inout GrammarBuilder, _ symbols: [String: GrammarBuilder.Symbol]) throws(GrammarError) -> GrammarBuilder.Symbol {
+    static func lower(_ e: GBNFParser.Element, _ b: inout GrammarBuilder, _ symbols: [String: GrammarBuilder.Symbol]) throws(GrammarError)
+        -> GrammarBuilder.Symbol
+    {
         switch e {
         case .literal(let bytes): return b.literal(bytes)
         case .scalars(let set): return b.terminal(.scalar(set))
@@ -98,9 +104,13 @@ struct GBNFParser {
     mutating func skipSpace() {
         while pos < chars.count {
             let c = chars[pos]
-            if c == 35 { while pos < chars.count && chars[pos] != 10 { pos += 1 } }
-            else if c == 32 || c == 9 || c == 10 || c == 13 { pos += 1 }
-            else { break }
+            if c == 35 {
+                while pos < chars.count && chars[pos] != 10 { pos += 1 }
+            } else if c == 32 || c == 9 || c == 10 || c == 13 {
+                pos += 1
+            } else {
+                break
+            }
         }
     }
 
@@ -125,7 +135,9 @@ struct GBNFParser {
         while pos < chars.count {
             guard let n = name() else { throw error("expected a rule name") }
             skipSpace()
-            guard pos + 2 < chars.count, chars[pos] == 58, chars[pos + 1] == 58, chars[pos + 2] == 61 else { throw error("expected '::=' after \(n)") }
+            guard pos + 2 < chars.count, chars[pos] == 58, chars[pos + 1] == 58, chars[pos + 2] == 61 else {
+                throw error("expected '::=' after \(n)")
+            }
             pos += 3
             if rules[n] != nil { throw error("rule '\(n)' defined twice") }
             let alts = try parseAlternatives(nested: false)
@@ -161,7 +173,10 @@ struct GBNFParser {
                 var bytes: [UInt8] = []
                 while true {
                     guard pos < chars.count else { throw error("unterminated string") }
-                    if chars[pos] == 34 { pos += 1; break }
+                    if chars[pos] == 34 {
+                        pos += 1
+                        break
+                    }
                     let v = try scalar()
                     bytes += Array(String(Unicode.Scalar(v)!).utf8)
                 }
@@ -169,19 +184,30 @@ struct GBNFParser {
             case 91:
                 pos += 1
                 var negate = false
-                if pos < chars.count && chars[pos] == 94 { negate = true; pos += 1 }
+                if pos < chars.count && chars[pos] == 94 {
+                    negate = true
+                    pos += 1
+                }
                 var ranges: [ClosedRange<UInt32>] = []
                 while true {
                     guard pos < chars.count else { throw error("unterminated character class") }
-                    if chars[pos] == 93 { pos += 1; break }
+                    if chars[pos] == 93 {
+                        pos += 1
+                        break
+                    }
                     let lo = try scalar()
                     var hi = lo
-                    if pos + 1 < chars.count && chars[pos] == 45 && chars[pos + 1] != 93 { pos += 1; hi = try scalar() }
+                    if pos + 1 < chars.count && chars[pos] == 45 && chars[pos + 1] != 93 {
+                        pos += 1
+                        hi = try scalar()
+                    }
                     guard lo <= hi else { throw error("bad range in character class") }
                     ranges.append(lo...hi)
                 }
                 var set = ScalarSet(ranges: ranges)
-                if negate { set = ScalarSet(ranges: set.complement.ranges.filter { !($0.lowerBound >= 0xD800 && $0.upperBound <= 0xDFFF) }) }
+                if negate {
+                    set = ScalarSet(ranges: set.complement.ranges.filter { !($0.lowerBound >= 0xD800 && $0.upperBound <= 0xDFFF) })
+                }
                 el = .scalars(set.withoutSurrogates)
             case 46:
                 pos += 1
@@ -200,28 +226,44 @@ struct GBNFParser {
             // Postfix operators (no space before them).
             while pos < chars.count {
                 let q = chars[pos]
-                if q == 42 { pos += 1; el = .repeated(el, min: 0, max: nil) }
-                else if q == 43 { pos += 1; el = .repeated(el, min: 1, max: nil) }
-                else if q == 63 { pos += 1; el = .repeated(el, min: 0, max: 1) }
-                else if q == 123 {
+                if q == 42 {
+                    pos += 1
+                    el = .repeated(el, min: 0, max: nil)
+                } else if q == 43 {
+                    pos += 1
+                    el = .repeated(el, min: 1, max: nil)
+                } else if q == 63 {
+                    pos += 1
+                    el = .repeated(el, min: 0, max: 1)
+                } else if q == 123 {
                     pos += 1
                     func number(_ p: inout GBNFParser) -> Int? {
                         let s = p.pos
                         var v = 0
-                        while p.pos < p.chars.count, (48...57).contains(p.chars[p.pos]) { v = min(v * 10 + Int(p.chars[p.pos] - 48), 100_000); p.pos += 1 }
+                        while p.pos < p.chars.count, (48...57).contains(p.chars[p.pos]) {
+                            v = min(v * 10 + Int(p.chars[p.pos] - 48), 100_000)
+                            p.pos += 1
+                        }
                         return p.pos > s ? v : nil
                     }
                     skipSpace()
                     guard let m = number(&self) else { throw error("bad repetition") }
                     skipSpace()
                     var n: Int? = m
-                    if pos < chars.count && chars[pos] == 44 { pos += 1; skipSpace(); n = number(&self); skipSpace() }
+                    if pos < chars.count && chars[pos] == 44 {
+                        pos += 1
+                        skipSpace()
+                        n = number(&self)
+                        skipSpace()
+                    }
                     guard pos < chars.count, chars[pos] == 125 else { throw error("missing '}'") }
                     pos += 1
                     if let n, n < m { throw error("bad repetition range") }
                     if m > 1000 || (n ?? 0) > 1000 { throw error("repetition count too large") }
                     el = .repeated(el, min: m, max: n)
-                } else { break }
+                } else {
+                    break
+                }
             }
             seq.append(el)
         }
@@ -240,7 +282,8 @@ struct GBNFParser {
             var v: UInt32 = 0
             for _ in 0..<n {
                 guard p.pos < p.chars.count, let d = RegexParser.hexValue(p.chars[p.pos]) else { throw p.error("bad hex escape") }
-                v = v * 16 + d; p.pos += 1
+                v = v * 16 + d
+                p.pos += 1
             }
             guard v <= 0x10FFFF, !(0xD800...0xDFFF).contains(v) else { throw p.error("escape is not a Unicode scalar") }
             return v
@@ -263,7 +306,10 @@ extension ScalarSet {
     var withoutSurrogates: ScalarSet {
         var out: [ClosedRange<UInt32>] = []
         for r in ranges {
-            if r.upperBound < 0xD800 || r.lowerBound > 0xDFFF { out.append(r); continue }
+            if r.upperBound < 0xD800 || r.lowerBound > 0xDFFF {
+                out.append(r)
+                continue
+            }
             if r.lowerBound < 0xD800 { out.append(r.lowerBound...0xD7FF) }
             if r.upperBound > 0xDFFF { out.append(0xE000...r.upperBound) }
         }

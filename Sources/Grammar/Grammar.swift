@@ -62,7 +62,8 @@ public struct GrammarBuilder {
 
     /// Declares a rule with no alternatives yet (fill it with `define`).
     public mutating func declareRule(_ name: String = "") -> Symbol {
-        rules.append([]); ruleNames.append(name)
+        rules.append([])
+        ruleNames.append(name)
         return .rule(Int32(rules.count - 1))
     }
 
@@ -113,7 +114,8 @@ public struct GrammarBuilder {
             changed = false
             for (r, alts) in rules.enumerated() where !productive[r] {
                 if alts.contains(where: { $0.allSatisfy { $0.isTerminal || productive[Int($0.ruleID)] } }) {
-                    productive[r] = true; changed = true
+                    productive[r] = true
+                    changed = true
                 }
             }
         }
@@ -124,7 +126,8 @@ public struct GrammarBuilder {
         var symbols: [Int32] = []
         var altStarts = [[Int32]](repeating: [], count: rules.count)
         func encode(_ s: Symbol) -> Int32 { s.isTerminal ? s.raw : -(s.ruleID + 2) }
-        symbols.append(encode(root)); symbols.append(-1)
+        symbols.append(encode(root))
+        symbols.append(-1)
         for (r, alts) in rules.enumerated() where productive[r] {
             for alt in alts where alt.allSatisfy({ $0.isTerminal || productive[Int($0.ruleID)] }) {
                 altStarts[r].append(Int32(symbols.count))

@@ -98,7 +98,9 @@ public enum JSONSchemaCompiler {
 
     /// Adds the schema's rules to a builder and returns the rule for one value valid under it,
     /// so that schema-constrained JSON can be composed with literal text (tool-call formats).
-    public static func addSchema(_ schema: JSONValue, to builder: inout GrammarBuilder, options: Options = Options()) throws(SchemaError) -> GrammarBuilder.Symbol {
+    public static func addSchema(_ schema: JSONValue, to builder: inout GrammarBuilder, options: Options = Options()) throws(SchemaError)
+        -> GrammarBuilder.Symbol
+    {
         let c = SchemaCompiler(root: schema, options: options, builder: builder)
         try c.indexResources(schema, base: "")
         let sym = try c.compileNode(schema, base: c.rootBase)
@@ -111,11 +113,11 @@ public enum JSONSchemaCompiler {
 private let knownAnnotationKeys: Set<String> = [
     "$schema", "$id", "id", "$anchor", "$comment", "$vocabulary", "$defs", "definitions", "title", "description",
     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType",
-    "contentSchema", "$dynamicAnchor", "$recursiveAnchor",
+    "contentSchema", "$dynamicAnchor", "$recursiveAnchor"
 ]
 
 private let alwaysUnsupported: Set<String> = [
-    "$dynamicRef", "$recursiveRef",
+    "$dynamicRef", "$recursiveRef"
 ]
 
 final class SchemaCompiler {
@@ -133,7 +135,10 @@ final class SchemaCompiler {
     /// Drafts 4 to 7: keywords beside `$ref` are ignored.
     var refOverridesSiblings = false
 
-    struct MemoKey: Hashable { let schema: JSONValue; let base: String }
+    struct MemoKey: Hashable {
+        let schema: JSONValue
+        let base: String
+    }
 
     init(root: JSONValue, options: JSONSchemaCompiler.Options, builder: GrammarBuilder) {
         self.root = root
@@ -197,8 +202,12 @@ final class SchemaCompiler {
         var i = 0
         while i < u.count {
             if u[i] == 0x25, i + 2 < u.count, let h = StringLexer.hexValue(u[i + 1]), let l = StringLexer.hexValue(u[i + 2]) {
-                out.append(UInt8(h * 16 + l)); i += 3
-            } else { out.append(u[i]); i += 1 }
+                out.append(UInt8(h * 16 + l))
+                i += 3
+            } else {
+                out.append(u[i])
+                i += 1
+            }
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -210,7 +219,9 @@ final class SchemaCompiler {
             if c == "~" {
                 let n = it.next()
                 out.append(n == "1" ? "/" : n == "0" ? "~" : "~\(n.map(String.init) ?? "")")
-            } else { out.append(c) }
+            } else {
+                out.append(c)
+            }
         }
         return out
     }
@@ -218,7 +229,10 @@ final class SchemaCompiler {
     func resolveRef(_ ref: String, base: String) throws(SchemaError) -> (JSONValue, String) {
         let full = resolveURI(base: base, ref: ref)
         var doc = full, frag = ""
-        if let hash = full.firstIndex(of: "#") { doc = String(full[..<hash]); frag = String(full[full.index(after: hash)...]) }
+        if let hash = full.firstIndex(of: "#") {
+            doc = String(full[..<hash])
+            frag = String(full[full.index(after: hash)...])
+        }
         guard let resource = resources[doc] ?? (doc.isEmpty ? Optional(root) : nil) else {
             throw .unsupported("$ref", "reference '\(ref)' is not local to the schema (remote references are not supported)")
         }
@@ -256,7 +270,8 @@ final class SchemaCompiler {
         if depth > 400 { throw .invalid("schema nesting too deep") }
         // A lone $ref (plus annotations) switches resource.
         if case .object(let o) = schema, case .string(let ref)? = o["$ref"],
-           refOverridesSiblings || o.keys.allSatisfy({ $0 == "$ref" || knownAnnotationKeys.contains($0) && $0 != "$id" }) {
+            refOverridesSiblings || o.keys.allSatisfy({ $0 == "$ref" || knownAnnotationKeys.contains($0) && $0 != "$id" })
+        {
             let (target, tbase) = try resolveRef(ref, base: base)
             let sym = try compileNode(target, base: tbase)
             b.define(rule, [[sym]])
@@ -322,7 +337,9 @@ final class SchemaCompiler {
     func rebase(_ flat: Flat, _ base: String) -> Flat {
         guard var f = flat else { return nil }
         func wrap(_ s: JSONValue) -> JSONValue {
-            if case .object(let o) = s, o["x-base"] == nil { return .object(JSONObject([("x-base", .string(base)), ("allOf", .array([s]))])) }
+            if case .object(let o) = s, o["x-base"] == nil {
+                return .object(JSONObject([("x-base", .string(base)), ("allOf", .array([s]))]))
+            }
             return s
         }
         func wrapAll(_ v: JSONValue?) -> JSONValue? { v?.arrayValue.map { .array($0.map(wrap)) } }
@@ -353,7 +370,8 @@ final class SchemaCompiler {
                     out["type"] = .array(ts)
                 default: throw .invalid("type must be a string or an array")
                 }
-                for t in out["type"]!.arrayValue! where !["null", "boolean", "integer", "number", "string", "array", "object"].contains(t.stringValue!) {
+                for t in out["type"]!.arrayValue!
+                where !["null", "boolean", "integer", "number", "string", "array", "object"].contains(t.stringValue!) {
                     throw .invalid("unknown type '\(t.stringValue!)'")
                 }
             case "const":
@@ -377,7 +395,9 @@ final class SchemaCompiler {
                 if case .array(let a) = v {
                     out["prefixItems"] = .array(a)
                     out["items"] = o["additionalItems"] ?? o["unevaluatedItems"] ?? .bool(true)
-                } else { out["items"] = v }
+                } else {
+                    out["items"] = v
+                }
             case "additionalItems":
                 continue  // only meaningful with array-form items (handled there)
             case "exclusiveMinimum", "exclusiveMaximum":
@@ -385,7 +405,9 @@ final class SchemaCompiler {
                     // draft-04: modifies minimum/maximum
                     let plain = k == "exclusiveMinimum" ? "minimum" : "maximum"
                     if flag, let m = o[plain] { out[k] = m }
-                } else { out[k] = v }
+                } else {
+                    out[k] = v
+                }
             case "minimum", "maximum":
                 if case .bool(true)? = o[k == "minimum" ? "exclusiveMinimum" : "exclusiveMaximum"] { continue }
                 out[k] = v
@@ -416,7 +438,8 @@ final class SchemaCompiler {
                     if case .array(let names) = dep {
                         present = .object(JSONObject([("required", .array(names + [.string(name)]))]))
                     } else {
-                        present = .object(JSONObject([("allOf", .array([.object(JSONObject([("required", .array([.string(name)]))])), dep]))]))
+                        present = .object(
+                            JSONObject([("allOf", .array([.object(JSONObject([("required", .array([.string(name)]))])), dep]))]))
                     }
                     groups.append(.array([absent, present]))
                 }
@@ -443,11 +466,13 @@ final class SchemaCompiler {
             default:
                 if alwaysUnsupported.contains(k) { throw .unsupported(k) }
                 if knownAnnotationKeys.contains(k) { continue }
-                if ["properties", "required", "additionalProperties", "patternProperties", "prefixItems", "minItems",
-                    "maxItems", "minLength", "maxLength", "multipleOf", "minProperties", "maxProperties"].contains(k) {
+                if [
+                    "properties", "required", "additionalProperties", "patternProperties", "prefixItems", "minItems",
+                    "maxItems", "minLength", "maxLength", "multipleOf", "minProperties", "maxProperties"
+                ].contains(k) {
                     out[k] = v
                 }
-                // Anything else is an unknown keyword: an annotation.
+            // Anything else is an unknown keyword: an annotation.
             }
         }
         return out
@@ -457,7 +482,9 @@ final class SchemaCompiler {
         switch (a, b) {
         case (.integer, .double), (.double, .integer), (.double, .double), (.integer, .integer):
             return a.doubleValue == b.doubleValue && (a.intValue == nil) == (b.intValue == nil)
-        case (.string(let x), .string(let y)): return x.unicodeScalars.elementsEqual(y.unicodeScalars)  // code points, not canonical equivalence
+        case (.string(let x), .string(let y)):
+            // Code points, not canonical equivalence.
+            return x.unicodeScalars.elementsEqual(y.unicodeScalars)
         case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { numericEqual($0, $1) }
         case (.object(let x), .object(let y)):
             return x.count == y.count && x.keys.allSatisfy { k in y[k].map { numericEqual(x[k]!, $0) } ?? false }
@@ -482,7 +509,8 @@ final class SchemaCompiler {
         let apX = x["additionalProperties"], apY = y["additionalProperties"]
         let ppX = x["patternProperties"], ppY = y["patternProperties"]
         if (ppX != nil && apY != nil && apY != .bool(true)) || (ppY != nil && apX != nil && apX != .bool(true)),
-           !(ppX == ppY && apX == apY && x["properties"] == y["properties"]) {
+            !(ppX == ppY && apX == apY && x["properties"] == y["properties"])
+        {
             throw .unsupported("allOf", "patternProperties beside another subschema's additionalProperties")
         }
         // Arrays: element i is constrained by each side's prefixItems[i], or its items beyond.
@@ -503,14 +531,21 @@ final class SchemaCompiler {
         let original = x
         for (k, v) in y {
             if k == "prefixItems" || k == "items" { continue }
-            guard let old = x[k] else { x[k] = v; continue }
+            guard let old = x[k] else {
+                x[k] = v
+                continue
+            }
             switch k {
             case "type":
                 var set: [JSONValue] = []
                 for t in old.arrayValue! {
-                    if y["type"]!.arrayValue!.contains(t) { set.append(t) }
-                    else if t == "integer", v.arrayValue!.contains("number") { set.append(t) }
-                    else if t == "number", v.arrayValue!.contains("integer") { set.append("integer") }
+                    if y["type"]!.arrayValue!.contains(t) {
+                        set.append(t)
+                    } else if t == "integer", v.arrayValue!.contains("number") {
+                        set.append(t)
+                    } else if t == "number", v.arrayValue!.contains("integer") {
+                        set.append("integer")
+                    }
                 }
                 x[k] = .array(set)
             case "enum": x[k] = .array(intersectEnums(old.arrayValue!, v.arrayValue!))
@@ -535,9 +570,13 @@ final class SchemaCompiler {
                 var merged = JSONObject()
                 let addX = original["additionalProperties"], addY = y["additionalProperties"]
                 for (name, s) in po {
-                    if let t = pv[name] { merged[name] = s == t ? s : .object(JSONObject([("allOf", .array([s, t]))])) }
-                    else if let addY { merged[name] = .object(JSONObject([("allOf", .array([s, addY]))])) }
-                    else { merged[name] = s }
+                    if let t = pv[name] {
+                        merged[name] = s == t ? s : .object(JSONObject([("allOf", .array([s, t]))]))
+                    } else if let addY {
+                        merged[name] = .object(JSONObject([("allOf", .array([s, addY]))]))
+                    } else {
+                        merged[name] = s
+                    }
                 }
                 for (name, t) in pv where po[name] == nil {
                     if let addX { merged[name] = .object(JSONObject([("allOf", .array([t, addX]))])) } else { merged[name] = t }
@@ -583,12 +622,17 @@ final class SchemaCompiler {
                 // Forms negated natively by the string/literal terminals.
                 if case .object(let o) = n {
                     let keys = Set(o.keys.filter { SchemaCompiler.validationKeywords.contains($0) })
-                    if keys == ["pattern"] || keys == ["enum"] || keys == ["const"] { keep.append(n); continue }
+                    if keys == ["pattern"] || keys == ["enum"] || keys == ["const"] {
+                        keep.append(n)
+                        continue
+                    }
                 }
                 if let branches = try negate(n, base: base, depth: 0) {
                     if branches.isEmpty { return [] }
                     groups.append(.array(branches))
-                } else { keep.append(n) }
+                } else {
+                    keep.append(n)
+                }
             }
             f["x-not"] = keep.isEmpty ? nil : .array(keep)
             if !groups.isEmpty { f["x-anyOf"] = .array(groups) }
@@ -614,7 +658,8 @@ final class SchemaCompiler {
         let anyGroups = f["x-anyOf"]?.arrayValue ?? []
         let oneGroups = f["x-oneOf"]?.arrayValue ?? []
         if !anyGroups.isEmpty || !oneGroups.isEmpty {
-            f["x-anyOf"] = nil; f["x-oneOf"] = nil
+            f["x-anyOf"] = nil
+            f["x-oneOf"] = nil
             var combos: [Flat] = [f]
             for (gi, g) in (anyGroups + oneGroups).enumerated() {
                 let isOne = gi >= anyGroups.count
@@ -627,9 +672,11 @@ final class SchemaCompiler {
                     for br in branches { merged.append(try merge(c, br)) }
                     if isOne && !options.oneOfAsAnyOf {
                         var overlap: (Int, Int)?
-                        for i in 0..<merged.count where overlap == nil { for j in (i + 1)..<max(i + 1, merged.count) where overlap == nil {
-                            if !disjoint(merged[i], merged[j], base: base, depth: 0) { overlap = (i, j) }
-                        } }
+                        for i in 0..<merged.count where overlap == nil {
+                            for j in (i + 1)..<max(i + 1, merged.count) where overlap == nil {
+                                if !disjoint(merged[i], merged[j], base: base, depth: 0) { overlap = (i, j) }
+                            }
+                        }
                         if let (i, j) = overlap {
                             // Not provably exclusive: branch i and none of the others.
                             if exact == nil { exact = try oneOfExactBranches(g.arrayValue!, base: base, overlap: (i, j)) }
@@ -659,7 +706,7 @@ final class SchemaCompiler {
         "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
         "allOf", "not", "$ref", "minProperties", "maxProperties", "if", "then", "else", "propertyNames",
         "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "dependentRequired",
-        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef", "x-fractional", "x-someExtra",
+        "dependentSchemas", "dependencies", "$dynamicRef", "$recursiveRef", "x-fractional", "x-someExtra"
     ]
 
     func typed(_ t: String, _ pairs: [(String, JSONValue)]) -> JSONValue {
@@ -694,7 +741,10 @@ final class SchemaCompiler {
                         branches.append(typed("number", [("x-fractional", .bool(true))]))
                     }
                     if rest.contains("number") { rest.remove("integer") }
-                    if !rest.isEmpty { branches.append(.object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter(rest.contains).map { .string($0) }))]))) }
+                    if !rest.isEmpty {
+                        branches.append(
+                            .object(JSONObject([("type", .array(SchemaCompiler.allTypes.filter(rest.contains).map { .string($0) }))])))
+                    }
                 case "maxLength":
                     guard let m = v.intValue else { return nil }
                     branches.append(typed("string", [("minLength", .integer(m + 1))]))
@@ -736,8 +786,13 @@ final class SchemaCompiler {
                     guard case .object(let props) = v else { return nil }
                     for (name, sub) in props {
                         if sub == .bool(true) || sub == .object(JSONObject()) { continue }
-                        branches.append(typed("object", [("required", .array([.string(name)])),
-                                                         ("properties", .object(JSONObject([(name, .object(JSONObject([("not", sub)])))])))]))
+                        branches.append(
+                            typed(
+                                "object",
+                                [
+                                    ("required", .array([.string(name)])),
+                                    ("properties", .object(JSONObject([(name, .object(JSONObject([("not", sub)])))])))
+                                ]))
                     }
                 case "additionalProperties":
                     if v == .bool(true) || v == .object(JSONObject()) { continue }
@@ -745,10 +800,19 @@ final class SchemaCompiler {
                     // violating it.
                     let names = (o["properties"]?.objectValue?.keys ?? []).map { JSONValue.string($0) }
                     let patterns = (o["patternProperties"]?.objectValue?.keys ?? []).map { JSONValue.string($0) }
-                    branches.append(typed("object", [("x-someExtra", .object(JSONObject([
-                        ("names", .array(names)), ("patterns", .array(patterns)),
-                        ("schema", .object(JSONObject([("not", v)]))),
-                    ])))]))
+                    branches.append(
+                        typed(
+                            "object",
+                            [
+                                (
+                                    "x-someExtra",
+                                    .object(
+                                        JSONObject([
+                                            ("names", .array(names)), ("patterns", .array(patterns)),
+                                            ("schema", .object(JSONObject([("not", v)])))
+                                        ]))
+                                )
+                            ]))
                 case "contains":
                     // No element matches (minContains/maxContains change the meaning).
                     if o["minContains"] != nil || o["maxContains"] != nil { return nil }
@@ -796,7 +860,8 @@ final class SchemaCompiler {
         var negations: [[JSONValue]] = []
         for b in raw {
             guard let n = try negate(b, base: base, depth: 0) else {
-                throw .unsupported("oneOf", "branches \(overlap.0) and \(overlap.1) are not provably exclusive and a branch's negation is not expressible")
+                throw .unsupported(
+                    "oneOf", "branches \(overlap.0) and \(overlap.1) are not provably exclusive and a branch's negation is not expressible")
             }
             negations.append(n)
         }
@@ -875,10 +940,22 @@ final class SchemaCompiler {
         case "integer", "number":
             func range(_ f: JSONObject) -> (lo: Double, loX: Bool, hi: Double, hiX: Bool) {
                 var r = (lo: -Double.infinity, loX: false, hi: Double.infinity, hiX: false)
-                if let m = f["minimum"]?.doubleValue, m > r.lo { r.lo = m; r.loX = false }
-                if let m = f["exclusiveMinimum"]?.doubleValue, m >= r.lo { r.lo = m; r.loX = true }
-                if let m = f["maximum"]?.doubleValue, m < r.hi { r.hi = m; r.hiX = false }
-                if let m = f["exclusiveMaximum"]?.doubleValue, m <= r.hi { r.hi = m; r.hiX = true }
+                if let m = f["minimum"]?.doubleValue, m > r.lo {
+                    r.lo = m
+                    r.loX = false
+                }
+                if let m = f["exclusiveMinimum"]?.doubleValue, m >= r.lo {
+                    r.lo = m
+                    r.loX = true
+                }
+                if let m = f["maximum"]?.doubleValue, m < r.hi {
+                    r.hi = m
+                    r.hiX = false
+                }
+                if let m = f["exclusiveMaximum"]?.doubleValue, m <= r.hi {
+                    r.hi = m
+                    r.hiX = true
+                }
                 return r
             }
             let ra = range(a), rc = range(c)
@@ -897,7 +974,10 @@ final class SchemaCompiler {
             if lo >= 1 {
                 func first(_ f: JSONObject) -> JSONValue { f["prefixItems"]?.arrayValue?.first ?? f["items"] ?? .bool(true) }
                 if let fa = try? flatten(first(a), base: base, depth: 1), let fc = try? flatten(first(c), base: base, depth: 1),
-                   disjoint(fa, fc, base: base, depth: depth + 1) { return true }
+                    disjoint(fa, fc, base: base, depth: depth + 1)
+                {
+                    return true
+                }
             }
             return false
         case "object":
@@ -911,8 +991,11 @@ final class SchemaCompiler {
             for n in rc where forbids(a, n) { return true }
             for n in ra.intersection(rc) {
                 if let pa = a["properties"]?[n], let pc = c["properties"]?[n],
-                   let fa = try? flatten(pa, base: base, depth: 1), let fc = try? flatten(pc, base: base, depth: 1),
-                   disjoint(fa, fc, base: base, depth: depth + 1) { return true }
+                    let fa = try? flatten(pa, base: base, depth: 1), let fc = try? flatten(pc, base: base, depth: 1),
+                    disjoint(fa, fc, base: base, depth: depth + 1)
+                {
+                    return true
+                }
             }
             return false
         default:
@@ -928,7 +1011,10 @@ final class SchemaCompiler {
         var notStrings: [String] = []
         var notLiterals: [JSONValue] = []
         var fractionalOnly = f["x-fractional"] == .bool(true)
-        if fractionalOnly { types.remove("integer"); if !types.contains("number") { fractionalOnly = false } }
+        if fractionalOnly {
+            types.remove("integer")
+            if !types.contains("number") { fractionalOnly = false }
+        }
         for n in f["x-not"]?.arrayValue ?? [] {
             switch n {
             case .bool(true): return []
@@ -967,7 +1053,8 @@ final class SchemaCompiler {
             rest["enum"] = nil
             var values = e.arrayValue!
             if fractionalOnly { values.removeAll { $0.intValue != nil } }
-            return try enumAlternatives(values, rest: rest, types: types, notStrings: notStrings, notLiterals: notLiterals, notPatterns: notPatterns, base: base)
+            return try enumAlternatives(
+                values, rest: rest, types: types, notStrings: notStrings, notLiterals: notLiterals, notPatterns: notPatterns, base: base)
         }
         var alts: [[GrammarBuilder.Symbol]] = []
         for t in SchemaCompiler.allTypes where types.contains(t) {
@@ -977,11 +1064,15 @@ final class SchemaCompiler {
                 if !notLiterals.contains(.bool(true)) { alts.append([b.literal(options.literalStyle.bool(true))]) }
                 if !notLiterals.contains(.bool(false)) { alts.append([b.literal(options.literalStyle.bool(false))]) }
             case "integer", "number":
-                if let spec = try numberSpec(f, integer: t == "integer", fractionalOnly: fractionalOnly), !(spec.integerOnly && spec.fractionalOnly) {
+                if let spec = try numberSpec(f, integer: t == "integer", fractionalOnly: fractionalOnly),
+                    !(spec.integerOnly && spec.fractionalOnly)
+                {
                     alts.append([b.terminal(.number(spec))])
                 }
             case "string":
-                if let spec = try stringSpec(f, notPatterns: notPatterns, notStrings: notStrings) { alts.append([b.terminal(.string(spec))]) }
+                if let spec = try stringSpec(f, notPatterns: notPatterns, notStrings: notStrings) {
+                    alts.append([b.terminal(.string(spec))])
+                }
             case "array": alts += try arrayAlternatives(f, base: base)
             case "object": alts += try objectAlternatives(f, base: base)
             default: break
@@ -992,8 +1083,10 @@ final class SchemaCompiler {
 
     // MARK: enum
 
-    func enumAlternatives(_ values: [JSONValue], rest: JSONObject, types: Set<String>, notStrings: [String], notLiterals: [JSONValue],
-                          notPatterns: [String], base: String) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+    func enumAlternatives(
+        _ values: [JSONValue], rest: JSONObject, types: Set<String>, notStrings: [String], notLiterals: [JSONValue],
+        notPatterns: [String], base: String
+    ) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
         var kept: [JSONValue] = []
         var seenStrings = Set<[Unicode.Scalar]>()
         let typeOnly = rest.keys.allSatisfy { $0 == "type" }
@@ -1006,13 +1099,17 @@ final class SchemaCompiler {
             var checkOptions = options
             checkOptions.literalStyle = .json
             let c = SchemaCompiler(root: root, options: checkOptions, builder: sub)
-            c.resources = resources; c.anchors = anchors; c.rootBase = rootBase
+            c.resources = resources
+            c.anchors = anchors
+            c.rootBase = rootBase
             let sym = c.b.rule("enum-check", try c.alternatives(restNoNot, base: base))
             sub = c.b
             if let g = try? sub.build(root: sym) { checker = GrammarMatcher(grammar: g) } else { return [] }
         }
         for v in values {
-            if !SchemaCompiler.types(of: v).contains(where: { types.contains($0) || ($0 == "integer" && types.contains("number")) }) { continue }
+            if !SchemaCompiler.types(of: v).contains(where: { types.contains($0) || ($0 == "integer" && types.contains("number")) }) {
+                continue
+            }
             if case .string(let s) = v, notStrings.contains(s) { continue }
             if notLiterals.contains(v) { continue }
             if case .string(let s) = v, !notPatterns.isEmpty {
@@ -1046,7 +1143,10 @@ final class SchemaCompiler {
         case .bool(let x): return b.literal(options.literalStyle.bool(x))
         case .integer(let i): return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]])
         case .double(let d):
-            if d.rounded() == d, abs(d) < 1e15 { let i = Int(d); return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]]) }
+            if d.rounded() == d, abs(d) < 1e15 {
+                let i = Int(d)
+                return b.rule("num", [[b.literal(String(i))], [b.literal("\(i).0")]])
+            }
             return b.literal(JSONValue.pythonFloatRepr(d))
         case .string(let s):
             guard let dfa = CodePointDFA.literals([s]) else { return b.literal(v.serialized(.compact)) }
@@ -1139,8 +1239,11 @@ final class SchemaCompiler {
             spec.decimal = db
             return spec
         }
-        spec.minimum = tighter(try bound("minimum", lower: true, exclusive: false), try bound("exclusiveMinimum", lower: true, exclusive: true), lower: true)
-        spec.maximum = tighter(try bound("maximum", lower: false, exclusive: false), try bound("exclusiveMaximum", lower: false, exclusive: true), lower: false)
+        spec.minimum = tighter(
+            try bound("minimum", lower: true, exclusive: false), try bound("exclusiveMinimum", lower: true, exclusive: true), lower: true)
+        spec.maximum = tighter(
+            try bound("maximum", lower: false, exclusive: false), try bound("exclusiveMaximum", lower: false, exclusive: true), lower: false
+        )
         // Empty range?
         if !NumberLexer.feasible(spec, LexState()) { return nil }
         return spec
@@ -1159,11 +1262,20 @@ final class SchemaCompiler {
             let negative = c[i + 2] == "!"
             var depth = 1, j = i + 3, inClass = false
             while j < c.count && depth > 0 {
-                if c[j] == "\\" { j += 2; continue }
-                if inClass { if c[j] == "]" { inClass = false } }
-                else if c[j] == "[" { inClass = true }
-                else if c[j] == "(" { depth += 1 }
-                else if c[j] == ")" { depth -= 1; if depth == 0 { break } }
+                if c[j] == "\\" {
+                    j += 2
+                    continue
+                }
+                if inClass {
+                    if c[j] == "]" { inClass = false }
+                } else if c[j] == "[" {
+                    inClass = true
+                } else if c[j] == "(" {
+                    depth += 1
+                } else if c[j] == ")" {
+                    depth -= 1
+                    if depth == 0 { break }
+                }
                 j += 1
             }
             guard j < c.count, depth == 0 else { return nil }
@@ -1187,11 +1299,15 @@ final class SchemaCompiler {
                 // ^(?=Z)(?!X)Y: Y, and Z, and not X, all from the start of the string.
                 var acc = try RegexCompiler.compilePattern("^" + rest, lenientDollar: lenient)
                 for (negative, body) in looks where acc != nil {
-                    guard let part = try RegexCompiler.compilePattern("^(?:" + body + ")", lenientDollar: negative ? !lenient : lenient) else {
+                    guard let part = try RegexCompiler.compilePattern("^(?:" + body + ")", lenientDollar: negative ? !lenient : lenient)
+                    else {
                         if !negative { acc = nil }
                         continue
                     }
-                    guard let side = negative ? part.complement() : part else { acc = nil; continue }
+                    guard let side = negative ? part.complement() : part else {
+                        acc = nil
+                        continue
+                    }
                     acc = acc!.intersection(side)
                 }
                 d = acc
@@ -1206,15 +1322,25 @@ final class SchemaCompiler {
     }
 
     /// `lenient`: patterns read with Python's `$` too (a superset: for disjointness proofs).
-    func stringSpec(_ f: JSONObject, notPatterns: [String], notStrings: [String], lenient: Bool = false) throws(SchemaError) -> StringSpec? {
+    func stringSpec(_ f: JSONObject, notPatterns: [String], notStrings: [String], lenient: Bool = false) throws(SchemaError) -> StringSpec?
+    {
         var spec = StringSpec()
-        if let v = f["minLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("minLength must be a non-negative integer") }; spec.minLength = n }
-        if let v = f["maxLength"] { guard let n = v.intValue, n >= 0 else { throw .invalid("maxLength must be a non-negative integer") }; spec.maxLength = n }
+        if let v = f["minLength"] {
+            guard let n = v.intValue, n >= 0 else { throw .invalid("minLength must be a non-negative integer") }
+            spec.minLength = n
+        }
+        if let v = f["maxLength"] {
+            guard let n = v.intValue, n >= 0 else { throw .invalid("maxLength must be a non-negative integer") }
+            spec.maxLength = n
+        }
         if let m = spec.maxLength, m < spec.minLength { return nil }
         var dfa: CodePointDFA?
         func and(_ d: CodePointDFA?) -> Bool {
             guard let d else { return false }
-            if let cur = dfa { dfa = cur.intersection(d); return dfa != nil }
+            if let cur = dfa {
+                dfa = cur.intersection(d)
+                return dfa != nil
+            }
             dfa = d
             return true
         }
@@ -1246,7 +1372,10 @@ final class SchemaCompiler {
         if let m = maxItems, m < minItems { return [] }
         if f["uniqueItems"] == .bool(true), (maxItems ?? 2) > 1 { throw .unsupported("uniqueItems") }
         let unrolled = max(prefix.count, minItems)
-        if let m = maxItems, m > 5000 { maxItems = nil; if m < unrolled { return [] } }
+        if let m = maxItems, m > 5000 {
+            maxItems = nil
+            if m < unrolled { return [] }
+        }
         if let m = maxItems, m > 1000 { throw .unsupported("maxItems", "maxItems \(m) is too large to unroll") }
         if minItems > 1000 { throw .unsupported("minItems", "minItems \(minItems) is too large to unroll") }
         // contains / minContains / maxContains: count the elements that match, up to `cap`.
@@ -1268,14 +1397,18 @@ final class SchemaCompiler {
             let matching = try compileNode(.object(JSONObject([("allOf", .array([itemSchema(i), c]))])), base: base)
             // Without maxContains, a matching element may also be counted as not matching
             // (undercounting only makes acceptance harder); with it, it must not match.
-            let other: JSONValue = maxContains == nil ? itemSchema(i)
+            let other: JSONValue =
+                maxContains == nil
+                ? itemSchema(i)
                 : .object(JSONObject([("allOf", .array([itemSchema(i), .object(JSONObject([("not", c)]))]))]))
             return [(matching, true), (try compileNode(other, base: base), false)]
         }
         let open = b.literal("["), close = b.literal("]"), comma = b.literal(",")
         // tails[i][c]: after i elements, c of them counted as matching.
         let last = max(maxItems ?? unrolled, 1)
-        if (last + 1) * (cap + 1) > 5000 { throw .unsupported(containsSchema != nil ? "minContains" : "maxItems", "too many counted positions") }
+        if (last + 1) * (cap + 1) > 5000 {
+            throw .unsupported(containsSchema != nil ? "minContains" : "maxItems", "too many counted positions")
+        }
         var tails: [[GrammarBuilder.Symbol]] = []
         for _ in 0...last { tails.append((0...cap).map { _ in b.declareRule("arr-tail") }) }
         func next(_ c: Int, _ counts: Bool) -> Int? {
@@ -1317,7 +1450,10 @@ final class SchemaCompiler {
         if patterns.count > 6 { throw .unsupported("patternProperties", "more than 6 patterns") }
         var patternDFAs: [(CodePointDFA?, JSONValue)] = []
         var lenientDFAs: [CodePointDFA?] = []
-        for (p, s) in patterns { patternDFAs.append((try patternDFA(p), s)); lenientDFAs.append(try patternDFA(p, lenient: true)) }
+        for (p, s) in patterns {
+            patternDFAs.append((try patternDFA(p), s))
+            lenientDFAs.append(try patternDFA(p, lenient: true))
+        }
         func schemaFor(_ name: String, declared: JSONValue?) -> JSONValue {
             var parts: [JSONValue] = declared.map { [$0] } ?? []
             for (i, (_, s)) in patternDFAs.enumerated() where lenientDFAs[i]?.accepts(name) ?? false { parts.append(s) }
@@ -1326,13 +1462,23 @@ final class SchemaCompiler {
         }
         var names: [String] = []
         var schemas: [JSONValue] = []
-        for (n, s) in props { names.append(n); schemas.append(schemaFor(n, declared: s)) }
-        for r in required where props[r] == nil && !names.contains(r) { names.append(r); schemas.append(schemaFor(r, declared: nil)) }
+        for (n, s) in props {
+            names.append(n)
+            schemas.append(schemaFor(n, declared: s))
+        }
+        for r in required where props[r] == nil && !names.contains(r) {
+            names.append(r)
+            schemas.append(schemaFor(r, declared: nil))
+        }
         let isRequired = names.map { required.contains($0) }
         // propertyNames: a string constraint on every key.
         var nameSpec: StringSpec?
         for p in f["x-propertyNames"]?.arrayValue ?? [] {
-            guard let fp = try flatten(p, base: base, depth: 1) else { nameSpec = nil; return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            guard let fp = try flatten(p, base: base, depth: 1) else {
+                nameSpec = nil
+                return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil
+                    ? [[b.literal("{"), ws, b.literal("}")]] : []
+            }
             if let other = Set(fp.keys).subtracting(["type", "enum", "minLength", "maxLength", "x-patterns", "x-formats"]).first {
                 throw .unsupported("propertyNames", "'\(other)' on property names")
             }
@@ -1342,13 +1488,18 @@ final class SchemaCompiler {
                 if let cur = s.dfa, let lit { s.dfa = cur.intersection(lit) } else { s.dfa = lit }
                 sp = s.dfa == nil ? nil : s
             }
-            guard let spec = sp else { return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil ? [[b.literal("{"), ws, b.literal("}")]] : [] }
+            guard let spec = sp else {
+                return requiredCount(names, required) == 0 && (f["minProperties"]?.intValue ?? 0) == 0 && f["x-someExtra"] == nil
+                    ? [[b.literal("{"), ws, b.literal("}")]] : []
+            }
             if var cur = nameSpec {
                 cur.minLength = max(cur.minLength, spec.minLength)
                 if let m = spec.maxLength { cur.maxLength = min(cur.maxLength ?? m, m) }
                 if let d = spec.dfa { if let c = cur.dfa { cur.dfa = c.intersection(d) } else { cur.dfa = d } }
                 nameSpec = cur
-            } else { nameSpec = spec }
+            } else {
+                nameSpec = spec
+            }
         }
         if let ns = nameSpec {
             for (i, n) in names.enumerated() where !StringSpec.accepts(ns, n) { schemas[i] = .bool(false) }
@@ -1358,7 +1509,9 @@ final class SchemaCompiler {
         // satisfying `schema`.
         var witness: (exclude: CodePointDFA?, value: JSONValue, names: [String], patterns: [CodePointDFA?])?
         if let someExtra = f["x-someExtra"]?.arrayValue {
-            guard someExtra.count == 1, case .object(let w) = someExtra[0] else { throw .unsupported("not", "several negated additionalProperties on one object") }
+            guard someExtra.count == 1, case .object(let w) = someExtra[0] else {
+                throw .unsupported("not", "several negated additionalProperties on one object")
+            }
             let wNames = (w["names"]?.arrayValue ?? []).compactMap(\.stringValue)
             var wPatterns: [CodePointDFA?] = []
             for p in (w["patterns"]?.arrayValue ?? []).compactMap(\.stringValue) { wPatterns.append(try patternDFA(p, lenient: true)) }
@@ -1367,8 +1520,16 @@ final class SchemaCompiler {
             var none = !wNames.isEmpty && ex == nil
             for d in wPatterns where !none {
                 guard let d else { continue }
-                guard let c = d.complement() else { none = true; break }
-                if let cur = ex { ex = cur.intersection(c); if ex == nil { none = true } } else { ex = c }
+                guard let c = d.complement() else {
+                    none = true
+                    break
+                }
+                if let cur = ex {
+                    ex = cur.intersection(c)
+                    if ex == nil { none = true }
+                } else {
+                    ex = c
+                }
             }
             if none { return [] }
             witness = (ex, w["schema"] ?? .bool(true), wNames, wPatterns)
@@ -1383,7 +1544,7 @@ final class SchemaCompiler {
         var witnessExtraAlts: [[GrammarBuilder.Symbol]] = []
         let colon = b.literal(":")
         let exclude = CodePointDFA.literals(names)?.complement()
-        if !names.isEmpty && exclude == nil { /* every string is declared: impossible */ }
+        if !names.isEmpty && exclude == nil { /* every string is declared: impossible */  }
         let k = patternDFAs.count
         for mask in 0..<(1 << k) {
             var dfa: CodePointDFA? = names.isEmpty ? nil : exclude
@@ -1392,21 +1553,38 @@ final class SchemaCompiler {
             for i in 0..<k where !empty {
                 // Matching keys: the ECMA reading; non-matching keys: not matching under either reading.
                 let matching = mask & (1 << i) != 0
-                guard let pd = matching ? patternDFAs[i].0 : lenientDFAs[i] else { if matching { empty = true }; continue }
+                guard let pd = matching ? patternDFAs[i].0 : lenientDFAs[i] else {
+                    if matching { empty = true }
+                    continue
+                }
                 let side = matching ? pd : pd.complement()
                 if mask & (1 << i) != 0 { parts.append(patternDFAs[i].1) }
-                guard let side else { empty = true; break }
-                if let cur = dfa { dfa = cur.intersection(side); if dfa == nil { empty = true } } else { dfa = side }
+                guard let side else {
+                    empty = true
+                    break
+                }
+                if let cur = dfa {
+                    dfa = cur.intersection(side)
+                    if dfa == nil { empty = true }
+                } else {
+                    dfa = side
+                }
             }
             if empty { continue }
-            let valueSchema: JSONValue = parts.isEmpty ? additional : (parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))])))
+            let valueSchema: JSONValue =
+                parts.isEmpty ? additional : (parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))])))
             if valueSchema == .bool(false) { continue }
             var keySpec = StringSpec(dfa: dfa)
             if let ns = nameSpec {
                 keySpec.minLength = ns.minLength
                 keySpec.maxLength = ns.maxLength
                 if let d = ns.dfa {
-                    if let cur = dfa { guard let both = cur.intersection(d) else { continue }; keySpec.dfa = both } else { keySpec.dfa = d }
+                    if let cur = dfa {
+                        guard let both = cur.intersection(d) else { continue }
+                        keySpec.dfa = both
+                    } else {
+                        keySpec.dfa = d
+                    }
                 }
                 if let m = keySpec.maxLength, m < keySpec.minLength { continue }
             }
@@ -1415,7 +1593,12 @@ final class SchemaCompiler {
             if let w = witness {
                 var wSpec = keySpec
                 if let ex = w.exclude {
-                    if let cur = keySpec.dfa { guard let both = cur.intersection(ex) else { continue }; wSpec.dfa = both } else { wSpec.dfa = ex }
+                    if let cur = keySpec.dfa {
+                        guard let both = cur.intersection(ex) else { continue }
+                        wSpec.dfa = both
+                    } else {
+                        wSpec.dfa = ex
+                    }
                 }
                 let wValue = JSONValue.object(JSONObject([("allOf", .array([valueSchema, w.value]))]))
                 witnessExtraAlts.append([b.terminal(.string(wSpec)), ws, colon, ws, try compileNode(wValue, base: base)])
@@ -1428,7 +1611,11 @@ final class SchemaCompiler {
         var kv: [GrammarBuilder.Symbol?] = []
         var impossible = false
         for (i, n) in names.enumerated() {
-            if schemas[i] == .bool(false) { kv.append(nil); if isRequired[i] { impossible = true }; continue }
+            if schemas[i] == .bool(false) {
+                kv.append(nil)
+                if isRequired[i] { impossible = true }
+                continue
+            }
             let keyLit = b.literal(JSONValue.string(n).serialized(.compact))
             kv.append(b.rule("member", [[keyLit, ws, colon, ws, try compileNode(schemas[i], base: base)]]))
         }
@@ -1436,7 +1623,10 @@ final class SchemaCompiler {
         if let w = witness {
             var witnessKV: [GrammarBuilder.Symbol?] = []
             for (i, n) in names.enumerated() {
-                guard kv[i] != nil, isWitnessKey(n) else { witnessKV.append(nil); continue }
+                guard kv[i] != nil, isWitnessKey(n) else {
+                    witnessKV.append(nil)
+                    continue
+                }
                 let keyLit = b.literal(JSONValue.string(n).serialized(.compact))
                 let value = JSONValue.object(JSONObject([("allOf", .array([schemas[i], w.value]))]))
                 witnessKV.append(b.rule("member-witness", [[keyLit, ws, colon, ws, try compileNode(value, base: base)]]))
@@ -1461,7 +1651,10 @@ final class SchemaCompiler {
         let n = names.count
         let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
         var rest: [GrammarBuilder.Symbol] = [], first: [GrammarBuilder.Symbol] = []
-        for _ in 0...n { rest.append(b.declareRule("obj-rest")); first.append(b.declareRule("obj-first")) }
+        for _ in 0...n {
+            rest.append(b.declareRule("obj-rest"))
+            first.append(b.declareRule("obj-first"))
+        }
         if n <= 160 {
             // Unambiguous form: rest[i] = after a member, next declared index >= i;
             // first[i] = the next member (declared j >= i without skipping a required one, or an extra).
@@ -1484,16 +1677,26 @@ final class SchemaCompiler {
             for i in 0...n {
                 var ra: [[GrammarBuilder.Symbol]] = [], fa: [[GrammarBuilder.Symbol]] = []
                 if i < n {
-                    if let m = kv[i] { ra.append([ws, comma, ws, m, rest[i + 1]]); fa.append([m, rest[i + 1]]) }
-                    if !isRequired[i] { ra.append([rest[i + 1]]); fa.append([first[i + 1]]) }
+                    if let m = kv[i] {
+                        ra.append([ws, comma, ws, m, rest[i + 1]])
+                        fa.append([m, rest[i + 1]])
+                    }
+                    if !isRequired[i] {
+                        ra.append([rest[i + 1]])
+                        fa.append([first[i + 1]])
+                    }
                 } else {
                     ra.append([ws, close])
                 }
-                if let extra { ra.append([ws, comma, ws, extra, rest[i]]); fa.append([extra, rest[i]]) }
-                b.define(rest[i], ra); b.define(first[i], fa)
+                if let extra {
+                    ra.append([ws, comma, ws, extra, rest[i]])
+                    fa.append([extra, rest[i]])
+                }
+                b.define(rest[i], ra)
+                b.define(first[i], fa)
             }
         }
-        var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0], ]]
+        var out: [[GrammarBuilder.Symbol]] = [[open, ws, first[0]]]
         // first[i] ends with rest[...] which closes the object.
         if requiredCount == 0 && minProps < 1 { out.append([open, ws, close]) }
         return out
@@ -1501,8 +1704,10 @@ final class SchemaCompiler {
 
     /// Objects that need at least one witness member: the unambiguous member rules doubled by
     /// a flag "a witness has been seen"; the object can close only once it is set.
-    func witnessObjectAlternatives(kv: [GrammarBuilder.Symbol?], witnessKV: [GrammarBuilder.Symbol?], isRequired: [Bool],
-                                   extra: GrammarBuilder.Symbol?, witnessExtra: GrammarBuilder.Symbol?) -> [[GrammarBuilder.Symbol]] {
+    func witnessObjectAlternatives(
+        kv: [GrammarBuilder.Symbol?], witnessKV: [GrammarBuilder.Symbol?], isRequired: [Bool],
+        extra: GrammarBuilder.Symbol?, witnessExtra: GrammarBuilder.Symbol?
+    ) -> [[GrammarBuilder.Symbol]] {
         let n = kv.count
         let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
         var rest: [[GrammarBuilder.Symbol]] = [], first: [[GrammarBuilder.Symbol]] = []
@@ -1535,11 +1740,15 @@ final class SchemaCompiler {
 
     /// Objects with `minProperties`/`maxProperties`: the member rules also count the members
     /// so far (counts above the largest bound that matters are merged).
-    func countedObjectAlternatives(kv: [GrammarBuilder.Symbol?], isRequired: [Bool], extra: GrammarBuilder.Symbol?,
-                                   minProps: Int, maxProps: Int?) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
+    func countedObjectAlternatives(
+        kv: [GrammarBuilder.Symbol?], isRequired: [Bool], extra: GrammarBuilder.Symbol?,
+        minProps: Int, maxProps: Int?
+    ) throws(SchemaError) -> [[GrammarBuilder.Symbol]] {
         let n = kv.count
         let cap = maxProps ?? minProps  // counts are tracked up to cap
-        if (n + 1) * (cap + 1) > 2_000 { throw .unsupported(maxProps != nil ? "maxProperties" : "minProperties", "bound too large for this object") }
+        if (n + 1) * (cap + 1) > 2_000 {
+            throw .unsupported(maxProps != nil ? "maxProperties" : "minProperties", "bound too large for this object")
+        }
         let comma = b.literal(","), close = b.literal("}"), open = b.literal("{")
         var rest: [[GrammarBuilder.Symbol]] = [], first: [[GrammarBuilder.Symbol]] = []
         for _ in 0...n {

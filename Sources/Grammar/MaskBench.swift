@@ -47,13 +47,19 @@ public enum MaskBench {
     /// - Parameters:
     ///   - vocabulary: the model's tokens (shared across files).
     ///   - tokenize: the model's tokenizer, without special tokens.
-    public static func run(id: String, fileText: String, computer: TokenMaskComputer, options: JSONSchemaCompiler.Options = .init(),
-                           tokenize: (String) -> [Int]) -> FileResult {
+    public static func run(
+        id: String, fileText: String, computer: TokenMaskComputer, options: JSONSchemaCompiler.Options = .init(),
+        tokenize: (String) -> [Int]
+    ) -> FileResult {
         var result = FileResult(id: id)
         let file: JSONValue
-        do { file = try JSONValue.parse(fileText) } catch { result.compileError = "bad file: \(error)"; return result }
+        do { file = try JSONValue.parse(fileText) } catch {
+            result.compileError = "bad file: \(error)"
+            return result
+        }
         guard let schema = file["schema"], let tests = file["tests"]?.arrayValue else {
-            result.compileError = "bad file: no schema/tests"; return result
+            result.compileError = "bad file: no schema/tests"
+            return result
         }
         let clock = ContinuousClock()
         var grammar: Grammar?
@@ -61,7 +67,10 @@ public enum MaskBench {
         let t0 = clock.now
         do { grammar = try JSONSchemaCompiler.compile(schema, options: options) } catch { compileError = error }
         result.compileMicros = micros(clock.now - t0)
-        guard let grammar else { result.compileError = compileError?.description ?? "compile error"; return result }
+        guard let grammar else {
+            result.compileError = compileError?.description ?? "compile error"
+            return result
+        }
         let vocabulary = computer.vocabulary
         for (testIndex, test) in tests.enumerated() {
             guard let data = test["data"], let valid = test["valid"]?.boolValue else { continue }
@@ -77,15 +86,28 @@ public enum MaskBench {
                 result.numTokens += 1
                 if !mask[id] {
                     accepted = false
-                    if valid && result.firstRefusal == nil { result.firstRefusal = String(decoding: consumed, as: UTF8.self) + " ⟨" + String(decoding: vocabulary.tokens[id], as: UTF8.self) + "⟩" }
+                    if valid && result.firstRefusal == nil {
+                        result.firstRefusal =
+                            String(decoding: consumed, as: UTF8.self) + " ⟨" + String(decoding: vocabulary.tokens[id], as: UTF8.self) + "⟩"
+                    }
                     break
                 }
                 consumed += vocabulary.tokens[id]
-                if !matcher.accept(bytes: vocabulary.tokens[id]) { result.maskInconsistencies += 1; accepted = false; break }
+                if !matcher.accept(bytes: vocabulary.tokens[id]) {
+                    result.maskInconsistencies += 1
+                    accepted = false
+                    break
+                }
             }
             if accepted && !matcher.canAcceptEnd { accepted = false }
-            if valid && !accepted { result.validationError = true; result.wrongTests.append(testIndex) }
-            if !valid && accepted { result.invalidationError = true; result.wrongTests.append(testIndex) }
+            if valid && !accepted {
+                result.validationError = true
+                result.wrongTests.append(testIndex)
+            }
+            if !valid && accepted {
+                result.invalidationError = true
+                result.wrongTests.append(testIndex)
+            }
         }
         return result
     }
@@ -125,26 +147,27 @@ public enum MaskBench {
         }
 
         public var json: JSONValue {
-            .object(JSONObject([
-                ("files", .integer(files)), ("passed", .integer(passed)),
-                ("pass_rate", .double(files == 0 ? 0 : Double(passed) / Double(files))),
-                ("compile_errors", .integer(compileErrors)), ("validation_errors", .integer(validationErrors)),
-                ("invalidation_errors", .integer(invalidationErrors)), ("mask_inconsistencies", .integer(inconsistencies)),
-                ("compile_us_mean", .double(compileMeanMicros)), ("compile_us_p50", .double(compileP50Micros)),
-                ("tokens", .integer(tokens)),
-                ("mask_us_mean", .double(maskMeanMicros)), ("mask_us_p50", .double(maskP50Micros)),
-                ("mask_us_p99", .double(maskP99Micros)), ("mask_us_max", .double(maskMaxMicros)),
-            ]))
+            .object(
+                JSONObject([
+                    ("files", .integer(files)), ("passed", .integer(passed)),
+                    ("pass_rate", .double(files == 0 ? 0 : Double(passed) / Double(files))),
+                    ("compile_errors", .integer(compileErrors)), ("validation_errors", .integer(validationErrors)),
+                    ("invalidation_errors", .integer(invalidationErrors)), ("mask_inconsistencies", .integer(inconsistencies)),
+                    ("compile_us_mean", .double(compileMeanMicros)), ("compile_us_p50", .double(compileP50Micros)),
+                    ("tokens", .integer(tokens)),
+                    ("mask_us_mean", .double(maskMeanMicros)), ("mask_us_p50", .double(maskP50Micros)),
+                    ("mask_us_p99", .double(maskP99Micros)), ("mask_us_max", .double(maskMaxMicros))
+                ]))
         }
 
         public var text: String {
-            func f(_ x: Double) -> String { String(Int((x * 10).rounded())) .withDecimal }
+            func f(_ x: Double) -> String { String(Int((x * 10).rounded())).withDecimal }
             return """
-            schemas passed: \(passed) / \(files) (\(files == 0 ? 0 : passed * 100 / files)%)
-            compile errors: \(compileErrors), validation errors: \(validationErrors), invalidation errors: \(invalidationErrors)\(inconsistencies > 0 ? ", MASK INCONSISTENCIES: \(inconsistencies)" : "")
-            compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms
-            mask time (\(tokens) tokens): mean \(f(maskMeanMicros)) µs, p50 \(f(maskP50Micros)) µs, p99 \(f(maskP99Micros)) µs, max \(f(maskMaxMicros)) µs
-            """
+                schemas passed: \(passed) / \(files) (\(files == 0 ? 0 : passed * 100 / files)%)
+                compile errors: \(compileErrors), validation errors: \(validationErrors), invalidation errors: \(invalidationErrors)\(inconsistencies > 0 ? ", MASK INCONSISTENCIES: \(inconsistencies)" : "")
+                compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms
+                mask time (\(tokens) tokens): mean \(f(maskMeanMicros)) µs, p50 \(f(maskP50Micros)) µs, p99 \(f(maskP99Micros)) µs, max \(f(maskMaxMicros)) µs
+                """
         }
     }
 }
@@ -179,15 +202,23 @@ public struct GreedyTokenizer: Sendable {
                 var child = node + 1
                 var found = -1
                 while child < end {
-                    if v.nodeByte[child] == bytes[j] { found = child; break }
+                    if v.nodeByte[child] == bytes[j] {
+                        found = child
+                        break
+                    }
                     child = Int(v.subtreeEnd[child])
                 }
                 if found < 0 { break }
-                node = found; j += 1
-                if v.tokenStart[node + 1] > v.tokenStart[node] { best = Int(v.tokenIDs[Int(v.tokenStart[node])]); bestLen = j - i }
+                node = found
+                j += 1
+                if v.tokenStart[node + 1] > v.tokenStart[node] {
+                    best = Int(v.tokenIDs[Int(v.tokenStart[node])])
+                    bestLen = j - i
+                }
             }
             if best < 0 { return out }  // a byte with no token: cannot happen with byte-level vocabularies
-            out.append(best); i += bestLen
+            out.append(best)
+            i += bestLen
         }
         return out
     }

@@ -24,7 +24,8 @@ final class StackPool {
     @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
         let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))
         if let id = index[key] { return id }
-        parent.append(stack); top.append(ret)
+        parent.append(stack)
+        top.append(ret)
         let id = Int32(parent.count - 1)
         index[key] = id
         return id
@@ -47,7 +48,10 @@ struct MatchEngine {
                 out.append(MatchThread(position: e.terminalPosition, stack: s, lex: LexState()))
             }
             guard t.reachesEnd else { return }
-            if stk == 0 { canEnd = true; return }
+            if stk == 0 {
+                canEnd = true
+                return
+            }
             pos = pool.top[Int(stk)]
             stk = pool.parent[Int(stk)]
         }
@@ -67,7 +71,10 @@ struct MatchEngine {
             var i = 1
             while i < threads.count {
                 var dup = false
-                for j in 0..<i where threads[j] == threads[i] { dup = true; break }
+                for j in 0..<i where threads[j] == threads[i] {
+                    dup = true
+                    break
+                }
                 if dup { threads.remove(at: i) } else { i += 1 }
             }
         } else {
@@ -145,7 +152,10 @@ public final class GrammarMatcher {
     @discardableResult
     public func accept<S: Sequence>(bytes: S) -> Bool where S.Element == UInt8 {
         let mark = checkpoint()
-        for b in bytes where !accept(byte: b) { rollback(to: mark); return false }
+        for b in bytes where !accept(byte: b) {
+            rollback(to: mark)
+            return false
+        }
         return true
     }
 
@@ -186,7 +196,8 @@ public final class GrammarMatcher {
                 }
             }
             guard count == 1, let (b, next) = only else { break }
-            out.append(b); cur = next
+            out.append(b)
+            cur = next
         }
         return out
     }

@@ -25,14 +25,19 @@ struct RegexParser {
     /// of their intersection (a subset, the default): see `RegexCompiler.compilePattern`.
     var lenient = false
 
-    init(_ pattern: String, lenient: Bool = false) { chars = pattern.unicodeScalars.map(\.value); self.lenient = lenient }
+    init(_ pattern: String, lenient: Bool = false) {
+        chars = pattern.unicodeScalars.map(\.value)
+        self.lenient = lenient
+    }
 
     // Class escapes under both readings. ECMA-262 classes are ASCII (`\s`: its own list);
     // Python's are Unicode-aware (`\d`: any decimal digit, `\w`: letters and digits, `\s`:
     // Unicode whitespace incl. U+001C-U+001F and U+0085). Non-ASCII stands in for "maybe".
     static let nonASCII = ScalarSet(ranges: [0x80...ScalarSet.maxScalar])
-    static let spaceIntersection = ScalarSet(ranges: [9...13, 32...32, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A,
-                                                     0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000])
+    static let spaceIntersection = ScalarSet(ranges: [
+        9...13, 32...32, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A,
+        0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000
+    ])
     static let spaceUnion = spaceIntersection.union(ScalarSet(ranges: [0x1C...0x1F, 0x85...0x85, 0xFEFF...0xFEFF]))
     func classSet(_ c: UInt32) -> ScalarSet? {
         switch c {
@@ -62,7 +67,10 @@ struct RegexParser {
 
     mutating func parseAlt() throws(RegexError) -> RegexNode {
         var branches = [try parseConcat()]
-        while peek() == 0x7C { pos += 1; branches.append(try parseConcat()) }
+        while peek() == 0x7C {
+            pos += 1
+            branches.append(try parseConcat())
+        }
         return branches.count == 1 ? branches[0] : .alt(branches)
     }
 
@@ -73,9 +81,20 @@ struct RegexParser {
             // Quantifiers.
             while let q = peek() {
                 var minC = 0, maxC: Int? = nil
-                if q == 0x2A { pos += 1 } else if q == 0x2B { pos += 1; minC = 1 } else if q == 0x3F { pos += 1; maxC = 1 }
-                else if q == 0x7B, let (a, b) = tryBraces() { minC = a; maxC = b }
-                else { break }
+                if q == 0x2A {
+                    pos += 1
+                } else if q == 0x2B {
+                    pos += 1
+                    minC = 1
+                } else if q == 0x3F {
+                    pos += 1
+                    maxC = 1
+                } else if q == 0x7B, let (a, b) = tryBraces() {
+                    minC = a
+                    maxC = b
+                } else {
+                    break
+                }
                 if peek() == 0x3F { pos += 1 }  // lazy: same language
                 if case .bol = atom { throw RegexError(message: "quantified anchor") }
                 if case .eol = atom { throw RegexError(message: "quantified anchor") }
@@ -93,12 +112,19 @@ struct RegexParser {
         var i = pos + 1
         func num(_ i: inout Int) -> Int? {
             var v = 0, any = false
-            while i < chars.count, chars[i] >= 48, chars[i] <= 57 { v = min(v * 10 + Int(chars[i] - 48), 100_000); i += 1; any = true }
+            while i < chars.count, chars[i] >= 48, chars[i] <= 57 {
+                v = min(v * 10 + Int(chars[i] - 48), 100_000)
+                i += 1
+                any = true
+            }
             return any ? v : nil
         }
         guard let a = num(&i) else { return nil }
         var b: Int? = a
-        if i < chars.count, chars[i] == 0x2C { i += 1; b = num(&i) }
+        if i < chars.count, chars[i] == 0x2C {
+            i += 1
+            b = num(&i)
+        }
         guard i < chars.count, chars[i] == 0x7D else { return nil }
         pos = i + 1
         return (a, b)
@@ -115,11 +141,14 @@ struct RegexParser {
             if peek() == 0x3F {
                 pos += 1
                 guard let k = peek() else { throw RegexError(message: "bad group") }
-                if k == 0x3A { pos += 1 }
-                else if k == 0x3C, pos + 1 < chars.count, chars[pos + 1] != 0x3D, chars[pos + 1] != 0x21 {
+                if k == 0x3A {
+                    pos += 1
+                } else if k == 0x3C, pos + 1 < chars.count, chars[pos + 1] != 0x3D, chars[pos + 1] != 0x21 {
                     while let x = peek(), x != 0x3E { pos += 1 }
                     pos += 1
-                } else { throw RegexError(message: "lookaround is not supported") }
+                } else {
+                    throw RegexError(message: "lookaround is not supported")
+                }
             }
             let inner = try parseAlt()
             guard peek() == 0x29 else { throw RegexError(message: "missing ')'") }
@@ -136,7 +165,8 @@ struct RegexParser {
         var v: UInt32 = 0
         for _ in 0..<n {
             guard let c = peek(), let d = RegexParser.hexValue(c) else { throw RegexError(message: "bad hex escape") }
-            v = v * 16 + d; pos += 1
+            v = v * 16 + d
+            pos += 1
         }
         return v
     }
@@ -170,7 +200,8 @@ struct RegexParser {
                 var v: UInt32 = 0
                 while let x = peek(), x != 0x7D {
                     guard let d = RegexParser.hexValue(x), v < 0x10FFFF else { throw RegexError(message: "bad \\u{} escape") }
-                    v = v * 16 + d; pos += 1
+                    v = v * 16 + d
+                    pos += 1
                 }
                 pos += 1
                 return .set(ScalarSet(v))
@@ -180,7 +211,11 @@ struct RegexParser {
             if v >= 0xD800, v <= 0xDBFF, pos + 5 < chars.count, chars[pos] == 0x5C, chars[pos + 1] == 0x75 {
                 let save = pos
                 pos += 2
-                if let lo = try? hex(4), lo >= 0xDC00, lo <= 0xDFFF { v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00) } else { pos = save }
+                if let lo = try? hex(4), lo >= 0xDC00, lo <= 0xDFFF {
+                    v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+                } else {
+                    pos = save
+                }
             }
             return .set(ScalarSet(v))
         case 0x63:
@@ -193,14 +228,19 @@ struct RegexParser {
         case 0x6B: throw RegexError(message: "named backreferences are not supported")
         default:
             // Identity escape of punctuation (and, leniently, other characters).
-            if (65...90).contains(c) || (97...122).contains(c) { throw RegexError(message: "unknown escape \\\(Character(Unicode.Scalar(c)!))") }
+            if (65...90).contains(c) || (97...122).contains(c) {
+                throw RegexError(message: "unknown escape \\\(Character(Unicode.Scalar(c)!))")
+            }
             return .set(ScalarSet(c))
         }
     }
 
     mutating func parseClass() throws(RegexError) -> ScalarSet {
         var negate = false
-        if peek() == 0x5E { negate = true; pos += 1 }
+        if peek() == 0x5E {
+            negate = true
+            pos += 1
+        }
         // The complement of a subset is a superset: read the members the other way.
         let saved = lenient
         if negate { lenient.toggle() }
@@ -209,8 +249,16 @@ struct RegexParser {
         var first = true
         while true {
             guard let c = peek() else { throw RegexError(message: "missing ']'") }
-            if c == 0x5D && !first { pos += 1; break }
-            if c == 0x5D && first { pos += 1; ranges.append(0x5D...0x5D); first = false; continue }
+            if c == 0x5D && !first {
+                pos += 1
+                break
+            }
+            if c == 0x5D && first {
+                pos += 1
+                ranges.append(0x5D...0x5D)
+                first = false
+                continue
+            }
             first = false
             let lo = try classAtom()
             if peek() == 0x2D, pos + 1 < chars.count, chars[pos + 1] != 0x5D {
@@ -235,7 +283,10 @@ struct RegexParser {
         let c = chars[pos]
         pos += 1
         if c == 0x5C {
-            if peek() == 0x2D { pos += 1; return (ScalarSet(0x2D), 0x2D) }
+            if peek() == 0x2D {
+                pos += 1
+                return (ScalarSet(0x2D), 0x2D)
+            }
             guard case .set(let s) = try parseEscape(inClass: true) else { throw RegexError(message: "bad class escape") }
             let single: UInt32? = (s.ranges.count == 1 && s.ranges[0].lowerBound == s.ranges[0].upperBound) ? s.ranges[0].lowerBound : nil
             return (s, single)
@@ -259,7 +310,8 @@ struct RegexCompiler {
 
     mutating func new() throws(RegexError) -> Int {
         if states.count >= RegexCompiler.maxNFAStates { throw RegexError(message: "pattern too large") }
-        states.append(State()); return states.count - 1
+        states.append(State())
+        return states.count - 1
     }
 
     /// Builds `node` between fresh states; returns (start, end).
@@ -279,22 +331,38 @@ struct RegexCompiler {
             }
         case .concat(let items):
             var cur = s
-            for it in items { let (a, b) = try build(it); states[cur].eps.append(a); cur = b }
+            for it in items {
+                let (a, b) = try build(it)
+                states[cur].eps.append(a)
+                cur = b
+            }
             states[cur].eps.append(e)
         case .alt(let items):
-            for it in items { let (a, b) = try build(it); states[s].eps.append(a); states[b].eps.append(e) }
+            for it in items {
+                let (a, b) = try build(it)
+                states[s].eps.append(a)
+                states[b].eps.append(e)
+            }
         case .repeat(let inner, let minC, let maxC):
             var cur = s
-            for _ in 0..<minC { let (a, b) = try build(inner); states[cur].eps.append(a); cur = b }
+            for _ in 0..<minC {
+                let (a, b) = try build(inner)
+                states[cur].eps.append(a)
+                cur = b
+            }
             if let maxC {
                 for _ in minC..<maxC {
                     let (a, b) = try build(inner)
-                    states[cur].eps.append(a); states[cur].eps.append(e); cur = b
+                    states[cur].eps.append(a)
+                    states[cur].eps.append(e)
+                    cur = b
                 }
                 states[cur].eps.append(e)
             } else {
                 let (a, b) = try build(inner)
-                states[cur].eps.append(a); states[cur].eps.append(e); states[b].eps.append(cur)
+                states[cur].eps.append(a)
+                states[cur].eps.append(e)
+                states[b].eps.append(cur)
             }
         }
         return (s, e)
@@ -306,11 +374,22 @@ struct RegexCompiler {
         stamp &+= 1
         var out: [Int] = []
         var stack: [Int] = []
-        for x in seeds where mark[x] != stamp { mark[x] = stamp; stack.append(x) }
+        for x in seeds where mark[x] != stamp {
+            mark[x] = stamp
+            stack.append(x)
+        }
         while let x = stack.popLast() {
             out.append(x)
-            for y in states[x].eps where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
-            if atStart { for y in states[x].bol where mark[y] != stamp { mark[y] = stamp; stack.append(y) } }
+            for y in states[x].eps where mark[y] != stamp {
+                mark[y] = stamp
+                stack.append(y)
+            }
+            if atStart {
+                for y in states[x].bol where mark[y] != stamp {
+                    mark[y] = stamp
+                    stack.append(y)
+                }
+            }
         }
         return out
     }
@@ -330,9 +409,20 @@ struct RegexCompiler {
         while let x = stack.popLast() {
             if x == accept { return true }
             let st = states[x]
-            for y in st.eps where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
-            for y in st.eol where mark[y] != stamp { mark[y] = stamp; stack.append(y) }
-            if atStart { for y in st.bol where mark[y] != stamp { mark[y] = stamp; stack.append(y) } }
+            for y in st.eps where mark[y] != stamp {
+                mark[y] = stamp
+                stack.append(y)
+            }
+            for y in st.eol where mark[y] != stamp {
+                mark[y] = stamp
+                stack.append(y)
+            }
+            if atStart {
+                for y in st.bol where mark[y] != stamp {
+                    mark[y] = stamp
+                    stack.append(y)
+                }
+            }
         }
         return false
     }
@@ -341,7 +431,9 @@ struct RegexCompiler {
     /// `lenientDollar`: `$` also matches before a final newline (Python's `re`). Positive
     /// uses take the ECMA-262 language (a subset); negated uses take the lenient one (a
     /// superset), so that the result is exact under both readings.
-    static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false) throws(RegexError) -> CodePointDFA? {
+    static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false) throws(RegexError)
+        -> CodePointDFA?
+    {
         var node = try RegexParser.parse(pattern, lenient: lenientDollar)
         if caseInsensitiveASCII { node = caseFold(node) }
         let anyStar = RegexNode.repeat(.set(.all), min: 0, max: nil)
@@ -368,7 +460,12 @@ struct RegexCompiler {
             var edges: [(ScalarSet, Int)] = []
             for x in cur { edges += c.states[x].sets }
             var points: [UInt32] = []
-            for (set, _) in edges { for r in set.ranges { points.append(r.lowerBound); if r.upperBound < ScalarSet.maxScalar { points.append(r.upperBound + 1) } } }
+            for (set, _) in edges {
+                for r in set.ranges {
+                    points.append(r.lowerBound)
+                    if r.upperBound < ScalarSet.maxScalar { points.append(r.upperBound + 1) }
+                }
+            }
             points.sort()
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []
             var k = 0
@@ -386,9 +483,15 @@ struct RegexCompiler {
                 var id = ids[setKey]
                 if id == nil {
                     if sets.count >= maxDFAStates { throw RegexError(message: "pattern needs too many automaton states") }
-                    id = Int32(sets.count); ids[setKey] = id; sets.append(next)
+                    id = Int32(sets.count)
+                    ids[setKey] = id
+                    sets.append(next)
                 }
-                if let last = list.last, last.target == id!, last.hi &+ 1 == lo { list[list.count - 1].hi = hi } else { list.append((lo, hi, id!)) }
+                if let last = list.last, last.target == id!, last.hi &+ 1 == lo {
+                    list[list.count - 1].hi = hi
+                } else {
+                    list.append((lo, hi, id!))
+                }
             }
             trans.append(list)
             i += 1

@@ -3,7 +3,10 @@
 struct LexState: Hashable, Sendable {
     var a: UInt64
     var b: UInt64
-    init(_ a: UInt64 = 0, _ b: UInt64 = 0) { self.a = a; self.b = b }
+    init(_ a: UInt64 = 0, _ b: UInt64 = 0) {
+        self.a = a
+        self.b = b
+    }
 }
 
 /// What a JSON string terminal accepts: its decoded content must be accepted by `dfa` (when
@@ -61,13 +64,18 @@ struct Dec: Hashable, Sendable {
         if chars.first == 0x2D || chars.first == 0x2B { chars.removeFirst() }
         var i = 0
         while i < chars.count, chars[i] != 0x65, chars[i] != 0x45 {
-            if chars[i] == 0x2E { pointAt = mantissa.count } else {
+            if chars[i] == 0x2E {
+                pointAt = mantissa.count
+            } else {
                 guard chars[i] >= 0x30, chars[i] <= 0x39 else { return nil }
                 mantissa.append(chars[i] - 0x30)
             }
             i += 1
         }
-        if i < chars.count { guard let e = Int(String(decoding: chars[(i + 1)...], as: UTF8.self)) else { return nil }; exp = e }
+        if i < chars.count {
+            guard let e = Int(String(decoding: chars[(i + 1)...], as: UTF8.self)) else { return nil }
+            exp = e
+        }
         let point = (pointAt ?? mantissa.count) + exp
         guard point <= 19, point >= -400 else { return nil }
         var intDigits: [UInt8] = [], fracDigits: [UInt8] = []
@@ -85,7 +93,10 @@ struct Dec: Hashable, Sendable {
         frac = fracDigits
     }
 
-    init(int: UInt64, frac: [UInt8] = []) { self.int = int; self.frac = frac }
+    init(int: UInt64, frac: [UInt8] = []) {
+        self.int = int
+        self.frac = frac
+    }
 
     static func < (a: Dec, b: Dec) -> Bool {
         if a.int != b.int { return a.int < b.int }
@@ -111,26 +122,40 @@ struct DecimalBounds: Hashable, Sendable {
         if let (neg, m) = lo {
             if !neg || m == zero {
                 // x >= m (m >= 0): positives need mag >= m; negatives: only when m == 0 (value 0 via "-0").
-                positive.lower = m; positive.lowerStrict = loStrict
-                if m == zero { negative.upper = zero; negative.upperStrict = loStrict } else { negative.impossible = true }
+                positive.lower = m
+                positive.lowerStrict = loStrict
+                if m == zero {
+                    negative.upper = zero
+                    negative.upperStrict = loStrict
+                } else {
+                    negative.impossible = true
+                }
             } else {
                 // x >= -m: negatives need mag <= m.
-                negative.upper = m; negative.upperStrict = loStrict
+                negative.upper = m
+                negative.upperStrict = loStrict
             }
         }
         if let (neg, m) = hi {
             if neg && m != zero {
                 // x <= -m: no positive; negatives need mag >= m.
                 positive.impossible = true
-                negative.lower = m; negative.lowerStrict = hiStrict
+                negative.lower = m
+                negative.lowerStrict = hiStrict
             } else {
-                positive.upper = m; positive.upperStrict = hiStrict
-                if m == zero { negative.lower = zero; negative.lowerStrict = hiStrict }
+                positive.upper = m
+                positive.upperStrict = hiStrict
+                if m == zero {
+                    negative.lower = zero
+                    negative.lowerStrict = hiStrict
+                }
             }
         }
         for k in [\DecimalBounds.positive, \DecimalBounds.negative] {
             let c = self[keyPath: k]
-            if let l = c.lower, let u = c.upper, u < l || (l == u && (c.lowerStrict || c.upperStrict)) { self[keyPath: k].impossible = true }
+            if let l = c.lower, let u = c.upper, u < l || (l == u && (c.lowerStrict || c.upperStrict)) {
+                self[keyPath: k].impossible = true
+            }
         }
     }
 }
@@ -244,7 +269,9 @@ enum StringLexer {
             if let m = spec.maxLength, Int(count) + Int(dfa.minToAccept[Int(t)]) > m { return nil }
             // Some completion must also reach minLength (lengths between the shortest and the
             // longest accepting continuation are assumed reachable).
-            if spec.minLength > 0, dfa.maxToAccept[Int(t)] != Int32.max, Int(count) + Int(dfa.maxToAccept[Int(t)]) < spec.minLength { return nil }
+            if spec.minLength > 0, dfa.maxToAccept[Int(t)] != Int32.max, Int(count) + Int(dfa.maxToAccept[Int(t)]) < spec.minLength {
+                return nil
+            }
         } else if let m = spec.maxLength, Int(count) > m {
             return nil
         }
@@ -433,8 +460,10 @@ enum NumberLexer {
         (s.b & 0xFF, (s.b >> 8) & 1 == 1, Int((s.b >> 9) & 0x7F), (s.b >> 16) & 1 == 1, (s.b >> 17) & 1 == 1, s.b >> 32)
     }
 
-    @inline(__always) static func make(_ mag: UInt64, phase: UInt64, neg: Bool, digits: Int, fnz: Bool, huge: Bool, mod: UInt64) -> LexState {
-        LexState(mag, phase | (neg ? 1 << 8 : 0) | (UInt64(min(digits, 127)) << 9) | (fnz ? 1 << 16 : 0) | (huge ? 1 << 17 : 0) | (mod << 32))
+    @inline(__always) static func make(_ mag: UInt64, phase: UInt64, neg: Bool, digits: Int, fnz: Bool, huge: Bool, mod: UInt64) -> LexState
+    {
+        LexState(
+            mag, phase | (neg ? 1 << 8 : 0) | (UInt64(min(digits, 127)) << 9) | (fnz ? 1 << 16 : 0) | (huge ? 1 << 17 : 0) | (mod << 32))
     }
 
     static func step(_ spec: NumberSpec, _ s: LexState, _ byte: UInt8) -> LexState? {
@@ -444,17 +473,28 @@ enum NumberLexer {
         var next: LexState
         switch p.phase {
         case start, minus:
-            if byte == 0x2D && p.phase == start { next = make(0, phase: minus, neg: true, digits: 0, fnz: false, huge: false, mod: 0) }
-            else if byte == 0x30 { next = make(0, phase: zero, neg: p.neg, digits: 1, fnz: false, huge: false, mod: 0) }
-            else if isDigit { next = make(d, phase: intDigits, neg: p.neg, digits: 1, fnz: false, huge: false, mod: spec.multipleOf.map { d % UInt64($0) } ?? 0) }
-            else { return nil }
+            if byte == 0x2D && p.phase == start {
+                next = make(0, phase: minus, neg: true, digits: 0, fnz: false, huge: false, mod: 0)
+            } else if byte == 0x30 {
+                next = make(0, phase: zero, neg: p.neg, digits: 1, fnz: false, huge: false, mod: 0)
+            } else if isDigit {
+                next = make(
+                    d, phase: intDigits, neg: p.neg, digits: 1, fnz: false, huge: false, mod: spec.multipleOf.map { d % UInt64($0) } ?? 0)
+            } else {
+                return nil
+            }
         case intDigits, zero:
             if isDigit && p.phase == intDigits {
                 var mag = s.a, huge = p.huge
                 if !huge {
                     let (m1, o1) = mag.multipliedReportingOverflow(by: 10)
                     let (m2, o2) = m1.addingReportingOverflow(d)
-                    if o1 || o2 { huge = true; mag = UInt64.max } else { mag = m2 }
+                    if o1 || o2 {
+                        huge = true
+                        mag = UInt64.max
+                    } else {
+                        mag = m2
+                    }
                 }
                 if spec.plainIntegers && spec.integerOnly && (huge || mag > UInt64(Int64.max)) { return nil }
                 let mod = spec.multipleOf.map { (p.mod * 10 + d) % UInt64($0) } ?? 0
@@ -464,7 +504,9 @@ enum NumberLexer {
                 next = make(s.a, phase: dot, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: p.mod)
             } else if (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
                 return make(s.a, phase: expMark, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: 0)
-            } else { return nil }
+            } else {
+                return nil
+            }
         case dot, frac:
             guard isDigit else {
                 if p.phase == frac && (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
@@ -523,14 +565,24 @@ enum NumberLexer {
             if let b = spec.maximum {
                 if b.value < 0 { return nil }
                 let v = UInt64(b.value)
-                if b.exclusive || fPos { if v == 0 { return nil }; upper(v - 1) } else { upper(v) }
+                if b.exclusive || fPos {
+                    if v == 0 { return nil }
+                    upper(v - 1)
+                } else {
+                    upper(v)
+                }
             }
         } else {
             // value = -(I + f)
             if let b = spec.minimum {
                 let (m, isNegOfPositive) = negated(b.value)  // -lo
                 if isNegOfPositive { return nil }  // lo > 0: no negative value allowed
-                if b.exclusive || fPos { if m == 0 { return nil }; upper(m - 1) } else { upper(m) }
+                if b.exclusive || fPos {
+                    if m == 0 { return nil }
+                    upper(m - 1)
+                } else {
+                    upper(m)
+                }
             }
             if let b = spec.maximum {
                 let (m, isNegOfPositive) = negated(b.value)  // -hi
@@ -578,24 +630,36 @@ enum NumberLexer {
                 case start, minus:
                     if hasMultiple(lo, hi) { return true }
                 case intDigits:
-                    if p.huge { if hi == nil { return true }; continue }
+                    if p.huge {
+                        if hi == nil { return true }
+                        continue
+                    }
                     // I = mag, or mag * 10^j + r for j >= 1.
                     if s.a >= lo && (hi.map { s.a <= $0 } ?? true) && (k.map { s.a % $0 == 0 } ?? true) { return true }
                     if s.a == 0 { continue }
                     var scale: UInt64 = 1
                     for _ in 1...20 {
                         let (sc, o) = scale.multipliedReportingOverflow(by: 10)
-                        if o { if hi == nil { return true }; break }
+                        if o {
+                            if hi == nil { return true }
+                            break
+                        }
                         scale = sc
                         let (base, o2) = s.a.multipliedReportingOverflow(by: scale)
-                        if o2 { if hi == nil { return true }; break }
+                        if o2 {
+                            if hi == nil { return true }
+                            break
+                        }
                         let top = base &+ (scale - 1)
                         let topClamped = top < base ? UInt64.max : top
                         if let h = hi, base > h { break }
                         if topClamped >= lo && hasMultiple(max(base, lo), hi.map { min($0, topClamped) } ?? topClamped) { return true }
                     }
                 default:
-                    if p.huge { if hi == nil { return true }; continue }
+                    if p.huge {
+                        if hi == nil { return true }
+                        continue
+                    }
                     if s.a >= lo && (hi.map { s.a <= $0 } ?? true) && (k.map { s.a % $0 == 0 } ?? true) { return true }
                 }
             }
@@ -617,7 +681,8 @@ enum NumberLexer {
             let bd: UInt8 = k < bound.frac.count ? bound.frac[k] : 0
             rel = digit < bd ? 1 : (digit > bd ? 2 : 0)
         }
-        update(&relL, c.lower); update(&relU, c.upper)
+        update(&relL, c.lower)
+        update(&relU, c.upper)
         return relL | (relU << 2) | (UInt64(min(k + 1, 63)) << 4)
     }
 
@@ -658,14 +723,22 @@ enum NumberLexer {
             if c.impossible { return false }
             // Reachable magnitudes: [a, b + 1) for the integer-part intervals [a, b].
             var intervals: [(UInt64, UInt64?)] = [(s.a, s.a)]  // (a, b); b nil = unbounded
-            if p.huge { intervals = [(UInt64.max, nil)] } else if p.phase == intDigits && s.a > 0 {
+            if p.huge {
+                intervals = [(UInt64.max, nil)]
+            } else if p.phase == intDigits && s.a > 0 {
                 var scale: UInt64 = 1
                 for _ in 1...20 {
                     let (sc, o) = scale.multipliedReportingOverflow(by: 10)
-                    if o { intervals.append((UInt64.max, nil)); break }
+                    if o {
+                        intervals.append((UInt64.max, nil))
+                        break
+                    }
                     scale = sc
                     let (base, o2) = s.a.multipliedReportingOverflow(by: scale)
-                    if o2 { intervals.append((UInt64.max, nil)); break }
+                    if o2 {
+                        intervals.append((UInt64.max, nil))
+                        break
+                    }
                     intervals.append((base, base &+ (scale - 1) < base ? nil : base + (scale - 1)))
                 }
             }
@@ -716,13 +789,27 @@ enum ScalarLexer {
                 // Refuse a lead byte if no scalar of the set starts with it.
                 let lo: UInt32, hi: UInt32
                 switch (n, r) {
-                case (1, _): lo = UInt32(acc) << 6; hi = lo | 0x3F
-                case (2, 1): lo = 0x800; hi = 0xFFF
-                case (2, 2): lo = 0xD000; hi = 0xD7FF
-                case (2, _): lo = UInt32(acc) << 12; hi = lo | 0xFFF
-                case (3, 3): lo = 0x10000; hi = 0x3FFFF
-                case (3, 4): lo = 0x100000; hi = 0x10FFFF
-                default: lo = UInt32(acc) << 18; hi = lo | 0x3FFFF
+                case (1, _):
+                    lo = UInt32(acc) << 6
+                    hi = lo | 0x3F
+                case (2, 1):
+                    lo = 0x800
+                    hi = 0xFFF
+                case (2, 2):
+                    lo = 0xD000
+                    hi = 0xD7FF
+                case (2, _):
+                    lo = UInt32(acc) << 12
+                    hi = lo | 0xFFF
+                case (3, 3):
+                    lo = 0x10000
+                    hi = 0x3FFFF
+                case (3, 4):
+                    lo = 0x100000
+                    hi = 0x10FFFF
+                default:
+                    lo = UInt32(acc) << 18
+                    hi = lo | 0x3FFFF
                 }
                 guard set.ranges.contains(where: { $0.lowerBound <= hi && $0.upperBound >= lo }) else { return nil }
                 return LexState(acc, n | (r << 8))

@@ -48,7 +48,10 @@ public struct TokenMask: Equatable, Sendable {
         var out: [Int] = []
         for (wi, w) in words.enumerated() where w != 0 {
             var x = w
-            while x != 0 { out.append(wi * 64 + x.trailingZeroBitCount); x &= x - 1 }
+            while x != 0 {
+                out.append(wi * 64 + x.trailingZeroBitCount)
+                x &= x - 1
+            }
         }
         return out
     }
@@ -95,22 +98,31 @@ public final class TokenVocabulary: Sendable {
             while common < pathBytes.count && common < t.count && pathBytes[common] == t[common] { common += 1 }
             // Close nodes deeper than `common`.
             while pathBytes.count > common {
-                let node = path.removeLast(); pathBytes.removeLast()
+                let node = path.removeLast()
+                pathBytes.removeLast()
                 ends[node] = Int32(bytes.count)
             }
             for k in common..<t.count {
-                bytes.append(t[k]); ends.append(0)
-                path.append(bytes.count - 1); pathBytes.append(t[k])
+                bytes.append(t[k])
+                ends.append(0)
+                path.append(bytes.count - 1)
+                pathBytes.append(t[k])
             }
             attach.append((path.last!, Int32(id)))
         }
-        while path.count > 1 { let node = path.removeLast(); ends[node] = Int32(bytes.count) }
+        while path.count > 1 {
+            let node = path.removeLast()
+            ends[node] = Int32(bytes.count)
+        }
         ends[0] = Int32(bytes.count)
         // Group token ids per node (attach is in node order since tokens are sorted).
         var per = [[Int32]](repeating: [], count: bytes.count)
         for (n, id) in attach { per[n].append(id) }
         starts = [0]
-        for n in 0..<bytes.count { ids += per[n]; starts.append(Int32(ids.count)) }
+        for n in 0..<bytes.count {
+            ids += per[n]
+            starts.append(Int32(ids.count))
+        }
         nodeByte = bytes
         subtreeEnd = ends
         tokenStart = starts
@@ -154,7 +166,6 @@ public final class TokenMaskComputer {
         var exitDepths: [Int32] = []
     }
 
-
     /// Scratch state of a mask computation (a local value while computing, so that no
     /// exclusivity checks are paid on class properties in the inner loops).
     struct WalkContext {
@@ -196,10 +207,16 @@ public final class TokenMaskComputer {
             (Terminal.string(StringSpec()), [LexState(0, StringLexer.start), LexState(0, StringLexer.normal)]),
             (Terminal.number(NumberSpec(integerOnly: false)), [LexState()]),
             (Terminal.number(NumberSpec(integerOnly: true)), [LexState()]),
-            (Terminal.whitespace(max: Int.max), [LexState()]),
+            (Terminal.whitespace(max: Int.max), [LexState()])
         ] {
             let id: Int32
-            if let existing = terminalIDs[term] { id = existing } else { nextTerminalID += 1; id = nextTerminalID; terminalIDs[term] = id }
+            if let existing = terminalIDs[term] {
+                id = existing
+            } else {
+                nextTerminalID += 1
+                id = nextTerminalID
+                terminalIDs[term] = id
+            }
             for st in states { _ = lexInfo(term, sharedID: id, state: st) }
         }
     }
@@ -215,7 +232,9 @@ public final class TokenMaskComputer {
         }
         var ids: [Int32] = []
         for t in grammar.terminals {
-            if let id = terminalIDs[t] { ids.append(id) } else {
+            if let id = terminalIDs[t] {
+                ids.append(id)
+            } else {
                 nextTerminalID += 1
                 let id = nextTerminalID
                 terminalIDs[t] = id
@@ -227,14 +246,20 @@ public final class TokenMaskComputer {
         return ids
     }
 
-    struct GroupKey: Hashable { let position: Int32; let lex: LexState }
+    struct GroupKey: Hashable {
+        let position: Int32
+        let lex: LexState
+    }
 
     /// The tokens allowed after the matcher's current input. Special tokens are allowed exactly
     /// when the matcher can end.
     public func mask(for matcher: GrammarMatcher) -> TokenMask {
         let state = matcher.state
         let pool = matcher.pool
-        if pool.maskOwner === self, let m = pool.maskCache[state] { stateCacheHits += 1; return m }
+        if pool.maskOwner === self, let m = pool.maskCache[state] {
+            stateCacheHits += 1
+            return m
+        }
         let grammar = matcher.grammar
         let ids = sharedIDs(grammar)
         let engine = matcher.engine
@@ -247,7 +272,12 @@ public final class TokenMaskComputer {
         var order: [GroupKey] = []
         for th in state.threads {
             let k = GroupKey(position: th.position, lex: th.lex)
-            if groups[k] == nil { order.append(k); groups[k] = [th.stack] } else { groups[k]!.append(th.stack) }
+            if groups[k] == nil {
+                order.append(k)
+                groups[k] = [th.stack]
+            } else {
+                groups[k]!.append(th.stack)
+            }
         }
         for k in order {
             let tid = Int(grammar.symbols[Int(k.position)])
@@ -271,7 +301,10 @@ public final class TokenMaskComputer {
         }
         swap(&ctx, &context)
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
-        if pool.maskOwner !== self { pool.maskOwner = self; pool.maskCache.removeAll() }
+        if pool.maskOwner !== self {
+            pool.maskOwner = self
+            pool.maskCache.removeAll()
+        }
         if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
         pool.maskCache[state] = mask
         return mask
@@ -282,7 +315,13 @@ public final class TokenMaskComputer {
     func boundedStringMask(_ spec: StringSpec, state: LexState, into mask: inout TokenMask) -> [Int32] {
         let plain = Terminal.string(StringSpec())
         let pid: Int32
-        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
+        if let id = terminalIDs[plain] {
+            pid = id
+        } else {
+            nextTerminalID += 1
+            pid = nextTerminalID
+            terminalIDs[plain] = pid
+        }
         let base = LexState(state.a & 0xFFFF_FFFF, state.b)
         let info = lexInfo(plain, sharedID: pid, state: base)
         guard let lengths = info.lengths, var bits = info.acceptedBits else { return [] }
@@ -308,7 +347,9 @@ public final class TokenMaskComputer {
     /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
     /// the input valid. At depth 0 the step results are memoized per byte (many exit nodes
     /// share the same continuation).
-    func walkChildren(of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext) {
+    func walkChildren(
+        of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext
+    ) {
         let v = vocabulary
         let end = Int(v.subtreeEnd[node])
         var child = node + 1
@@ -323,7 +364,10 @@ public final class TokenMaskComputer {
                 next = []
                 swap(&next, &ctx.buffers[depth])
                 canEnd = engine.step(threads, byte, into: &next)
-                if depth == 0 { ctx.stepGen[Int(byte)] = ctx.gen; ctx.stepVal[Int(byte)] = (next, canEnd) }
+                if depth == 0 {
+                    ctx.stepGen[Int(byte)] = ctx.gen
+                    ctx.stepVal[Int(byte)] = (next, canEnd)
+                }
             }
             if !next.isEmpty || canEnd {
                 for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { mask[Int(v.tokenIDs[k])] = true }
@@ -357,7 +401,10 @@ public final class TokenMaskComputer {
         case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
         case .scalar(let set): info = walkLexer(ScalarLexerBox(set: set), from: state)
         }
-        if lexCacheCount > 100_000 { lexCache.removeAll(); lexCacheCount = 0 }
+        if lexCacheCount > 100_000 {
+            lexCache.removeAll()
+            lexCacheCount = 0
+        }
         lexCache[sharedID, default: [:]][key] = info
         lexCacheCount += 1
         return info
@@ -375,12 +422,21 @@ public final class TokenMaskComputer {
     func completeDFAString(_ spec: StringSpec, state: LexState) -> LexInfo {
         let plain = Terminal.string(StringSpec())
         let pid: Int32
-        if let id = terminalIDs[plain] { pid = id } else { nextTerminalID += 1; pid = nextTerminalID; terminalIDs[plain] = pid }
+        if let id = terminalIDs[plain] {
+            pid = id
+        } else {
+            nextTerminalID += 1
+            pid = nextTerminalID
+            terminalIDs[plain] = pid
+        }
         let base = lexInfo(plain, sharedID: pid, state: LexState(0, state.b))
         guard var bits = base.acceptedBits, let lengths = base.lengths else { return base }
         func accepts(_ bytes: ArraySlice<UInt8>) -> Bool {
             var s = state
-            for b in bytes { guard let n = StringLexer.step(spec, s, b) else { return false }; s = n }
+            for b in bytes {
+                guard let n = StringLexer.step(spec, s, b) else { return false }
+                s = n
+            }
             return true
         }
         for (id, _) in lengths.closers where !accepts(vocabulary.tokens[Int(id)][...]) {
@@ -401,37 +457,46 @@ public final class TokenMaskComputer {
         var lengths: StringLengths? = L.tracksScalars ? StringLengths() : nil
         let v = vocabulary
         v.nodeByte.withUnsafeBufferPointer { nodeByte in
-        v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
-        v.tokenStart.withUnsafeBufferPointer { tokenStart in
-        v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
-        bits.withUnsafeMutableBufferPointer { acc in
-            var stack: [(node: Int32, state: LexState, depth: Int32)] = [(0, state, 0)]
-            while let (node, s, depth) = stack.popLast() {
-                let end = Int(subtreeEnd[Int(node)])
-                var child = Int(node) + 1
-                while child < end {
-                    let next = Int(subtreeEnd[child])
-                    if let ns = lexer.step(s, nodeByte[child]) {
-                        for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
-                            let id = Int(tokenIDs[k])
-                            acc[id >> 6] |= 1 << UInt64(id & 63)
-                            if L.tracksScalars {
-                                if lexer.isFinal(ns) { lengths!.closers.append((Int32(id), lexer.scalars(ns))) }
-                                else { lengths!.inside.append((Int32(id), lexer.scalars(ns))) }
+            v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
+                v.tokenStart.withUnsafeBufferPointer { tokenStart in
+                    v.tokenIDs.withUnsafeBufferPointer { tokenIDs in
+                        bits.withUnsafeMutableBufferPointer { acc in
+                            var stack: [(node: Int32, state: LexState, depth: Int32)] = [(0, state, 0)]
+                            while let (node, s, depth) = stack.popLast() {
+                                let end = Int(subtreeEnd[Int(node)])
+                                var child = Int(node) + 1
+                                while child < end {
+                                    let next = Int(subtreeEnd[child])
+                                    if let ns = lexer.step(s, nodeByte[child]) {
+                                        for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
+                                            let id = Int(tokenIDs[k])
+                                            acc[id >> 6] |= 1 << UInt64(id & 63)
+                                            if L.tracksScalars {
+                                                if lexer.isFinal(ns) {
+                                                    lengths!.closers.append((Int32(id), lexer.scalars(ns)))
+                                                } else {
+                                                    lengths!.inside.append((Int32(id), lexer.scalars(ns)))
+                                                }
+                                            }
+                                        }
+                                        if next > child + 1 {
+                                            if lexer.isFinal(ns) {
+                                                exits.append(Int32(child))
+                                                if L.tracksScalars {
+                                                    lengths!.exitScalars.append(lexer.scalars(ns))
+                                                    lengths!.exitDepths.append(depth + 1)
+                                                }
+                                            }
+                                            if lexer.canContinue(ns) { stack.append((Int32(child), ns, depth + 1)) }
+                                        }
+                                    }
+                                    child = next
+                                }
                             }
                         }
-                        if next > child + 1 {
-                            if lexer.isFinal(ns) { exits.append(Int32(child)); if L.tracksScalars { lengths!.exitScalars.append(lexer.scalars(ns)); lengths!.exitDepths.append(depth + 1) } }
-                            if lexer.canContinue(ns) { stack.append((Int32(child), ns, depth + 1)) }
-                        }
                     }
-                    child = next
                 }
             }
-        }
-        }
-        }
-        }
         }
         lengths?.inside.sort { $0.scalars > $1.scalars }
         let count = bits.reduce(0) { $0 + $1.nonzeroBitCount }
@@ -439,7 +504,10 @@ public final class TokenMaskComputer {
         var list: [Int32] = []
         for (wi, w) in bits.enumerated() where w != 0 {
             var x = w
-            while x != 0 { list.append(Int32(wi * 64 + x.trailingZeroBitCount)); x &= x - 1 }
+            while x != 0 {
+                list.append(Int32(wi * 64 + x.trailingZeroBitCount))
+                x &= x - 1
+            }
         }
         return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits, lengths: nil)
     }
@@ -532,7 +600,8 @@ extension TokenVocabulary {
             var k = 0
             while k < hex.count {
                 guard let hi = StringLexer.hexValue(hex[k]), let lo = StringLexer.hexValue(hex[k + 1]) else { return nil }
-                bytes.append(UInt8(hi * 16 + lo)); k += 2
+                bytes.append(UInt8(hi * 16 + lo))
+                k += 2
             }
             if parts[1] == "s" { special.insert(id) }
             tokens.append(bytes)

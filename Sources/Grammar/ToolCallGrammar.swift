@@ -90,9 +90,11 @@ public enum ToolCallGrammar {
     /// - Throws: `SchemaError` whose message names the function, when a parameters schema
     ///   cannot be compiled (or nothing satisfies it), when a name cannot be written in the
     ///   syntax, when two functions share a name, or when there are no functions.
-    public static func build(functions: [(name: String, parameters: JSONValue)], syntax: ToolCallSyntax,
-                             includeStartMarker: Bool = true, includeEndMarker: Bool = true,
-                             options: JSONSchemaCompiler.Options = defaultOptions) throws(SchemaError) -> Grammar {
+    public static func build(
+        functions: [(name: String, parameters: JSONValue)], syntax: ToolCallSyntax,
+        includeStartMarker: Bool = true, includeEndMarker: Bool = true,
+        options: JSONSchemaCompiler.Options = defaultOptions
+    ) throws(SchemaError) -> Grammar {
         guard !functions.isEmpty else { throw .invalid("no functions to call") }
         var seen = Set<String>()
         for f in functions where !seen.insert(f.name).inserted {
@@ -142,8 +144,10 @@ public enum ToolCallGrammar {
 
     // MARK: Hermes JSON
 
-    static func jsonCall(name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
-                         options: JSONSchemaCompiler.Options) throws(SchemaError) -> GrammarBuilder.Symbol {
+    static func jsonCall(
+        name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
+        options: JSONSchemaCompiler.Options
+    ) throws(SchemaError) -> GrammarBuilder.Symbol {
         let c = SchemaCompiler(root: parameters, options: options, builder: b)
         try c.indexResources(parameters, base: "")
         let args = try c.compileNode(try objectSchema(parameters), base: c.rootBase)
@@ -151,10 +155,14 @@ public enum ToolCallGrammar {
         let ws = b.whitespace(maxRun: options.maxWhitespaceRun)
         let colon = b.literal(":"), comma = b.literal(",")
         let nameText = JSONValue.string(name).serialized(.compact)
-        return b.rule("call-" + name, [[
-            b.literal("{"), ws, b.literal(#""name""#), ws, colon, ws, b.literal(nameText), ws, comma, ws,
-            b.literal(#""arguments""#), ws, colon, ws, args, ws, b.literal("}"),
-        ]])
+        return b.rule(
+            "call-" + name,
+            [
+                [
+                    b.literal("{"), ws, b.literal(#""name""#), ws, colon, ws, b.literal(nameText), ws, comma, ws,
+                    b.literal(#""arguments""#), ws, colon, ws, args, ws, b.literal("}")
+                ]
+            ])
     }
 
     /// The parameters schema restricted to objects (`type` added or narrowed to `object`).
@@ -181,11 +189,13 @@ public enum ToolCallGrammar {
     static let unsupportedArgumentKeywords: [(internal: String, keyword: String)] = [
         ("x-anyOf", "anyOf"), ("x-oneOf", "oneOf"), ("x-not", "not"), ("x-ite", "if"), ("enum", "enum"),
         ("patternProperties", "patternProperties"), ("minProperties", "minProperties"),
-        ("maxProperties", "maxProperties"), ("x-propertyNames", "propertyNames"), ("x-someExtra", "not"),
+        ("maxProperties", "maxProperties"), ("x-propertyNames", "propertyNames"), ("x-someExtra", "not")
     ]
 
-    static func pythonicCall(name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
-                             options: JSONSchemaCompiler.Options) throws(SchemaError) -> GrammarBuilder.Symbol {
+    static func pythonicCall(
+        name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
+        options: JSONSchemaCompiler.Options
+    ) throws(SchemaError) -> GrammarBuilder.Symbol {
         guard isPythonName(name, dotted: true) else {
             throw .invalid("the name is not a Python identifier (or dotted identifiers), so it cannot be written as a call")
         }
@@ -204,7 +214,10 @@ public enum ToolCallGrammar {
         let required = (flat["required"]?.arrayValue ?? []).compactMap(\.stringValue)
         var names: [String] = []
         var schemas: [JSONValue] = []
-        for (n, s) in properties { names.append(n); schemas.append(s) }
+        for (n, s) in properties {
+            names.append(n)
+            schemas.append(s)
+        }
         for r in required where properties[r] == nil && !names.contains(r) {
             names.append(r)
             schemas.append(flat["additionalProperties"] ?? .bool(options.additionalPropertiesDefault))
@@ -232,7 +245,10 @@ public enum ToolCallGrammar {
         let count = names.count
         let open = b.literal(name + "("), close = b.literal(")"), separator = b.literal(", ")
         var first: [GrammarBuilder.Symbol] = [], rest: [GrammarBuilder.Symbol] = []
-        for _ in 0...count { first.append(b.declareRule("kwargs-first")); rest.append(b.declareRule("kwargs-rest")) }
+        for _ in 0...count {
+            first.append(b.declareRule("kwargs-first"))
+            rest.append(b.declareRule("kwargs-rest"))
+        }
         for i in 0...count {
             var alternatives: [[GrammarBuilder.Symbol]] = []
             var j = i

@@ -73,8 +73,13 @@ public final class QuantizedActivations {
     }
 
     deinit {
-        x.deallocate(); qs.deallocate(); d.deallocate(); s.deallocate(); bsums.deallocate()
-        d4.deallocate(); s4.deallocate()
+        x.deallocate()
+        qs.deallocate()
+        d.deallocate()
+        s.deallocate()
+        bsums.deallocate()
+        d4.deallocate()
+        s4.deallocate()
     }
 
     /// Copies and quantizes `count` floats (at most `capacity`). Uses the SIMD path when
@@ -104,7 +109,10 @@ public final class QuantizedActivations {
 
     private func expandScales() {
         for i in 0..<blockCount {
-            for k in 0..<4 { d4[4 * i + k] = d[i]; s4[4 * i + k] = s[i] }
+            for k in 0..<4 {
+                d4[4 * i + k] = d[i]
+                s4[4 * i + k] = s[i]
+            }
         }
     }
 
@@ -197,10 +205,16 @@ struct ActivationView {
     let d4: UnsafePointer<Float>
     let s4: UnsafePointer<Float>
 
-    init(x: UnsafeMutablePointer<Float>, qs: UnsafeMutablePointer<Int8>, d: UnsafeMutablePointer<Float>, s: UnsafeMutablePointer<Float>,
-         bsums: UnsafeMutablePointer<Int16>, d4: UnsafeMutablePointer<Float>, s4: UnsafeMutablePointer<Float>) {
-        self.x = UnsafePointer(x); self.qs = UnsafePointer(qs); self.d = UnsafePointer(d)
-        self.s = UnsafePointer(s); self.bsums = UnsafePointer(bsums)
-        self.d4 = UnsafePointer(d4); self.s4 = UnsafePointer(s4)
+    init(
+        x: UnsafeMutablePointer<Float>, qs: UnsafeMutablePointer<Int8>, d: UnsafeMutablePointer<Float>, s: UnsafeMutablePointer<Float>,
+        bsums: UnsafeMutablePointer<Int16>, d4: UnsafeMutablePointer<Float>, s4: UnsafeMutablePointer<Float>
+    ) {
+        self.x = UnsafePointer(x)
+        self.qs = UnsafePointer(qs)
+        self.d = UnsafePointer(d)
+        self.s = UnsafePointer(s)
+        self.bsums = UnsafePointer(bsums)
+        self.d4 = UnsafePointer(d4)
+        self.s4 = UnsafePointer(s4)
     }
 }

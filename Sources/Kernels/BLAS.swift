@@ -10,22 +10,26 @@ public enum BLAS {
     /// `op(B)` of `k x n` and `C` of `m x n`. `transA`/`transB` say that `A`/`B` are stored
     /// transposed (`A` as `k x m`, `B` as `n x k`). `lda`, `ldb`, `ldc` are the row strides
     /// of the matrices as stored.
-    public static func sgemm(transA: Bool = false, transB: Bool = false,
-                             m: Int, n: Int, k: Int, alpha: Float = 1,
-                             a: UnsafePointer<Float>, lda: Int,
-                             b: UnsafePointer<Float>, ldb: Int,
-                             beta: Float = 0,
-                             c: UnsafeMutablePointer<Float>, ldc: Int) {
+    public static func sgemm(
+        transA: Bool = false, transB: Bool = false,
+        m: Int, n: Int, k: Int, alpha: Float = 1,
+        a: UnsafePointer<Float>, lda: Int,
+        b: UnsafePointer<Float>, ldb: Int,
+        beta: Float = 0,
+        c: UnsafeMutablePointer<Float>, ldc: Int
+    ) {
         precondition(m >= 0 && n >= 0 && k >= 0, "sgemm: negative size")
-        precondition(m <= Int(Int32.max) && n <= Int(Int32.max) && k <= Int(Int32.max)
-                     && lda <= Int(Int32.max) && ldb <= Int(Int32.max) && ldc <= Int(Int32.max),
-                     "sgemm: size exceeds the BLAS integer range")
+        precondition(
+            m <= Int(Int32.max) && n <= Int(Int32.max) && k <= Int(Int32.max)
+                && lda <= Int(Int32.max) && ldb <= Int(Int32.max) && ldc <= Int(Int32.max),
+            "sgemm: size exceeds the BLAS integer range")
         if m == 0 || n == 0 { return }
-        cblas_sgemm(CblasRowMajor,
-                    transA ? CblasTrans : CblasNoTrans,
-                    transB ? CblasTrans : CblasNoTrans,
-                    blasint(m), blasint(n), blasint(k), alpha,
-                    a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc))
+        cblas_sgemm(
+            CblasRowMajor,
+            transA ? CblasTrans : CblasNoTrans,
+            transB ? CblasTrans : CblasNoTrans,
+            blasint(m), blasint(n), blasint(k), alpha,
+            a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc))
     }
 }
 
@@ -43,22 +47,27 @@ extension WeightMatrix {
     /// `scratch` is nil), split over `pool`, and multiplied with OpenBLAS's sgemm (which
     /// uses its own threads). A scratch that holds the whole matrix makes it one sgemm
     /// call, so OpenBLAS packs the activations once. F32 weights are used in place.
-    public func matmul(_ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,
-                       scratch: UnsafeMutablePointer<Float>? = nil, scratchCount: Int? = nil,
-                       pool: ThreadPool? = nil) {
+    public func matmul(
+        _ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutablePointer<Float>? = nil, scratchCount: Int? = nil,
+        pool: ThreadPool? = nil
+    ) {
         precondition(count >= 0)
         if count == 0 || rows == 0 { return }
         if type == .f32 && (Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0) {
             pool?.sleepWorkers()
-            BLAS.sgemm(transB: true, m: count, n: rows, k: cols,
-                       a: x, lda: cols, b: data.assumingMemoryBound(to: Float.self), ldb: cols,
-                       c: y, ldc: rows)
+            BLAS.sgemm(
+                transB: true, m: count, n: rows, k: cols,
+                a: x, lda: cols, b: data.assumingMemoryBound(to: Float.self), ldb: cols,
+                c: y, ldc: rows)
             return
         }
         let owned: UnsafeMutablePointer<Float>? = scratch == nil ? .allocate(capacity: matmulScratchCount) : nil
         defer { owned?.deallocate() }
         let tile = scratch ?? owned!
-        let tileRows = scratch == nil ? Self.matmulTileRows
+        let tileRows =
+            scratch == nil
+            ? Self.matmulTileRows
             : Swift.max(1, Swift.min(rows, (scratchCount ?? matmulScratchCount) / Swift.max(1, cols)))
         var r0 = 0
         while r0 < rows {
@@ -67,8 +76,9 @@ extension WeightMatrix {
             if let pool, pool.threads > 1 {
                 let start = r0, columns = cols
                 pool.parallelFor(count: n, minChunk: 16) { range in
-                    self.dequantize(rows: (start + range.lowerBound)..<(start + range.upperBound),
-                                    into: tile + range.lowerBound * columns)
+                    self.dequantize(
+                        rows: (start + range.lowerBound)..<(start + range.upperBound),
+                        into: tile + range.lowerBound * columns)
                 }
             } else {
                 dequantize(rows: r0..<r1, into: tile)
@@ -76,9 +86,10 @@ extension WeightMatrix {
             // OpenBLAS runs its own threads: do not let ours spin against them.
             pool?.sleepWorkers()
             // Y[:, r0..<r1] = X (count x cols) * tile^T (cols x n)
-            BLAS.sgemm(transB: true, m: count, n: n, k: cols,
-                       a: x, lda: cols, b: tile, ldb: cols,
-                       c: y + r0, ldc: rows)
+            BLAS.sgemm(
+                transB: true, m: count, n: n, k: cols,
+                a: x, lda: cols, b: tile, ldb: cols,
+                c: y + r0, ldc: rows)
             r0 = r1
         }
     }

@@ -4,10 +4,11 @@
 // line against ggml's C, never optimized) and fast kernels (SIMD where the build allows,
 // otherwise portable Swift). The tests check fast == reference for each.
 
+import GGUF
+
 #if LEAP_X86_AVX2
 import _Builtin_intrinsics.intel
 #endif
-import GGUF
 
 /// One of ggml's tensor storage formats: `blockSize` values stored in `typeSize` bytes.
 ///
@@ -81,8 +82,10 @@ extension BlockFormat {
     /// Dot products of consecutive rows `rows` (each `rowBytes` apart, `nb` blocks long)
     /// with the activations, into `y[row]`.
     @inline(__always)
-    static func dotRows(_ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
-                        _ a: ActivationView, _ y: UnsafeMutablePointer<Float>) {
+    static func dotRows(
+        _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+        _ a: ActivationView, _ y: UnsafeMutablePointer<Float>
+    ) {
         var r = rows.lowerBound
         #if LEAP_X86_AVX2
         if hasDotVector {

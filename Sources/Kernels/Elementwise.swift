@@ -14,9 +14,10 @@ public enum Elementwise {
     /// RMSNorm: `y[i] = x[i] / sqrt(mean(x²) + eps) * weight[i]`, as ggml's `rms_norm`
     /// followed by a multiplication with the norm weight. `y` may equal `x`.
     @inlinable
-    public static func rmsNorm(_ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>,
-                               count n: Int, eps: Float)
-    {
+    public static func rmsNorm(
+        _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>,
+        count n: Int, eps: Float
+    ) {
         var acc = SIMD16<Float>()
         var i = 0
         let xr = UnsafeRawPointer(x)
@@ -29,7 +30,10 @@ public enum Elementwise {
         // SIMD partial sums are widened before adding.
         var sum: Double = 0
         for lane in 0..<16 { sum += Double(acc[lane]) }
-        while i < n { sum += Double(x[i]) * Double(x[i]); i += 1 }
+        while i < n {
+            sum += Double(x[i]) * Double(x[i])
+            i += 1
+        }
         let scale = Float(1.0 / (sum / Double(n) + Double(eps)).squareRoot())
         let wr = UnsafeRawPointer(weight)
         let yr = UnsafeMutableRawPointer(y)
@@ -40,7 +44,10 @@ public enum Elementwise {
             yr.storeBytes(of: v * scale * w, toByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
-        while i < n { y[i] = x[i] * scale * weight[i]; i += 1 }
+        while i < n {
+            y[i] = x[i] * scale * weight[i]
+            i += 1
+        }
     }
 
     /// How a rotary embedding pairs the dimensions of a head.
@@ -74,9 +81,10 @@ public enum Elementwise {
     /// Rotates the first `2 * pairs` dimensions of each of `heads` heads of `headDim`
     /// floats in `x` by the angles in `cache` (from `ropeCache`).
     @inlinable
-    public static func rope(_ x: UnsafeMutablePointer<Float>, heads: Int, headDim: Int,
-                            cache: UnsafePointer<Float>, pairs: Int, style: RopeStyle)
-    {
+    public static func rope(
+        _ x: UnsafeMutablePointer<Float>, heads: Int, headDim: Int,
+        cache: UnsafePointer<Float>, pairs: Int, style: RopeStyle
+    ) {
         for h in 0..<heads {
             let base = x + h * headDim
             for p in 0..<pairs {
@@ -146,7 +154,10 @@ public enum Elementwise {
             maxValue = m16[0]
             for lane in 1..<16 where m16[lane] > maxValue { maxValue = m16[lane] }
         }
-        while i < n { if x[i] > maxValue { maxValue = x[i] }; i += 1 }
+        while i < n {
+            if x[i] > maxValue { maxValue = x[i] }
+            i += 1
+        }
         i = 0
         var acc = SIMD16<Float>()
         let xr = UnsafeMutableRawPointer(x)
@@ -197,7 +208,10 @@ public enum Elementwise {
             yr.storeBytes(of: a + b, toByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
-        while i < n { y[i] += x[i]; i += 1 }
+        while i < n {
+            y[i] += x[i]
+            i += 1
+        }
     }
 
     /// `y[i] *= x[i]`.
@@ -213,12 +227,16 @@ public enum Elementwise {
         var i = 0
         let ar = UnsafeRawPointer(a), br = UnsafeRawPointer(b)
         while i + 16 <= n {
-            acc += ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            acc +=
+                ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
                 * br.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
         var sum = acc.sum()
-        while i < n { sum += a[i] * b[i]; i += 1 }
+        while i < n {
+            sum += a[i] * b[i]
+            i += 1
+        }
         return sum
     }
 
@@ -234,6 +252,9 @@ public enum Elementwise {
             yr.storeBytes(of: b, toByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
-        while i < n { y[i] += alpha * x[i]; i += 1 }
+        while i < n {
+            y[i] += alpha * x[i]
+            i += 1
+        }
     }
 }

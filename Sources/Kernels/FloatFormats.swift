@@ -1,9 +1,10 @@
 // F32, F16 and BF16: one value per "block"; dot products use the float activations.
 
+import GGUF
+
 #if LEAP_X86_AVX2
 import _Builtin_intrinsics.intel
 #endif
-import GGUF
 
 enum F32Format: QuantizableBlockFormat {
     static var type: GGMLType { .f32 }
@@ -27,7 +28,9 @@ enum F32Format: QuantizableBlockFormat {
     }
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        floatDot(nb, a.x) { x.loadUnaligned(fromByteOffset: 4 * $0, as: SIMD8<Float>.self) } scalar: {
+        floatDot(nb, a.x) {
+            x.loadUnaligned(fromByteOffset: 4 * $0, as: SIMD8<Float>.self)
+        } scalar: {
             x.loadUnaligned(fromByteOffset: 4 * $0, as: Float.self)
         }
     }
@@ -49,7 +52,10 @@ enum F16Format: QuantizableBlockFormat {
             i += 8
         }
         #endif
-        while i < nb { y[i] = loadHalf(x, 2 * i); i += 1 }
+        while i < nb {
+            y[i] = loadHalf(x, 2 * i)
+            i += 1
+        }
     }
 
     static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
@@ -66,7 +72,9 @@ enum F16Format: QuantizableBlockFormat {
         #if LEAP_X86_AVX2
         return floatDot(nb, a.x) { i in
             _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self))
-        } scalar: { loadHalf(x, 2 * $0) }
+        } scalar: {
+            loadHalf(x, 2 * $0)
+        }
         #else
         // One conversion per value (table or hardware): keep it scalar, 4 accumulators.
         var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
@@ -79,7 +87,10 @@ enum F16Format: QuantizableBlockFormat {
             i += 4
         }
         var sum = (s0 + s1) + (s2 + s3)
-        while i < nb { sum += loadHalf(x, 2 * i) * a.x[i]; i += 1 }
+        while i < nb {
+            sum += loadHalf(x, 2 * i) * a.x[i]
+            i += 1
+        }
         return sum
         #endif
     }
@@ -98,7 +109,10 @@ enum BF16Format: QuantizableBlockFormat {
             UnsafeMutableRawPointer(y + i).storeBytes(of: loadBF16x8(x, i), as: SIMD8<Float>.self)
             i += 8
         }
-        while i < nb { y[i] = FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)); i += 1 }
+        while i < nb {
+            y[i] = FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self))
+            i += 1
+        }
     }
 
     @inline(__always)
@@ -121,7 +135,9 @@ enum BF16Format: QuantizableBlockFormat {
     }
 
     static func dot(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        floatDot(nb, a.x) { loadBF16x8(x, $0) } scalar: {
+        floatDot(nb, a.x) {
+            loadBF16x8(x, $0)
+        } scalar: {
             FloatBits.bf16ToFloat(x.loadUnaligned(fromByteOffset: 2 * $0, as: UInt16.self))
         }
     }
@@ -146,7 +162,10 @@ func floatDot(_ n: Int, _ x: UnsafePointer<Float>, load8: (Int) -> SIMD8<Float>,
         i += 8
     }
     var sum = ((acc0 + acc1) + (acc2 + acc3)).sum()
-    while i < n { sum += scalar(i) * x[i]; i += 1 }
+    while i < n {
+        sum += scalar(i) * x[i]
+        i += 1
+    }
     return sum
 }
 

@@ -34,10 +34,11 @@
 // activations runs the decode kernels row by row; the engine keeps using the F32 sgemm
 // path there (see `hasIntegerMatmul`).
 
+import GGUF
+
 #if LEAP_X86_AVX2
 import _Builtin_intrinsics.intel
 #endif
-import GGUF
 
 enum IntegerMatmul {
     /// Weight rows per packed group (the lanes of a 256-bit register of Int32).
@@ -114,8 +115,10 @@ enum IntegerMatmul {
 
     /// Packs rows `rows` (at most 8; missing rows are zero) of the matrix at `base` into
     /// `nb` group blocks at `dst`. Scalar reference; ``packGroup`` equals it byte for byte.
-    static func packGroupReference(_ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
-                                   _ dst: UnsafeMutableRawPointer) {
+    static func packGroupReference(
+        _ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+        _ dst: UnsafeMutableRawPointer
+    ) {
         precondition(rows.count <= groupRows)
         dst.initializeMemory(as: UInt8.self, repeating: 0, count: nb * groupBlockBytes)
         let u = UnsafeMutablePointer<UInt8>.allocate(capacity: 32)
@@ -135,22 +138,38 @@ enum IntegerMatmul {
 
     /// Fast packing (AVX2: levels of 8 rows transposed as an 8 x 8 matrix of 32-bit
     /// words); bit-identical to ``packGroupReference``.
-    static func packGroup(_ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
-                          _ dst: UnsafeMutableRawPointer) {
+    static func packGroup(
+        _ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+        _ dst: UnsafeMutableRawPointer
+    ) {
         #if LEAP_X86_AVX2
         switch type {
-        case .q8_0: packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 34, dst) { b in
-            (_mm256_xor_si256(load256(b, 2), _mm256_set1_epi8(-128)), loadHalf(b, 0), -128 * loadHalf(b, 0)) }
-        case .q4_0: packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 18, dst) { b in
-            (unpackNibbles16(b, 2), loadHalf(b, 0), -8 * loadHalf(b, 0)) }
-        case .q4_1: packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 20, dst) { b in
-            (unpackNibbles16(b, 4), loadHalf(b, 0), loadHalf(b, 2)) }
-        case .q5_0: packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 22, dst) { b in
-            (_mm256_or_si256(unpackNibbles16(b, 6), fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))),
-             loadHalf(b, 0), -16 * loadHalf(b, 0)) }
-        case .q5_1: packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 24, dst) { b in
-            (_mm256_or_si256(unpackNibbles16(b, 8), fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))),
-             loadHalf(b, 0), loadHalf(b, 2)) }
+        case .q8_0:
+            packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 34, dst) { b in
+                (_mm256_xor_si256(load256(b, 2), _mm256_set1_epi8(-128)), loadHalf(b, 0), -128 * loadHalf(b, 0))
+            }
+        case .q4_0:
+            packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 18, dst) { b in
+                (unpackNibbles16(b, 2), loadHalf(b, 0), -8 * loadHalf(b, 0))
+            }
+        case .q4_1:
+            packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 20, dst) { b in
+                (unpackNibbles16(b, 4), loadHalf(b, 0), loadHalf(b, 2))
+            }
+        case .q5_0:
+            packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 22, dst) { b in
+                (
+                    _mm256_or_si256(unpackNibbles16(b, 6), fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))),
+                    loadHalf(b, 0), -16 * loadHalf(b, 0)
+                )
+            }
+        case .q5_1:
+            packGroupAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 24, dst) { b in
+                (
+                    _mm256_or_si256(unpackNibbles16(b, 8), fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))),
+                    loadHalf(b, 0), loadHalf(b, 2)
+                )
+            }
         default: preconditionFailure("no integer levels for \(type)")
         }
         #else
@@ -160,9 +179,11 @@ enum IntegerMatmul {
 
     #if LEAP_X86_AVX2
     @inline(__always)
-    static func packGroupAVX2(_ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int, typeSize: Int,
-                              _ dst: UnsafeMutableRawPointer,
-                              _ levels: (UnsafeRawPointer) -> (__m256i, Float, Float)) {
+    static func packGroupAVX2(
+        _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int, typeSize: Int,
+        _ dst: UnsafeMutableRawPointer,
+        _ levels: (UnsafeRawPointer) -> (__m256i, Float, Float)
+    ) {
         let n = rows.count
         precondition(n >= 1 && n <= groupRows)
         // Missing rows read row 0 again; their lanes are cleared below.
@@ -192,14 +213,20 @@ enum IntegerMatmul {
                 let g = dst + i * groupBlockBytes
                 @inline(__always) func store(_ k: Int, _ lo: __m256i, _ hi: __m256i, high: Bool) {
                     let a = unsafeBitCast(lo, to: SIMD8<Int32>.self), b = unsafeBitCast(hi, to: SIMD8<Int32>.self)
-                    let w = high ? SIMD8<Int32>(lowHalf: a.highHalf, highHalf: b.highHalf)
-                                 : SIMD8<Int32>(lowHalf: a.lowHalf, highHalf: b.lowHalf)
+                    let w =
+                        high
+                        ? SIMD8<Int32>(lowHalf: a.highHalf, highHalf: b.highHalf)
+                        : SIMD8<Int32>(lowHalf: a.lowHalf, highHalf: b.lowHalf)
                     g.storeBytes(of: _mm256_and_si256(unsafeBitCast(w, to: __m256i.self), keep), toByteOffset: 32 * k, as: __m256i.self)
                 }
-                store(0, u0, u4, high: false); store(4, u0, u4, high: true)
-                store(1, u1, u5, high: false); store(5, u1, u5, high: true)
-                store(2, u2, u6, high: false); store(6, u2, u6, high: true)
-                store(3, u3, u7, high: false); store(7, u3, u7, high: true)
+                store(0, u0, u4, high: false)
+                store(4, u0, u4, high: true)
+                store(1, u1, u5, high: false)
+                store(5, u1, u5, high: true)
+                store(2, u2, u6, high: false)
+                store(6, u2, u6, high: true)
+                store(3, u3, u7, high: false)
+                store(7, u3, u7, high: true)
                 let keepF = unsafeBitCast(keep, to: __m256.self)
                 g.storeBytes(of: _mm256_and_ps(d, keepF), toByteOffset: 256, as: __m256.self)
                 g.storeBytes(of: _mm256_and_ps(m, keepF), toByteOffset: 288, as: __m256.self)
@@ -211,8 +238,10 @@ enum IntegerMatmul {
     /// Scalar reference of the packed kernel: `out[t * ldy + r] = sum over blocks of
     /// d_r * da * sum(u * a) + m_r * sa` for activation rows `0..<count` and the group's
     /// `valid` rows. For tests of the packed layout.
-    static func multiplyGroupReference(_ packed: UnsafeRawPointer, nb: Int, _ a: ActivationView, count: Int,
-                                       _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int) {
+    static func multiplyGroupReference(
+        _ packed: UnsafeRawPointer, nb: Int, _ a: ActivationView, count: Int,
+        _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+    ) {
         for t in 0..<count {
             for r in 0..<valid {
                 var sum: Float = 0
@@ -221,7 +250,8 @@ enum IntegerMatmul {
                     var s: Int32 = 0
                     for k in 0..<8 {
                         for j in 0..<4 {
-                            s += Int32(g.load(fromByteOffset: 32 * k + 4 * r + j, as: UInt8.self))
+                            s +=
+                                Int32(g.load(fromByteOffset: 32 * k + 4 * r + j, as: UInt8.self))
                                 * Int32(a.qs[(t * nb + i) * 32 + 4 * k + j])
                         }
                     }
@@ -240,10 +270,12 @@ enum IntegerMatmul {
     /// row's levels (rows `cols` bytes apart), `ad`/`asum` its block scales and sums
     /// (`nb` per row), `offsets` (symmetric formats) its -c * sum(a) per block.
     @inline(__always)
-    static func multiplyGroup(_ packed: UnsafeRawPointer, nb: Int, rowsHere: Int,
-                              _ aq: UnsafeRawPointer, _ ad: UnsafePointer<Float>, _ asum: UnsafePointer<Float>,
-                              _ offsets: UnsafePointer<Int32>?,
-                              _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int) {
+    static func multiplyGroup(
+        _ packed: UnsafeRawPointer, nb: Int, rowsHere: Int,
+        _ aq: UnsafeRawPointer, _ ad: UnsafePointer<Float>, _ asum: UnsafePointer<Float>,
+        _ offsets: UnsafePointer<Int32>?,
+        _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+    ) {
         let stride = 32 * nb
         var acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps()
         var acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps()
@@ -294,9 +326,11 @@ enum IntegerMatmul {
 
     /// Activation rows `rows` times packed groups `groups` (each `nb` group blocks at
     /// `packed + group * nb * groupBlockBytes`), into `y` (`ldy` floats per row).
-    static func multiply(_ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int,
-                         _ a: ActivationView, rows: Range<Int>, _ offsets: UnsafePointer<Int32>?,
-                         _ y: UnsafeMutablePointer<Float>, ldy: Int) {
+    static func multiply(
+        _ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int,
+        _ a: ActivationView, rows: Range<Int>, _ offsets: UnsafePointer<Int32>?,
+        _ y: UnsafeMutablePointer<Float>, ldy: Int
+    ) {
         var t0 = rows.lowerBound
         while t0 < rows.upperBound {
             let t1 = Swift.min(rows.upperBound, t0 + activationChunk)
@@ -306,15 +340,28 @@ enum IntegerMatmul {
                 var t = t0
                 @inline(__always) func run(_ n: Int, _ symmetric: Bool) {
                     let aq = UnsafeRawPointer(a.qs + t * nb * 32)
-                    multiplyGroup(p, nb: nb, rowsHere: n, aq, a.d + t * nb, a.s + t * nb,
-                                  symmetric ? offsets! + t * nb : nil, y + t * ldy + group * groupRows, ldy: ldy, valid: valid)
+                    multiplyGroup(
+                        p, nb: nb, rowsHere: n, aq, a.d + t * nb, a.s + t * nb,
+                        symmetric ? offsets! + t * nb : nil, y + t * ldy + group * groupRows, ldy: ldy, valid: valid)
                 }
                 if offsets != nil {
-                    while t + 4 <= t1 { run(4, true); t += 4 }
-                    while t < t1 { run(1, true); t += 1 }
+                    while t + 4 <= t1 {
+                        run(4, true)
+                        t += 4
+                    }
+                    while t < t1 {
+                        run(1, true)
+                        t += 1
+                    }
                 } else {
-                    while t + 4 <= t1 { run(4, false); t += 4 }
-                    while t < t1 { run(1, false); t += 1 }
+                    while t + 4 <= t1 {
+                        run(4, false)
+                        t += 4
+                    }
+                    while t < t1 {
+                        run(1, false)
+                        t += 1
+                    }
                 }
             }
             t0 = t1
@@ -348,7 +395,10 @@ extension QuantizedActivations {
                     #else
                     Self.quantizeBlockReference(src + 32 * i, i, self)
                     #endif
-                    for k in 0..<4 { self.d4[4 * i + k] = self.d[i]; self.s4[4 * i + k] = self.s[i] }
+                    for k in 0..<4 {
+                        self.d4[4 * i + k] = self.d[i]
+                        self.s4[4 * i + k] = self.s[i]
+                    }
                 }
             }
         }
@@ -385,8 +435,10 @@ extension WeightMatrix {
     /// when nil or too small) and multiplied with VNNI, split over `pool` by groups of 8
     /// weight rows; otherwise each activation row goes through ``matvec(_:into:pool:)``'s
     /// kernels.
-    public func matmul(_ x: QuantizedActivations, rows count: Int, into y: UnsafeMutablePointer<Float>,
-                       scratch: UnsafeMutableRawPointer? = nil, scratchBytes: Int = 0, pool: ThreadPool? = nil) {
+    public func matmul(
+        _ x: QuantizedActivations, rows count: Int, into y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutableRawPointer? = nil, scratchBytes: Int = 0, pool: ThreadPool? = nil
+    ) {
         precondition(count >= 0 && x.count == count * cols, "matmul: \(x.count) activations for \(count) rows of \(cols)")
         precondition(type.usesQuantizedActivations, "matmul: \(type) weights multiply float activations")
         precondition(x.blockCount * 32 == x.count, "matmul: activations are not whole blocks of 32")
@@ -408,7 +460,8 @@ extension WeightMatrix {
         }
         #if LEAP_X86_AVX512VNNI
         let needed = integerMatmulScratchBytes(rows: count)
-        let owned: UnsafeMutableRawPointer? = (scratch == nil || scratchBytes < needed)
+        let owned: UnsafeMutableRawPointer? =
+            (scratch == nil || scratchBytes < needed)
             ? .allocate(byteCount: needed, alignment: 64) : nil
         defer { owned?.deallocate() }
         let packed = owned ?? scratch!
@@ -423,11 +476,13 @@ extension WeightMatrix {
         let body: (Range<Int>) -> Void = { range in
             for g in range {
                 let r0 = g * IntegerMatmul.groupRows
-                IntegerMatmul.packGroup(t, base, rowBytes: stride, rows: r0..<Swift.min(weightRows, r0 + IntegerMatmul.groupRows),
-                                        nb: nb, packed + g * nb * IntegerMatmul.groupBlockBytes)
+                IntegerMatmul.packGroup(
+                    t, base, rowBytes: stride, rows: r0..<Swift.min(weightRows, r0 + IntegerMatmul.groupRows),
+                    nb: nb, packed + g * nb * IntegerMatmul.groupBlockBytes)
             }
-            IntegerMatmul.multiply(UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, a,
-                                   rows: 0..<count, offs, y, ldy: weightRows)
+            IntegerMatmul.multiply(
+                UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, a,
+                rows: 0..<count, offs, y, ldy: weightRows)
         }
         if let pool, pool.threads > 1, groups > 1 {
             pool.parallelFor(count: groups, minChunk: 2, body)
@@ -441,9 +496,10 @@ extension WeightMatrix {
 extension ActivationView {
     /// The view starting `blocks` blocks further on (the next rows of a batch).
     func advanced(blocks: Int) -> ActivationView {
-        ActivationView(x: UnsafeMutablePointer(mutating: x), qs: UnsafeMutablePointer(mutating: qs + 32 * blocks),
-                       d: UnsafeMutablePointer(mutating: d + blocks), s: UnsafeMutablePointer(mutating: s + blocks),
-                       bsums: UnsafeMutablePointer(mutating: bsums + 2 * blocks),
-                       d4: UnsafeMutablePointer(mutating: d4 + 4 * blocks), s4: UnsafeMutablePointer(mutating: s4 + 4 * blocks))
+        ActivationView(
+            x: UnsafeMutablePointer(mutating: x), qs: UnsafeMutablePointer(mutating: qs + 32 * blocks),
+            d: UnsafeMutablePointer(mutating: d + blocks), s: UnsafeMutablePointer(mutating: s + blocks),
+            bsums: UnsafeMutablePointer(mutating: bsums + 2 * blocks),
+            d4: UnsafeMutablePointer(mutating: d4 + 4 * blocks), s4: UnsafeMutablePointer(mutating: s4 + 4 * blocks))
     }
 }

@@ -16,10 +16,11 @@
 //   Q4_K/Q5_K:  sum_j  d * sc_j * da_j * sum(q * a)  -  dmin * m_j * sa_j
 //   Q6_K:       sum_j  d * da_j * sum_g sc_g * sum(q * a)  -  32 * d * sum_g sc_g * da_j * bsum_g
 
+import GGUF
+
 #if LEAP_X86_AVX2
 import _Builtin_intrinsics.intel
 #endif
-import GGUF
 
 /// ggml's `get_scale_min_k4`: the 6-bit scale and min of sub-block `j` (0..<8).
 @inline(__always)
@@ -53,7 +54,9 @@ enum Q4_K: IntegerDotFormat {
                 let d2 = d * Float(sc2), min2 = dmin * Float(m2)
                 for l in 0..<32 { out[l] = d1 * Float(byte(q, l) & 0x0F) - min1 }
                 for l in 0..<32 { out[32 + l] = d2 * Float(byte(q, l) >> 4) - min2 }
-                q += 32; out += 64; scaleIndex += 2
+                q += 32
+                out += 64
+                scaleIndex += 2
             }
         }
     }
@@ -71,8 +74,9 @@ enum Q4_K: IntegerDotFormat {
                 let raw = load256(b, 16 + 32 * k)
                 let d1 = d * Float(sc1), d2 = d * Float(sc2)
                 storeLevels32(_mm256_and_si256(raw, m4), scale0: d1, scale1: d1, add: -(dmin * Float(m1)), y + 256 * i + 64 * k)
-                storeLevels32(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), scale0: d2, scale1: d2, add: -(dmin * Float(m2)),
-                              y + 256 * i + 64 * k + 32)
+                storeLevels32(
+                    _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), scale0: d2, scale1: d2, add: -(dmin * Float(m2)),
+                    y + 256 * i + 64 * k + 32)
             }
         }
         #else
@@ -162,8 +166,11 @@ enum Q5_K: IntegerDotFormat {
                 for l in 0..<32 {
                     out[32 + l] = d2 * Float((byte(ql, l) >> 4) + (byte(qh, l) & u2 != 0 ? 16 : 0)) - min2
                 }
-                ql += 32; out += 64; scaleIndex += 2
-                u1 <<= 2; u2 <<= 2
+                ql += 32
+                out += 64
+                scaleIndex += 2
+                u1 <<= 2
+                u2 <<= 2
             }
         }
     }
@@ -186,10 +193,12 @@ enum Q5_K: IntegerDotFormat {
                 let h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask1), mask1), bit4)
                 let h2 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask2), mask2), bit4)
                 let d1 = d * Float(sc1), d2 = d * Float(sc2)
-                storeLevels32(_mm256_or_si256(_mm256_and_si256(raw, m4), h1), scale0: d1, scale1: d1,
-                              add: -(dmin * Float(m1)), y + 256 * i + 64 * k)
-                storeLevels32(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h2), scale0: d2, scale1: d2,
-                              add: -(dmin * Float(m2)), y + 256 * i + 64 * k + 32)
+                storeLevels32(
+                    _mm256_or_si256(_mm256_and_si256(raw, m4), h1), scale0: d1, scale1: d1,
+                    add: -(dmin * Float(m1)), y + 256 * i + 64 * k)
+                storeLevels32(
+                    _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h2), scale0: d2, scale1: d2,
+                    add: -(dmin * Float(m2)), y + 256 * i + 64 * k + 32)
             }
         }
         #else
@@ -281,7 +290,10 @@ enum Q6_K: IntegerDotFormat {
                     out[l + 64] = d * Float(Int8(bitPattern: byte(sc, scaleIndex + 4))) * Float(q3)
                     out[l + 96] = d * Float(Int8(bitPattern: byte(sc, scaleIndex + 6))) * Float(q4)
                 }
-                out += 128; ql += 64; qh += 32; sc += 8
+                out += 128
+                ql += 64
+                qh += 32
+                sc += 8
             }
         }
     }
@@ -296,10 +308,14 @@ enum Q6_K: IntegerDotFormat {
                 @inline(__always) func store(_ q: __m256i, _ t: Int) {
                     let sc0 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t)))
                     let sc1 = Float(Int8(bitPattern: byte(b, 192 + 8 * n + 2 * t + 1)))
-                    storeLevels32(_mm256_sub_epi8(q, _mm256_set1_epi8(32)), scale0: d * sc0, scale1: d * sc1, add: nil,
-                                  y + 256 * i + 128 * n + 32 * t)
+                    storeLevels32(
+                        _mm256_sub_epi8(q, _mm256_set1_epi8(32)), scale0: d * sc0, scale1: d * sc1, add: nil,
+                        y + 256 * i + 128 * n + 32 * t)
                 }
-                store(q0, 0); store(q1, 1); store(q2, 2); store(q3, 3)
+                store(q0, 0)
+                store(q1, 1)
+                store(q2, 2)
+                store(q3, 3)
             }
         }
         #else
@@ -339,8 +355,10 @@ enum Q6_K: IntegerDotFormat {
         let bsums = UnsafeRawPointer(a.bsums)
         // Picks scales 2j and 2j+1 (16-bit, from the dword j of a permuted vector) into the
         // low and high 128-bit halves: bytes 0,1 repeated in the low lane, 2,3 in the high.
-        let pairShuffle = unsafeBitCast(SIMD32<Int8>(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
-                                                     2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3), to: __m256i.self)
+        let pairShuffle = unsafeBitCast(
+            SIMD32<Int8>(
+                0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
+                2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3), to: __m256i.self)
         for i in 0..<nb {
             let b = x + 210 * i
             let sc16 = _mm256_cvtepi8_epi16(b.loadUnaligned(fromByteOffset: 192, as: __m128i.self))

@@ -19,7 +19,8 @@ public enum KernelError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unsupportedType(let type):
-            return "tensor type \(type) is not supported by the kernels (supported: \(GGMLType.kernelTypes.map(\.name).joined(separator: ", "))); re-quantize the model to one of them"
+            return
+                "tensor type \(type) is not supported by the kernels (supported: \(GGMLType.kernelTypes.map(\.name).joined(separator: ", "))); re-quantize the model to one of them"
         case .rowNotWholeBlocks(let type, let cols):
             return "a row of \(cols) values is not a whole number of \(type) blocks of \(type.blockSize)"
         case .badShape(let rows, let cols):
@@ -92,8 +93,9 @@ extension GGMLType {
 
     fileprivate func checkActivations(_ x: QuantizedActivations) {
         if usesQuantizedActivations {
-            precondition(x.blockCount * QuantizedActivations.blockSize == x.count,
-                         "activations of \(x.count) values are not whole blocks of 32")
+            precondition(
+                x.blockCount * QuantizedActivations.blockSize == x.count,
+                "activations of \(x.count) values are not whole blocks of 32")
         }
     }
 }
@@ -160,8 +162,10 @@ public struct WeightMatrix: @unchecked Sendable {
     }
 
     /// Quantizes `x` (`cols` floats) into `scratch`, then runs ``matvec(_:into:pool:)``.
-    public func matvec(_ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
-                       scratch: QuantizedActivations, pool: ThreadPool? = nil) {
+    public func matvec(
+        _ x: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>,
+        scratch: QuantizedActivations, pool: ThreadPool? = nil
+    ) {
         scratch.quantize(x, count: cols)
         matvec(scratch, into: y, pool: pool)
     }
@@ -183,8 +187,10 @@ public struct WeightMatrix: @unchecked Sendable {
 
 /// Dispatches a run of rows to the fast dot of `type`; the switch makes each case a
 /// specialized loop around that format's kernel.
-func dotRows(_ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
-             _ a: ActivationView, _ y: UnsafeMutablePointer<Float>) {
+func dotRows(
+    _ type: GGMLType, _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
+    _ a: ActivationView, _ y: UnsafeMutablePointer<Float>
+) {
     switch type {
     case .f32: F32Format.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)
     case .f16: F16Format.dotRows(base, rowBytes: rowBytes, rows: rows, nb: nb, a, y)

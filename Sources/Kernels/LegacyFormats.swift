@@ -16,10 +16,11 @@
 // so the inner loop multiplies unsigned weights with signed activations, as the x86
 // instructions want.
 
+import GGUF
+
 #if LEAP_X86_AVX2
 import _Builtin_intrinsics.intel
 #endif
-import GGUF
 
 /// Truncates `v` toward zero into 0...maxValue, as ggml's `MIN(max, (int8_t)v)` does for the
 /// in-range values the quantizers produce; NaN gives 0 (C leaves it undefined).
@@ -106,8 +107,9 @@ enum Q8_0: QuantizableBlockFormat, IntegerDotFormat {
             offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
             #else
             // Sign trick: |w| * (a with w's sign) keeps the unsigned operand <= 128.
-            let p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
-                                      _mm256_set1_epi16(1))
+            let p = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
+                _mm256_set1_epi16(1))
             #endif
             acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
         }
@@ -159,7 +161,10 @@ enum Q4_0: QuantizableBlockFormat, IntegerDotFormat {
             var amax: Float = 0, maxValue: Float = 0
             for j in 0..<32 {
                 let v = x[32 * i + j]
-                if amax < abs(v) { amax = abs(v); maxValue = v }
+                if amax < abs(v) {
+                    amax = abs(v)
+                    maxValue = v
+                }
             }
             let d = maxValue / -8
             let id: Float = d != 0 ? 1 / d : 0
@@ -278,7 +283,8 @@ enum Q4_1: QuantizableBlockFormat, IntegerDotFormat {
             let b = x + 20 * i
             var sumi: Int32 = 0
             for j in 0..<16 {
-                sumi += Int32(byte(b, 4 + j) & 0x0F) * Int32(a.qs[32 * i + j])
+                sumi +=
+                    Int32(byte(b, 4 + j) & 0x0F) * Int32(a.qs[32 * i + j])
                     + Int32(byte(b, 4 + j) >> 4) * Int32(a.qs[32 * i + j + 16])
             }
             sumf += Float(sumi) * (loadHalfReference(b, 0) * a.d[i]) + loadHalfReference(b, 2) * a.s[i]
@@ -356,7 +362,10 @@ enum Q5_0: QuantizableBlockFormat, IntegerDotFormat {
             var amax: Float = 0, maxValue: Float = 0
             for j in 0..<32 {
                 let v = x[32 * i + j]
-                if amax < abs(v) { amax = abs(v); maxValue = v }
+                if amax < abs(v) {
+                    amax = abs(v)
+                    maxValue = v
+                }
             }
             let d = maxValue / -16
             let id: Float = d != 0 ? 1 / d : 0

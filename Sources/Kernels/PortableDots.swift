@@ -62,7 +62,8 @@ extension Q4_1 {
         var sumf: Float = 0
         for i in 0..<nb {
             let b = x + 20 * i
-            sumf += Float(nibbleDot((b + 4).assumingMemoryBound(to: UInt8.self), a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
+            sumf +=
+                Float(nibbleDot((b + 4).assumingMemoryBound(to: UInt8.self), a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
                 + loadHalf(b, 2) * a.s[i]
         }
         return sumf
@@ -89,7 +90,8 @@ extension Q5_1 {
         for i in 0..<nb {
             let b = x + 24 * i
             let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
-            sumf += Float(fiveBitDot((b + 8).assumingMemoryBound(to: UInt8.self), qh, a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
+            sumf +=
+                Float(fiveBitDot((b + 8).assumingMemoryBound(to: UInt8.self), qh, a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
                 + loadHalf(b, 2) * a.s[i]
         }
         return sumf

@@ -43,8 +43,10 @@ func expandBitsToBytes(_ bits: UInt32) -> __m256i {
     let v = _mm256_set1_epi32(Int32(bitPattern: bits))
     // Byte j takes byte j/8 of the 32-bit word (shuffle indices are per 128-bit lane, and
     // every lane holds the word four times).
-    let index = unsafeBitCast(SIMD32<Int8>(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), to: __m256i.self)
+    let index = unsafeBitCast(
+        SIMD32<Int8>(
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), to: __m256i.self)
     let bytes = _mm256_shuffle_epi8(v, index)
     let bit = _mm256_set1_epi64x(Int64(bitPattern: 0x8040_2010_0804_0201))
     return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit)
@@ -62,16 +64,18 @@ func load256(_ p: UnsafeRawPointer, _ offset: Int = 0) -> __m256i {
 /// rows are split over threads).
 @inline(__always)
 func hsum(_ v: __m256) -> Float {
-    let h = _mm256_hadd_ps(v, v)          // per 128-bit lane: v0+v1, v2+v3, ...
-    let q = _mm256_hadd_ps(h, h)          // per 128-bit lane: (v0+v1)+(v2+v3)
+    let h = _mm256_hadd_ps(v, v)  // per 128-bit lane: v0+v1, v2+v3, ...
+    let q = _mm256_hadd_ps(h, h)  // per 128-bit lane: (v0+v1)+(v2+v3)
     return q.lowHalf[0] + q.highHalf[0]
 }
 
 /// Horizontal sums of eight float vectors at once: lane j of the result is
 /// ``hsum(_:)`` of `v[j]`, bit for bit.
 @inline(__always)
-func transposeSum8f(_ v0: __m256, _ v1: __m256, _ v2: __m256, _ v3: __m256,
-                    _ v4: __m256, _ v5: __m256, _ v6: __m256, _ v7: __m256) -> __m256 {
+func transposeSum8f(
+    _ v0: __m256, _ v1: __m256, _ v2: __m256, _ v3: __m256,
+    _ v4: __m256, _ v5: __m256, _ v6: __m256, _ v7: __m256
+) -> __m256 {
     let h0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3))
     let h1 = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7))
     // h0: lanes 0-3 the low-half sums of rows 0-3, lanes 4-7 their high-half sums.
@@ -132,8 +136,10 @@ func storeLevels16(_ x: __m128i, scale: Float, add: Float?, _ y: UnsafeMutablePo
 /// Horizontal sums of eight Int32x8 vectors: lane j of the result is the sum of the
 /// lanes of `p[j]`.
 @inline(__always)
-func transposeSum8(_ p0: __m256i, _ p1: __m256i, _ p2: __m256i, _ p3: __m256i,
-                   _ p4: __m256i, _ p5: __m256i, _ p6: __m256i, _ p7: __m256i) -> __m256i {
+func transposeSum8(
+    _ p0: __m256i, _ p1: __m256i, _ p2: __m256i, _ p3: __m256i,
+    _ p4: __m256i, _ p5: __m256i, _ p6: __m256i, _ p7: __m256i
+) -> __m256i {
     let s01 = _mm256_hadd_epi32(p0, p1)
     let s23 = _mm256_hadd_epi32(p2, p3)
     let s45 = _mm256_hadd_epi32(p4, p5)
@@ -194,8 +200,9 @@ func broadcastFloat(_ p: UnsafePointer<Float>, _ i: Int) -> __m256 {
 /// Low and high nibbles of the 16-byte `qs` of two blocks at `p + o0` and `p + o1`.
 @inline(__always)
 func unpackNibblePair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> (lo: __m256i, hi: __m256i) {
-    let t = _mm256_set_m128i(p.loadUnaligned(fromByteOffset: o1, as: __m128i.self),
-                             p.loadUnaligned(fromByteOffset: o0, as: __m128i.self))
+    let t = _mm256_set_m128i(
+        p.loadUnaligned(fromByteOffset: o1, as: __m128i.self),
+        p.loadUnaligned(fromByteOffset: o0, as: __m128i.self))
     let m4 = _mm256_set1_epi8(0x0F)
     return (_mm256_and_si256(t, m4), _mm256_and_si256(_mm256_srli_epi16(t, 4), m4))
 }
@@ -203,10 +210,12 @@ func unpackNibblePair(_ p: UnsafeRawPointer, _ o0: Int, _ o1: Int) -> (lo: __m25
 /// Activation blocks i and i+1 arranged like `unpackNibblePair`'s result.
 @inline(__always)
 func activationPair(_ aq: UnsafeRawPointer, _ i: Int) -> (lo: __m256i, hi: __m256i) {
-    let lo = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 32, as: __m128i.self),
-                              aq.loadUnaligned(fromByteOffset: 32 * i, as: __m128i.self))
-    let hi = _mm256_set_m128i(aq.loadUnaligned(fromByteOffset: 32 * i + 48, as: __m128i.self),
-                              aq.loadUnaligned(fromByteOffset: 32 * i + 16, as: __m128i.self))
+    let lo = _mm256_set_m128i(
+        aq.loadUnaligned(fromByteOffset: 32 * i + 32, as: __m128i.self),
+        aq.loadUnaligned(fromByteOffset: 32 * i, as: __m128i.self))
+    let hi = _mm256_set_m128i(
+        aq.loadUnaligned(fromByteOffset: 32 * i + 48, as: __m128i.self),
+        aq.loadUnaligned(fromByteOffset: 32 * i + 16, as: __m128i.self))
     return (lo, hi)
 }
 

@@ -85,7 +85,8 @@ public final class ThreadPool: @unchecked Sendable {
         // Aim for ~4 chunks per thread so a preempted thread does not stall the loop.
         let chunk = max(minChunk, (count + 4 * threads - 1) / (4 * threads), 1)
         if threads == 1 || count <= chunk
-            || !shared.busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged {
+            || !shared.busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+        {
             body(0..<count)
             return
         }

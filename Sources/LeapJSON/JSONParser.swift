@@ -54,9 +54,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
         case UInt8(ascii: "["): return try parseArray(depth: depth)
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[pos])))'")
         }
@@ -74,7 +80,10 @@ struct JSONParser {
         pos += 1
         var object = JSONObject()
         skipWhitespace()
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(object) }
+        if pos < bytes.count, bytes[pos] == UInt8(ascii: "}") {
+            pos += 1
+            return .object(object)
+        }
         while true {
             skipWhitespace()
             guard pos < bytes.count, bytes[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -86,8 +95,14 @@ struct JSONParser {
             object[key] = try parseValue(depth: depth + 1)
             skipWhitespace()
             guard pos < bytes.count else { throw fail("unexpected end of input in object") }
-            if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if bytes[pos] == UInt8(ascii: "}") { pos += 1; return .object(object) }
+            if bytes[pos] == UInt8(ascii: ",") {
+                pos += 1
+                continue
+            }
+            if bytes[pos] == UInt8(ascii: "}") {
+                pos += 1
+                return .object(object)
+            }
             throw fail("expected ',' or '}'")
         }
     }
@@ -96,14 +111,23 @@ struct JSONParser {
         pos += 1
         var array: [JSONValue] = []
         skipWhitespace()
-        if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(array) }
+        if pos < bytes.count, bytes[pos] == UInt8(ascii: "]") {
+            pos += 1
+            return .array(array)
+        }
         while true {
             skipWhitespace()
             array.append(try parseValue(depth: depth + 1))
             skipWhitespace()
             guard pos < bytes.count else { throw fail("unexpected end of input in array") }
-            if bytes[pos] == UInt8(ascii: ",") { pos += 1; continue }
-            if bytes[pos] == UInt8(ascii: "]") { pos += 1; return .array(array) }
+            if bytes[pos] == UInt8(ascii: ",") {
+                pos += 1
+                continue
+            }
+            if bytes[pos] == UInt8(ascii: "]") {
+                pos += 1
+                return .array(array)
+            }
             throw fail("expected ',' or ']'")
         }
     }
@@ -132,9 +156,16 @@ struct JSONParser {
         while true {
             guard pos < bytes.count else { throw fail("unterminated string") }
             let c = bytes[pos]
-            if c == UInt8(ascii: "\"") { pos += 1; break }
+            if c == UInt8(ascii: "\"") {
+                pos += 1
+                break
+            }
             if c < 0x20 { throw fail("control character in string") }
-            if c != UInt8(ascii: "\\") { out.append(c); pos += 1; continue }
+            if c != UInt8(ascii: "\\") {
+                out.append(c)
+                pos += 1
+                continue
+            }
             pos += 1
             guard pos < bytes.count else { throw fail("unterminated escape") }
             let e = bytes[pos]
@@ -151,7 +182,7 @@ struct JSONParser {
             case UInt8(ascii: "u"):
                 var scalar = try parseHex4()
                 if (0xD800..<0xDC00).contains(scalar), pos + 6 <= bytes.count,
-                   bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
+                    bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
                 {
                     let save = pos
                     pos += 2

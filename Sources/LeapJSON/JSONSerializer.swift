@@ -11,9 +11,10 @@ public struct JSONFormat: Sendable {
     /// Escape `<`, `>`, `&` and `'` as `\u003c` etc., as jinja2's `tojson` filter does.
     public var htmlSafe: Bool
 
-    public init(itemSeparator: String = ",", keySeparator: String = ":", indent: Int? = nil,
-                asciiOnly: Bool = false, htmlSafe: Bool = false)
-    {
+    public init(
+        itemSeparator: String = ",", keySeparator: String = ":", indent: Int? = nil,
+        asciiOnly: Bool = false, htmlSafe: Bool = false
+    ) {
         self.itemSeparator = itemSeparator
         self.keySeparator = keySeparator
         self.indent = indent
@@ -44,7 +45,10 @@ extension JSONValue {
         case .double(let d): out += JSONValue.pythonFloatRepr(d)
         case .string(let s): JSONValue.writeString(s, into: &out, format: format)
         case .array(let items):
-            if items.isEmpty { out += "[]"; return }
+            if items.isEmpty {
+                out += "[]"
+                return
+            }
             out += "["
             for (i, item) in items.enumerated() {
                 if i > 0 { out += format.indent == nil ? format.itemSeparator : trimmedTrailing(format.itemSeparator) }
@@ -54,7 +58,10 @@ extension JSONValue {
             newline(&out, format, level)
             out += "]"
         case .object(let object):
-            if object.isEmpty { out += "{}"; return }
+            if object.isEmpty {
+                out += "{}"
+                return
+            }
             out += "{"
             for (i, pair) in object.pairs.enumerated() {
                 if i > 0 { out += format.indent == nil ? format.itemSeparator : trimmedTrailing(format.itemSeparator) }
@@ -140,7 +147,10 @@ extension JSONValue {
             exponent = intPart.count - 1
         }
         // Normalize: strip leading zeros (adjusting the exponent) and trailing zeros.
-        while digits.first == "0" && digits.count > 1 { digits.removeFirst(); exponent -= 1 }
+        while digits.first == "0" && digits.count > 1 {
+            digits.removeFirst()
+            exponent -= 1
+        }
         while digits.last == "0" && digits.count > 1 { digits.removeLast() }
         let sign = d < 0 ? "-" : ""
         if exponent >= 16 || exponent < -4 {

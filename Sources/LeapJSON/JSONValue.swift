@@ -21,13 +21,25 @@ public enum JSONValue: Sendable, Equatable, Hashable {
     }
 
     /// The object when this is one.
-    public var objectValue: JSONObject? { if case .object(let o) = self { return o }; return nil }
+    public var objectValue: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
     /// The elements when this is an array.
-    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
+    public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
     /// The text when this is a string.
-    public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
     /// The truth value when this is a boolean.
-    public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
     /// The number as a Double when this is an integer or a double.
     public var doubleValue: Double? {
         switch self {
@@ -45,7 +57,10 @@ public enum JSONValue: Sendable, Equatable, Hashable {
         }
     }
     /// True for `.null`.
-    public var isNull: Bool { if case .null = self { return true }; return false }
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
 }
 
 /// A JSON object: key/value pairs in document order with hashed lookup. Setting an
@@ -87,7 +102,10 @@ public struct JSONObject: Sendable, Equatable, Hashable, Sequence {
     }
 
     public static func == (a: JSONObject, b: JSONObject) -> Bool { a.keys == b.keys && a.storage == b.storage }
-    public func hash(into hasher: inout Hasher) { hasher.combine(keys); for k in keys { hasher.combine(storage[k]) } }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(keys)
+        for k in keys { hasher.combine(storage[k]) }
+    }
 }
 
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

@@ -29,9 +29,10 @@ public struct ChatMessage: Sendable {
     public var functionCalls: [LeapFunctionCall]?
 
     /// A message made of content fragments.
-    public init(role: ChatMessageRole, content: [ChatMessageContent], reasoningContent: String? = nil,
-                functionCalls: [LeapFunctionCall]? = nil)
-    {
+    public init(
+        role: ChatMessageRole, content: [ChatMessageContent], reasoningContent: String? = nil,
+        functionCalls: [LeapFunctionCall]? = nil
+    ) {
         self.role = role
         self.content = content
         self.reasoningContent = reasoningContent

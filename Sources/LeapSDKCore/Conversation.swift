@@ -52,8 +52,9 @@ public final class Conversation: @unchecked Sendable {
     public func generateResponse(userTextMessage: String, generationOptions: GenerationOptions? = nil)
         -> AsyncThrowingStream<MessageResponse, Error>
     {
-        generateResponse(message: ChatMessage(role: .user, content: [.text(userTextMessage)]),
-                         generationOptions: generationOptions)
+        generateResponse(
+            message: ChatMessage(role: .user, content: [.text(userTextMessage)]),
+            generationOptions: generationOptions)
     }
 
     /// Streams the reply to `message`. Cancelling the task that iterates the stream stops
@@ -85,15 +86,20 @@ public final class Conversation: @unchecked Sendable {
     /// generation is already running. Errors are not surfaced here: use the stream variant
     /// or `ModelRunner.generateResponse(conversation:...)` for error handling.
     @discardableResult
-    public func generateResponse(message: ChatMessage, generationOptions: GenerationOptions? = nil,
-                                 onResponse: @escaping @Sendable (MessageResponse) -> Void) -> GenerationHandler?
-    {
+    public func generateResponse(
+        message: ChatMessage, generationOptions: GenerationOptions? = nil,
+        onResponse: @escaping @Sendable (MessageResponse) -> Void
+    ) -> GenerationHandler? {
         guard let runner = modelRunner as? LiquidInferenceEngineRunner else { return nil }
-        let flag = runner.start(conversation: self, pending: message, options: generationOptions,
-                                emit: onResponse, finished: { _ in })
+        let flag = runner.start(
+            conversation: self, pending: message, options: generationOptions,
+            emit: onResponse, finished: { _ in })
         guard let flag else {
-            onResponse(.complete(MessageCompletion(message: ChatMessage(role: .assistant, content: []),
-                                                   finishReason: .stop, stats: nil)))
+            onResponse(
+                .complete(
+                    MessageCompletion(
+                        message: ChatMessage(role: .assistant, content: []),
+                        finishReason: .stop, stats: nil)))
             return nil
         }
         return FlagGenerationHandler(flag: flag)

@@ -1,4 +1,5 @@
 import Foundation
+import GGUF
 
 /// Options for loading a model with `Leap.load`.
 public struct LiquidInferenceEngineOptions: Sendable {
@@ -35,9 +36,10 @@ public enum Leap {
     ///     into memory; the file is memory-mapped and every page is touched once, so the
     ///     first generation does not stall on disk reads.
     /// - Throws: `LeapError.modelLoadingFailure` saying what is wrong with the file.
-    public static func load(url: URL, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
-                            progress: (@Sendable (Double) -> Void)? = nil) async throws -> ModelRunner
-    {
+    public static func load(
+        url: URL, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
+        progress: (@Sendable (Double) -> Void)? = nil
+    ) async throws -> ModelRunner {
         guard url.isFileURL else {
             throw LeapError.modelLoadingFailure("\(url) is not a local file; download the .gguf first and pass its file URL")
         }
@@ -45,9 +47,10 @@ public enum Leap {
     }
 
     /// Loads a local GGUF model file given by its path (see `load(url:options:progress:)`).
-    public static func load(path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
-                            progress: (@Sendable (Double) -> Void)? = nil) async throws -> ModelRunner
-    {
+    public static func load(
+        path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
+        progress: (@Sendable (Double) -> Void)? = nil
+    ) async throws -> ModelRunner {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw LeapError.modelLoadingFailure("no model file at \(path); check the path (scripts/setup.sh fetches the default model)")
@@ -68,8 +71,6 @@ public enum Leap {
     }
 }
 
-import GGUF
-
 extension GGUFFile {
     /// Reads one byte of every 4 KiB page of the mapped file, reporting the fraction done,
     /// so that the weights are in memory before the first token.
@@ -83,7 +84,10 @@ extension GGUFFile {
         while chunkStart < bytes.count {
             let chunkEnd = min(bytes.count, chunkStart + step)
             var i = chunkStart
-            while i < chunkEnd { sum &+= bytes[i]; i += page }
+            while i < chunkEnd {
+                sum &+= bytes[i]
+                i += page
+            }
             chunkStart = chunkEnd
             progress(Double(chunkStart) / Double(bytes.count))
         }

@@ -31,11 +31,14 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         onResponseCallback: @escaping @Sendable (MessageResponse) -> Void,
         onErrorCallback: (@Sendable (LeapError) -> Void)?
     ) -> GenerationHandler {
-        let flag = start(conversation: conversation, pending: nil, options: generationOptions,
-                         emit: onResponseCallback, finished: { error in if let error { onErrorCallback?(error) } })
+        let flag = start(
+            conversation: conversation, pending: nil, options: generationOptions,
+            emit: onResponseCallback, finished: { error in if let error { onErrorCallback?(error) } })
         if flag == nil {
-            onResponseCallback(.complete(MessageCompletion(
-                message: ChatMessage(role: .assistant, content: []), finishReason: .stop, stats: nil)))
+            onResponseCallback(
+                .complete(
+                    MessageCompletion(
+                        message: ChatMessage(role: .assistant, content: []), finishReason: .stop, stats: nil)))
         }
         return FlagGenerationHandler(flag: flag ?? CancellationFlag())
     }
@@ -63,15 +66,17 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
     /// history as it is). Returns nil, doing nothing, when the conversation is already
     /// generating. `emit` receives every response including `.complete`; `finished` is
     /// called last, with the error if the generation failed.
-    func start(conversation: Conversation, pending: ChatMessage?, options: GenerationOptions?,
-               emit: @escaping @Sendable (MessageResponse) -> Void,
-               finished: @escaping @Sendable (LeapError?) -> Void) -> CancellationFlag?
-    {
+    func start(
+        conversation: Conversation, pending: ChatMessage?, options: GenerationOptions?,
+        emit: @escaping @Sendable (MessageResponse) -> Void,
+        finished: @escaping @Sendable (LeapError?) -> Void
+    ) -> CancellationFlag? {
         guard conversation.beginGenerating() else { return nil }
         let flag = CancellationFlag()
-        let request = GenerationRequest(messages: conversation.history + (pending.map { [$0] } ?? []),
-                                        functions: conversation.functions,
-                                        options: options ?? GenerationOptions())
+        let request = GenerationRequest(
+            messages: conversation.history + (pending.map { [$0] } ?? []),
+            functions: conversation.functions,
+            options: options ?? GenerationOptions())
         let engine = self.engine
         engine.queue.async {
             do throws(LeapError) {
@@ -79,8 +84,11 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
                 // Commit before `.complete`, so that a caller reacting to it sees the new
                 // history and can start the next turn at once.
                 conversation.endGenerating(appending: outcome.cancelled ? nil : (pending.map { [$0] } ?? []) + [outcome.message])
-                emit(.complete(MessageCompletion(message: outcome.message, finishReason: outcome.finishReason,
-                                                 stats: outcome.stats)))
+                emit(
+                    .complete(
+                        MessageCompletion(
+                            message: outcome.message, finishReason: outcome.finishReason,
+                            stats: outcome.stats)))
                 finished(nil)
             } catch {
                 conversation.endGenerating(appending: nil)

@@ -36,9 +36,10 @@ public struct GenerationStats: Sendable, Equatable {
     /// Prompt-processing speed: newly processed prompt tokens per second.
     public var promptTokenPerSecond: Float
 
-    public init(promptTokens: UInt64, completionTokens: UInt64, totalTokens: UInt64, tokenPerSecond: Float,
-                cachedPromptTokens: UInt64 = 0, promptTokenPerSecond: Float = 0)
-    {
+    public init(
+        promptTokens: UInt64, completionTokens: UInt64, totalTokens: UInt64, tokenPerSecond: Float,
+        cachedPromptTokens: UInt64 = 0, promptTokenPerSecond: Float = 0
+    ) {
         self.promptTokens = promptTokens
         self.completionTokens = completionTokens
         self.totalTokens = totalTokens

@@ -60,10 +60,11 @@ public struct GeneratableMacro: ExtensionMacro {
                             + "description: \(guide ?? "nil"), isRequired: \(schema.isOptional ? "false" : "true"))"
                     )
                 case .failure(let problem):
-                    context.diagnose(Diagnostic(
-                        node: property.type,
-                        message: GeneratableDiagnostic.unsupportedType(property: property.name, reason: problem.reason)
-                    ))
+                    context.diagnose(
+                        Diagnostic(
+                            node: property.type,
+                            message: GeneratableDiagnostic.unsupportedType(property: property.name, reason: problem.reason)
+                        ))
                     failed = true
                 }
             }
@@ -71,7 +72,8 @@ public struct GeneratableMacro: ExtensionMacro {
         if failed { return [] }
 
         let access = accessModifier(of: structDecl)
-        let propertyList = propertyExpressions.isEmpty
+        let propertyList =
+            propertyExpressions.isEmpty
             ? "[]"
             : "[\n" + propertyExpressions.map { "            " + $0 }.joined(separator: ",\n") + ",\n        ]"
         let source: DeclSyntax = """
@@ -145,7 +147,7 @@ public struct GeneratableMacro: ExtensionMacro {
     static func guideDescription(of variable: VariableDeclSyntax, in context: some MacroExpansionContext) -> String? {
         for element in variable.attributes {
             guard let attribute = element.as(AttributeSyntax.self),
-                  attribute.attributeName.trimmedDescription == "Guide"
+                attribute.attributeName.trimmedDescription == "Guide"
                     || attribute.attributeName.trimmedDescription == "LeapSDK.Guide"
             else { continue }
             return descriptionArgument(of: attribute, in: context)
@@ -211,7 +213,7 @@ public struct GeneratableMacro: ExtensionMacro {
         "Character": "Character is not supported (use a String)",
         "Float16": "Float16 is not supported (use Float or Double)",
         "Any": "Any is not supported",
-        "AnyObject": "AnyObject is not supported",
+        "AnyObject": "AnyObject is not supported"
     ]
 
     /// The schema of a property's declared type: a top-level optional makes the property

@@ -9,7 +9,7 @@ public enum Architectures {
 
     static let registry: [String: Entry] = [
         Llama.name: Entry(hyperparameters: Llama.hyperparameters, weights: Llama.weights),
-        LFM2.name: Entry(hyperparameters: LFM2.hyperparameters, weights: LFM2.weights),
+        LFM2.name: Entry(hyperparameters: LFM2.hyperparameters, weights: LFM2.weights)
     ]
 
     /// Names of the supported architectures.

@@ -42,9 +42,10 @@ public struct Hyperparameters: Sendable, Equatable {
     /// `.attention.head_count`, `.feed_forward_length`, `.context_length`,
     /// `.attention.layer_norm_rms_epsilon`, `.rope.*`, `.vocab_size` or the token list),
     /// with `layers` given by the architecture, which then sets its own specifics.
-    static func reading(_ m: GGUFMetadata, architecture a: String,
-                        layers: (_ blockCount: Int, _ heads: Int) throws(ModelError) -> [LayerKind]) throws(ModelError) -> Hyperparameters
-    {
+    static func reading(
+        _ m: GGUFMetadata, architecture a: String,
+        layers: (_ blockCount: Int, _ heads: Int) throws(ModelError) -> [LayerKind]
+    ) throws(ModelError) -> Hyperparameters {
         let d = try m.modelInt("\(a).embedding_length")
         let heads = try m.modelInt("\(a).attention.head_count")
         let blockCount = try m.modelInt("\(a).block_count")
@@ -53,7 +54,9 @@ public struct Hyperparameters: Sendable, Equatable {
         }
         let headDim = try m.modelOptionalInt("\(a).attention.key_length") ?? (heads > 0 ? d / heads : 0)
         let vocab: Int
-        if let v = try m.modelOptionalInt("\(a).vocab_size") { vocab = v } else {
+        if let v = try m.modelOptionalInt("\(a).vocab_size") {
+            vocab = v
+        } else {
             do { vocab = try m.array("tokenizer.ggml.tokens").count } catch { throw .file(error) }
         }
         return Hyperparameters(
@@ -76,8 +79,12 @@ public struct Hyperparameters: Sendable, Equatable {
         guard embeddingLength > 0, embeddingLength <= 1 << 16 else { throw bad("embedding_length", embeddingLength, "must be 1...65536") }
         guard !layers.isEmpty, layers.count <= 1024 else { throw bad("block_count", layers.count, "must be 1...1024") }
         guard headCount > 0, headCount <= 1024 else { throw bad("attention.head_count", headCount, "must be 1...1024") }
-        guard headDim > 0, headDim <= 1024, headDim % 2 == 0 else { throw bad("attention.key_length", headDim, "must be an even number up to 1024") }
-        guard feedForwardLength > 0, feedForwardLength <= 1 << 18 else { throw bad("feed_forward_length", feedForwardLength, "must be 1...262144") }
+        guard headDim > 0, headDim <= 1024, headDim % 2 == 0 else {
+            throw bad("attention.key_length", headDim, "must be an even number up to 1024")
+        }
+        guard feedForwardLength > 0, feedForwardLength <= 1 << 18 else {
+            throw bad("feed_forward_length", feedForwardLength, "must be 1...262144")
+        }
         guard vocabularySize > 0, vocabularySize <= 1 << 22 else { throw bad("vocab_size", vocabularySize, "must be 1...4194304") }
         guard trainedContextLength > 0 else { throw bad("context_length", trainedContextLength, "must be positive") }
         guard ropeDimensions > 0, ropeDimensions <= headDim, ropeDimensions % 2 == 0 else {
@@ -85,14 +92,17 @@ public struct Hyperparameters: Sendable, Equatable {
         }
         for kind in layers {
             if case .attention(let kv) = kind {
-                guard kv > 0, headCount % kv == 0 else { throw bad("attention.head_count_kv", kv, "must divide the head count \(headCount)") }
+                guard kv > 0, headCount % kv == 0 else {
+                    throw bad("attention.head_count_kv", kv, "must divide the head count \(headCount)")
+                }
             }
         }
         if layers.contains(.shortConv) {
             guard convKernelLength >= 2, convKernelLength <= 64 else { throw bad("shortconv.l_cache", convKernelLength, "must be 2...64") }
         }
         guard rmsEpsilon.isFinite, rmsEpsilon >= 0 else {
-            throw .invalidHyperParameter(key: "\(architecture).attention.layer_norm_rms_epsilon", value: "\(rmsEpsilon)", reason: "must be a non-negative number")
+            throw .invalidHyperParameter(
+                key: "\(architecture).attention.layer_norm_rms_epsilon", value: "\(rmsEpsilon)", reason: "must be a non-negative number")
         }
         guard ropeFreqBase.isFinite, ropeFreqBase > 0 else {
             throw .invalidHyperParameter(key: "\(architecture).rope.freq_base", value: "\(ropeFreqBase)", reason: "must be positive")

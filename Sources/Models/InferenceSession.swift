@@ -82,12 +82,14 @@ public final class InferenceSession: @unchecked Sendable {
         pool = model.pool
         let heads = Set([model.weights.output.name, model.weights.tokenEmbedding.name])
         tileCapacity = max(1 << 20, model.linears.filter { !heads.contains($0.name) }.map(\.elementCount).max() ?? 0)
-        let integerBytes = model.linears.filter { !heads.contains($0.name) && $0.hasIntegerMatmul }
+        let integerBytes =
+            model.linears.filter { !heads.contains($0.name) && $0.hasIntegerMatmul }
             .map { $0.integerScratchBytes(rows: n) }.max() ?? 0
         tileBytes = max(tileCapacity * MemoryLayout<Float>.stride, integerBytes)
         tile = UnsafeMutableRawPointer.allocate(byteCount: tileBytes, alignment: 64)
             .bindMemory(to: Float.self, capacity: tileBytes / MemoryLayout<Float>.stride)
-        let batchWidth = model.linears.contains { !heads.contains($0.name) && $0.hasIntegerMatmul }
+        let batchWidth =
+            model.linears.contains { !heads.contains($0.name) && $0.hasIntegerMatmul }
             ? max(d, qw, hp.feedForwardLength) : 0
         actsBatch = QuantizedActivations(capacity: n > 1 ? n * batchWidth : 0)
         actsModel = QuantizedActivations(capacity: d)
@@ -173,8 +175,9 @@ public final class InferenceSession: @unchecked Sendable {
         // x = embed(tokens)
         for (i, t) in tokens.enumerated() { w.tokenEmbedding.row(t, into: x + i * d) }
         for i in 0..<n {
-            Elementwise.ropeCache(position: position + i, thetaScale: ropeThetaScale, pairs: hp.ropeDimensions / 2,
-                                  into: ropeCache + i * hp.ropeDimensions)
+            Elementwise.ropeCache(
+                position: position + i, thetaScale: ropeThetaScale, pairs: hp.ropeDimensions / 2,
+                into: ropeCache + i * hp.ropeDimensions)
         }
 
         for (l, layer) in w.layers.enumerated() {
@@ -231,9 +234,10 @@ public final class InferenceSession: @unchecked Sendable {
     /// `out = input · Wᵀ` for `n` rows: one quantized matvec when `n == 1` (the input is
     /// quantized into `acts` unless `quantized` says it already is), else a BLAS matmul.
     @inline(__always)
-    private func project(_ w: Linear, _ input: UnsafeMutablePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>,
-                         _ acts: QuantizedActivations, quantized: Bool = false)
-    {
+    private func project(
+        _ w: Linear, _ input: UnsafeMutablePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>,
+        _ acts: QuantizedActivations, quantized: Bool = false
+    ) {
         if !quantized { actsBatchSource = nil }
         if n == 1 {
             if !quantized { acts.quantize(input, count: w.cols) }
@@ -270,24 +274,30 @@ public final class InferenceSession: @unchecked Sendable {
         project(a.wk, xb, n, k, actsModel, quantized: true)
         project(a.wv, xb, n, v, actsModel, quantized: true)
 
-        inParallel(rows: n) { rows in for i in rows {
-            let qi = q + i * qw, ki = k + i * kw
-            if let qn = a.qNorm, let kn = a.kNorm {
-                qn.withUnsafeBufferPointer { w in
-                    for h in 0..<heads { Elementwise.rmsNorm(qi + h * hd, weight: w.baseAddress!, qi + h * hd, count: hd, eps: hp.rmsEpsilon) }
+        inParallel(rows: n) { rows in
+            for i in rows {
+                let qi = q + i * qw, ki = k + i * kw
+                if let qn = a.qNorm, let kn = a.kNorm {
+                    qn.withUnsafeBufferPointer { w in
+                        for h in 0..<heads {
+                            Elementwise.rmsNorm(qi + h * hd, weight: w.baseAddress!, qi + h * hd, count: hd, eps: hp.rmsEpsilon)
+                        }
+                    }
+                    kn.withUnsafeBufferPointer { w in
+                        for h in 0..<kvHeads {
+                            Elementwise.rmsNorm(ki + h * hd, weight: w.baseAddress!, ki + h * hd, count: hd, eps: hp.rmsEpsilon)
+                        }
+                    }
                 }
-                kn.withUnsafeBufferPointer { w in
-                    for h in 0..<kvHeads { Elementwise.rmsNorm(ki + h * hd, weight: w.baseAddress!, ki + h * hd, count: hd, eps: hp.rmsEpsilon) }
+                let rc = ropeCache + i * hp.ropeDimensions
+                Elementwise.rope(qi, heads: heads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
+                Elementwise.rope(ki, heads: kvHeads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
+                // Append k, v to the cache at this token's position.
+                for h in 0..<kvHeads {
+                    kv.store(layer: l, head: h, position: position + i, key: ki + h * hd, value: v + i * kw + h * hd)
                 }
             }
-            let rc = ropeCache + i * hp.ropeDimensions
-            Elementwise.rope(qi, heads: heads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
-            Elementwise.rope(ki, heads: kvHeads, headDim: hd, cache: rc, pairs: hp.ropeDimensions / 2, style: hp.ropeStyle)
-            // Append k, v to the cache at this token's position.
-            for h in 0..<kvHeads {
-                kv.store(layer: l, head: h, position: position + i, key: ki + h * hd, value: v + i * kw + h * hd)
-            }
-        } }
+        }
 
         // softmax(q kᵀ / sqrt(hd)) v per head, causal: query i sees positions 0 ... position+i.
         let scale = 1 / Float(hd).squareRoot()
@@ -324,9 +334,13 @@ public final class InferenceSession: @unchecked Sendable {
         pool.parallelFor(count: heads) { range in
             for h in range {
                 let g = h / group
-                let keys = kv.type == .f32 ? kv.rows(keys: true, layer: l, head: g, count: total, scratch: kvScratch)
+                let keys =
+                    kv.type == .f32
+                    ? kv.rows(keys: true, layer: l, head: g, count: total, scratch: kvScratch)
                     : UnsafePointer(kvScratch + 2 * g * ctxFloats)
-                let values = kv.type == .f32 ? kv.rows(keys: false, layer: l, head: g, count: total, scratch: kvScratch)
+                let values =
+                    kv.type == .f32
+                    ? kv.rows(keys: false, layer: l, head: g, count: total, scratch: kvScratch)
                     : UnsafePointer(kvScratch + (2 * g + 1) * ctxFloats)
                 let sc = scores + h * scoreStride
                 var i0 = 0
@@ -334,8 +348,9 @@ public final class InferenceSession: @unchecked Sendable {
                     let m = min(queryBlock, n - i0)
                     let span = start + i0 + m  // keys visible to the last query of the block
                     // sc[m][span] = scale · Q_h[i0..<i0+m] · K[0..<span]ᵀ
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(span), Int32(hd),
-                                scale, q + i0 * qw + h * hd, Int32(qw), keys, Int32(hd), 0, sc, Int32(span))
+                    cblas_sgemm(
+                        CblasRowMajor, CblasNoTrans, CblasTrans, Int32(m), Int32(span), Int32(hd),
+                        scale, q + i0 * qw + h * hd, Int32(qw), keys, Int32(hd), 0, sc, Int32(span))
                     for r in 0..<m {
                         let visible = start + i0 + r + 1
                         let row = sc + r * span
@@ -343,8 +358,9 @@ public final class InferenceSession: @unchecked Sendable {
                         for j in visible..<span { row[j] = 0 }
                     }
                     // attnOut[i0..<i0+m, head h] = sc · V[0..<span]
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hd), Int32(span),
-                                1, sc, Int32(span), values, Int32(hd), 0, attnOut + i0 * qw + h * hd, Int32(qw))
+                    cblas_sgemm(
+                        CblasRowMajor, CblasNoTrans, CblasNoTrans, Int32(m), Int32(hd), Int32(span),
+                        1, sc, Int32(span), values, Int32(hd), 0, attnOut + i0 * qw + h * hd, Int32(qw))
                     i0 += m
                 }
             }

@@ -26,7 +26,8 @@ enum LFM2 {
             if case .array = kvValue {
                 do throws(GGUFError) { kvPerLayer = try m.intArray(kvKey) } catch { throw .file(error) }
                 guard kvPerLayer.count == blocks else {
-                    throw .invalidHyperParameter(key: kvKey, value: "\(kvPerLayer.count) entries", reason: "needs one per layer (\(blocks))")
+                    throw .invalidHyperParameter(
+                        key: kvKey, value: "\(kvPerLayer.count) entries", reason: "needs one per layer (\(blocks))")
                 }
             } else {
                 kvPerLayer = [Int](repeating: try m.modelInt(kvKey), count: blocks)
@@ -49,16 +50,18 @@ enum LFM2 {
             case .attention(let kv):
                 mixer = .attention(try w.attention(i, kvHeads: kv, queryKeyNorm: true))
             case .shortConv:
-                mixer = .shortConv(ShortConvWeights(
-                    inProj: try w.linear("blk.\(i).shortconv.in_proj.weight", rows: 3 * d, cols: d),
-                    kernel: try w.vector("blk.\(i).shortconv.conv.weight", count: d * L),
-                    outProj: try w.linear("blk.\(i).shortconv.out_proj.weight", rows: d, cols: d)))
+                mixer = .shortConv(
+                    ShortConvWeights(
+                        inProj: try w.linear("blk.\(i).shortconv.in_proj.weight", rows: 3 * d, cols: d),
+                        kernel: try w.vector("blk.\(i).shortconv.conv.weight", count: d * L),
+                        outProj: try w.linear("blk.\(i).shortconv.out_proj.weight", rows: d, cols: d)))
             }
-            layers.append(DecoderLayer(
-                mixerNorm: try w.vector("blk.\(i).attn_norm.weight", count: d),
-                mixer: mixer,
-                ffnNorm: try w.vector("blk.\(i).ffn_norm.weight", count: d),
-                ffn: try w.feedForward(i)))
+            layers.append(
+                DecoderLayer(
+                    mixerNorm: try w.vector("blk.\(i).attn_norm.weight", count: d),
+                    mixer: mixer,
+                    ffnNorm: try w.vector("blk.\(i).ffn_norm.weight", count: d),
+                    ffn: try w.feedForward(i)))
         }
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,

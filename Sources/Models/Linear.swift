@@ -41,9 +41,10 @@ public struct Linear: Sendable {
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
     /// row-major): the prefill path, OpenBLAS `sgemm` over the weights dequantized into
     /// `tile` (the whole matrix when it fits in `tileCapacity` floats: one sgemm call).
-    func apply(batch x: UnsafePointer<Float>, count n: Int, _ y: UnsafeMutablePointer<Float>,
-               tile: UnsafeMutablePointer<Float>, tileCapacity: Int, pool: ThreadPool)
-    {
+    func apply(
+        batch x: UnsafePointer<Float>, count n: Int, _ y: UnsafeMutablePointer<Float>,
+        tile: UnsafeMutablePointer<Float>, tileCapacity: Int, pool: ThreadPool
+    ) {
         matrix.matmul(x, count: n, into: y, scratch: tile, scratchCount: tileCapacity, pool: pool)
     }
 
@@ -55,9 +56,10 @@ public struct Linear: Sendable {
 
     /// `Y = X Wᵀ` for `n` rows already quantized into `x` (`QuantizedActivations.quantizeRows`):
     /// the prefill path for the integer formats, 8-bit products with the weights' levels.
-    func apply(batch x: QuantizedActivations, count n: Int, _ y: UnsafeMutablePointer<Float>,
-               scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool)
-    {
+    func apply(
+        batch x: QuantizedActivations, count n: Int, _ y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool
+    ) {
         matrix.matmul(x, rows: n, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
     }
 

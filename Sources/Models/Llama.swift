@@ -25,11 +25,12 @@ enum Llama {
         var layers: [DecoderLayer] = []
         for i in 0..<hp.layerCount {
             guard case .attention(let kv) = hp.layers[i] else { continue }
-            layers.append(DecoderLayer(
-                mixerNorm: try w.vector("blk.\(i).attn_norm.weight", count: d),
-                mixer: .attention(try w.attention(i, kvHeads: kv, queryKeyNorm: false)),
-                ffnNorm: try w.vector("blk.\(i).ffn_norm.weight", count: d),
-                ffn: try w.feedForward(i)))
+            layers.append(
+                DecoderLayer(
+                    mixerNorm: try w.vector("blk.\(i).attn_norm.weight", count: d),
+                    mixer: .attention(try w.attention(i, kvHeads: kv, queryKeyNorm: false)),
+                    ffnNorm: try w.vector("blk.\(i).ffn_norm.weight", count: d),
+                    ffn: try w.feedForward(i)))
         }
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,

@@ -29,11 +29,13 @@ public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tensorShapeMismatch(let name, let expected, let found):
             return "tensor '\(name)' has shape \(found), expected \(expected) from the hyper-parameters; the file is inconsistent."
         case .unsupportedTensorType(let name, let type):
-            return "tensor '\(name)' is stored as \(type), which leap-ref has no kernel for; re-quantize the model (e.g. leap-ref quantize --type q8_0)."
+            return
+                "tensor '\(name)' is stored as \(type), which leap-ref has no kernel for; re-quantize the model (e.g. leap-ref quantize --type q8_0)."
         case .file(let e):
             return e.description
         case .contextOverflow(let position, let tokens, let contextLength):
-            return "\(tokens) tokens at position \(position) exceed the context length \(contextLength); shorten the prompt or raise the context length."
+            return
+                "\(tokens) tokens at position \(position) exceed the context length \(contextLength); shorten the prompt or raise the context length."
         case .invalidToken(let id, let vocabularySize):
             return "token id \(id) is outside the vocabulary (0..<\(vocabularySize))."
         case .invalidBatch(let count, let maximum):

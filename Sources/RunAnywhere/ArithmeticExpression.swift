@@ -126,12 +126,18 @@ public enum ArithmeticExpression {
                 return value
             }
             var text = ""
-            while index < characters.count, characters[index].isASCII, characters[index].isNumber { text.append(characters[index]); index += 1 }
+            while index < characters.count, characters[index].isASCII, characters[index].isNumber {
+                text.append(characters[index])
+                index += 1
+            }
             if index < characters.count, characters[index] == "." {
-                text.append("."); index += 1
+                text.append(".")
+                index += 1
                 var fraction = 0
                 while index < characters.count, characters[index].isASCII, characters[index].isNumber {
-                    text.append(characters[index]); index += 1; fraction += 1
+                    text.append(characters[index])
+                    index += 1
+                    fraction += 1
                 }
                 if fraction == 0 { throw ArithmeticError("a decimal point must be followed by digits", at: index) }
             }

@@ -14,7 +14,7 @@ public enum DemoTools {
         name: "calculate",
         description: "Evaluate an arithmetic expression with + - * / % ^ and parentheses, and return the numeric result",
         parameters: [
-            ToolParameter(name: "expression", type: .string, description: "Math expression (e.g. '2 + 3 * 4')", required: true),
+            ToolParameter(name: "expression", type: .string, description: "Math expression (e.g. '2 + 3 * 4')", required: true)
         ])
 
     /// `get_current_time()`: the local date and time.
@@ -27,8 +27,9 @@ public enum DemoTools {
         description: "Get the current weather for a city: temperature, conditions and humidity",
         parameters: [
             ToolParameter(name: "city", type: .string, description: "City name", required: true),
-            ToolParameter(name: "unit", type: .string, description: "Temperature unit (default celsius)", required: false,
-                          enumValues: ["celsius", "fahrenheit"]),
+            ToolParameter(
+                name: "unit", type: .string, description: "Temperature unit (default celsius)", required: false,
+                enumValues: ["celsius", "fahrenheit"])
         ])
 
     /// The demo tools with their handlers.
@@ -36,7 +37,7 @@ public enum DemoTools {
         [
             (calculator, { try calculate($0) }),
             (currentTime, { _ in currentTimeResult(now: Date(), timeZone: .current) }),
-            (weather, { try weatherReport($0) }),
+            (weather, { try weatherReport($0) })
         ]
     }
 
@@ -67,7 +68,7 @@ public enum DemoTools {
         return [
             "datetime": .string(formatter.string(from: now)),
             "timezone": .string(timeZone.identifier),
-            "timestamp": .number(now.timeIntervalSince1970.rounded()),
+            "timestamp": .number(now.timeIntervalSince1970.rounded())
         ]
     }
 
@@ -95,7 +96,7 @@ public enum DemoTools {
             "unit": .string(unit),
             "condition": .string(condition),
             "humidity": .number(Double(30 + (hash >> 16) % 61)),
-            "simulated": .bool(true),
+            "simulated": .bool(true)
         ]
     }
 }

@@ -36,8 +36,10 @@ public struct LocalModelCache: Sendable, Equatable {
         let prefixed = ids.filter { $0.lowercased().hasPrefix(wanted) }
         if prefixed.count == 1 { return file(prefixed[0]) }
         if prefixed.count > 1 {
-            throw SDKError(.invalidInput, "the model id '\(modelId)' matches several cached models: "
-                + prefixed.joined(separator: ", ") + "; use one of these ids")
+            throw SDKError(
+                .invalidInput,
+                "the model id '\(modelId)' matches several cached models: "
+                    + prefixed.joined(separator: ", ") + "; use one of these ids")
         }
         let available = ids.isEmpty ? "none (run ./scripts/setup.sh to fetch the default model)" : ids.joined(separator: ", ")
         throw SDKError(.modelNotFound, "no model '\(modelId)' in the model cache \(directory); available: \(available)")

@@ -10,16 +10,18 @@ public enum RunAnywhere {
     public static let shared = ToolCallingSession()
 
     /// Registers a tool and its handler (replacing a tool with the same name).
-    public static func registerTool(_ definition: ToolDefinition,
-                                    handler: @escaping @Sendable ([String: ToolValue]) async -> [String: ToolValue]) async
-    {
+    public static func registerTool(
+        _ definition: ToolDefinition,
+        handler: @escaping @Sendable ([String: ToolValue]) async -> [String: ToolValue]
+    ) async {
         await shared.registerTool(definition, handler: handler)
     }
 
     /// Registers a tool whose handler may throw (an error becomes a failed `ToolResult`).
-    public static func registerTool(_ definition: ToolDefinition,
-                                    handler: @escaping @Sendable ([String: ToolValue]) async throws -> [String: ToolValue]) async
-    {
+    public static func registerTool(
+        _ definition: ToolDefinition,
+        handler: @escaping @Sendable ([String: ToolValue]) async throws -> [String: ToolValue]
+    ) async {
         await shared.registerTool(definition, handler: handler)
     }
 

@@ -74,17 +74,19 @@ public actor ToolCallingSession {
 
     /// Registers a tool, replacing one with the same name. The handler receives the
     /// model's arguments and returns the result the model is shown.
-    public func registerTool(_ definition: ToolDefinition,
-                             handler: @escaping @Sendable ([String: ToolValue]) async -> [String: ToolValue])
-    {
+    public func registerTool(
+        _ definition: ToolDefinition,
+        handler: @escaping @Sendable ([String: ToolValue]) async -> [String: ToolValue]
+    ) {
         register(RegisteredTool(definition: definition, handler: { await handler($0) }))
     }
 
     /// Registers a tool whose handler may throw; an error becomes a failed `ToolResult`
     /// whose `error` is the error's description, and the model is shown `{"error": ...}`.
-    public func registerTool(_ definition: ToolDefinition,
-                             handler: @escaping @Sendable ([String: ToolValue]) async throws -> [String: ToolValue])
-    {
+    public func registerTool(
+        _ definition: ToolDefinition,
+        handler: @escaping @Sendable ([String: ToolValue]) async throws -> [String: ToolValue]
+    ) {
         register(RegisteredTool(definition: definition, handler: handler))
     }
 
@@ -113,8 +115,10 @@ public actor ToolCallingSession {
     /// - Parameter onEvent: receives the reply text as it streams, and each call and result.
     /// - Throws: `SDKError` `.notInitialized` without a model, `.invalidInput` for bad
     ///   options or an empty prompt, `.processingFailed` when generation fails.
-    public func generateWithTools(prompt: String, options: ToolCallingOptions = ToolCallingOptions(),
-                                  onEvent: @escaping @Sendable (ToolLoopEvent) -> Void = { _ in })
+    public func generateWithTools(
+        prompt: String, options: ToolCallingOptions = ToolCallingOptions(),
+        onEvent: @escaping @Sendable (ToolLoopEvent) -> Void = { _ in }
+    )
         async throws -> ToolCallingResult
     {
         guard !prompt.trimmingWhitespace.isEmpty else { throw SDKError(.invalidInput, "the prompt is empty") }
@@ -124,8 +128,9 @@ public actor ToolCallingSession {
         let generator = ConversationRoundGenerator(conversation: runner.createConversation(systemPrompt: systemPrompt))
         lastConversation = generator.conversation
         defer { lastConversation = generator.conversation }
-        return try await run(ChatMessage(role: .user, content: [.text(prompt)]), generator: generator,
-                             options: options, generationOptions: nil, onEvent: onEvent)
+        return try await run(
+            ChatMessage(role: .user, content: [.text(prompt)]), generator: generator,
+            options: options, generationOptions: nil, onEvent: onEvent)
     }
 
     /// Runs the tool loop on an existing conversation (e.g. a chat's), answering `message`
@@ -134,24 +139,30 @@ public actor ToolCallingSession {
     ///
     /// - Parameter generationOptions: the sampling settings of each reply; nil builds them
     ///   from `options` (temperature, maxTokens, rngSeed). The call mode is set per reply.
-    public func respond(to message: ChatMessage, in conversation: Conversation,
-                        options: ToolCallingOptions = ToolCallingOptions(), generationOptions: GenerationOptions? = nil,
-                        onEvent: @escaping @Sendable (ToolLoopEvent) -> Void = { _ in })
+    public func respond(
+        to message: ChatMessage, in conversation: Conversation,
+        options: ToolCallingOptions = ToolCallingOptions(), generationOptions: GenerationOptions? = nil,
+        onEvent: @escaping @Sendable (ToolLoopEvent) -> Void = { _ in }
+    )
         async throws -> (result: ToolCallingResult, conversation: Conversation)
     {
         let generator = ConversationRoundGenerator(conversation: conversation)
-        let result = try await run(message, generator: generator, options: options,
-                                   generationOptions: generationOptions, onEvent: onEvent)
+        let result = try await run(
+            message, generator: generator, options: options,
+            generationOptions: generationOptions, onEvent: onEvent)
         return (result, generator.conversation)
     }
 
     /// The loop with any round generator (tests pass a scripted one).
-    func run(_ message: ChatMessage, generator: ToolRoundGenerator, options: ToolCallingOptions,
-             generationOptions: GenerationOptions?, onEvent: @escaping @Sendable (ToolLoopEvent) -> Void)
+    func run(
+        _ message: ChatMessage, generator: ToolRoundGenerator, options: ToolCallingOptions,
+        generationOptions: GenerationOptions?, onEvent: @escaping @Sendable (ToolLoopEvent) -> Void
+    )
         async throws(SDKError) -> ToolCallingResult
     {
-        let loop = ToolLoop(tools: tools, options: options, generationOptions: generationOptions ?? options.generationOptions,
-                            firstRoundCallMode: firstRoundCallMode, onEvent: onEvent)
+        let loop = ToolLoop(
+            tools: tools, options: options, generationOptions: generationOptions ?? options.generationOptions,
+            firstRoundCallMode: firstRoundCallMode, onEvent: onEvent)
         return try await loop.run(message, with: generator)
     }
 }

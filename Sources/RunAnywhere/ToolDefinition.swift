@@ -31,9 +31,10 @@ public struct ToolParameter: Sendable, Equatable {
     /// For `.string` parameters: the only values allowed (nil: any string).
     public let enumValues: [String]?
 
-    public init(name: String, type: ToolParameterType, description: String, required: Bool = true,
-                enumValues: [String]? = nil)
-    {
+    public init(
+        name: String, type: ToolParameterType, description: String, required: Bool = true,
+        enumValues: [String]? = nil
+    ) {
         self.name = name
         self.type = type
         self.description = description
@@ -148,9 +149,10 @@ public struct ToolCallingOptions: Sendable, Equatable {
     /// How long a handler may run before its call fails with a timeout (default 30 s).
     public var toolTimeout: Duration
 
-    public init(maxToolCalls: Int = 5, autoExecute: Bool = true, temperature: Double = 0.7, maxTokens: Int = 512,
-                rngSeed: UInt64? = nil, toolTimeout: Duration = ToolCallingOptions.defaultToolTimeout)
-    {
+    public init(
+        maxToolCalls: Int = 5, autoExecute: Bool = true, temperature: Double = 0.7, maxTokens: Int = 512,
+        rngSeed: UInt64? = nil, toolTimeout: Duration = ToolCallingOptions.defaultToolTimeout
+    ) {
         self.maxToolCalls = maxToolCalls
         self.autoExecute = autoExecute
         self.temperature = temperature

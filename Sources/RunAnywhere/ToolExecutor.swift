@@ -54,7 +54,10 @@ enum ToolExecutor {
                     if !Task.isCancelled { once.resume(with: .timedOut) }
                     worker.cancel()
                 }
-                once.onResume { timer.cancel(); worker.cancel() }
+                once.onResume {
+                    timer.cancel()
+                    worker.cancel()
+                }
             }
         } onCancel: {
             once.resume(with: .cancelled)
@@ -79,7 +82,10 @@ final class ResumeOnce<Value: Sendable>: @unchecked Sendable {
 
     func install(_ continuation: CheckedContinuation<Value, Never>) {
         let resumeNow: Value? = lock.withLock {
-            if let early, !done { done = true; return early }
+            if let early, !done {
+                done = true
+                return early
+            }
             self.continuation = continuation
             return nil
         }

@@ -34,8 +34,9 @@ struct ToolLoop: Sendable {
             }
             let reply: ToolRound
             do {
-                reply = try await generator.generateRound(appending: pending, functions: functions, options: roundOptions,
-                                                          onText: { onEvent(.text($0)) })
+                reply = try await generator.generateRound(
+                    appending: pending, functions: functions, options: roundOptions,
+                    onText: { onEvent(.text($0)) })
             } catch {
                 throw SDKError.from(error)
             }
@@ -46,7 +47,8 @@ struct ToolLoop: Sendable {
             // mode) are reported but never run.
             guard !calls.isEmpty, options.autoExecute, callsAllowed else {
                 if !calls.isEmpty, options.autoExecute {
-                    let reason = functions.isEmpty
+                    let reason =
+                        functions.isEmpty
                         ? "not executed: no tools are registered"
                         : "not executed: the limit of \(options.maxToolCalls) tool calls was reached"
                     toolResults += calls.map { ToolResult.failed($0.toolName, reason) }

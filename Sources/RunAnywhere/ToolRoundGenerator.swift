@@ -1,3 +1,4 @@
+import Foundation
 import LeapSDKCore
 
 /// One model reply of the tool loop: its text and the calls it made.
@@ -11,8 +12,10 @@ struct ToolRound: Sendable {
 protocol ToolRoundGenerator: AnyObject, Sendable {
     /// Appends `messages` (a user message, or the tool results of the previous round) to
     /// the conversation and generates the assistant's reply, streaming its text to `onText`.
-    func generateRound(appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
-                       onText: @escaping @Sendable (String) -> Void) async throws -> ToolRound
+    func generateRound(
+        appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
+        onText: @escaping @Sendable (String) -> Void
+    ) async throws -> ToolRound
 }
 
 /// Generates rounds with a LEAP `Conversation`. Several messages before one reply (the
@@ -29,9 +32,10 @@ final class ConversationRoundGenerator: ToolRoundGenerator, @unchecked Sendable 
     /// The conversation as it is now (after the last round: with its messages and reply).
     var conversation: Conversation { lock.withLock { current } }
 
-    func generateRound(appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
-                       onText: @escaping @Sendable (String) -> Void) async throws -> ToolRound
-    {
+    func generateRound(
+        appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
+        onText: @escaping @Sendable (String) -> Void
+    ) async throws -> ToolRound {
         guard let last = messages.last else { preconditionFailure("a round answers at least one message") }
         var conversation = self.conversation
         if messages.count > 1 {
@@ -62,12 +66,11 @@ final class ConversationRoundGenerator: ToolRoundGenerator, @unchecked Sendable 
             throw SDKError(.processingFailed, "the conversation is already generating a reply; wait for it to finish")
         }
         // The assembled message is authoritative (it is what the history now holds).
-        return ToolRound(text: completed.textContent.isEmpty ? text : completed.textContent,
-                         calls: completed.functionCalls ?? calls)
+        return ToolRound(
+            text: completed.textContent.isEmpty ? text : completed.textContent,
+            calls: completed.functionCalls ?? calls)
     }
 }
-
-import Foundation
 
 /// A lock usable from synchronous code in any isolation.
 final class NSLockBox: @unchecked Sendable {

@@ -13,10 +13,16 @@ public indirect enum ToolValue: Sendable, Equatable, Hashable {
     case null
 
     /// The string, if this is a `.string`.
-    public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
 
     /// The number, if this is a `.number`.
-    public var numberValue: Double? { if case .number(let n) = self { return n }; return nil }
+    public var numberValue: Double? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
 
     /// The number as an `Int`, if this is a `.number` holding a whole number in `Int`'s range.
     public var intValue: Int? {
@@ -25,13 +31,22 @@ public indirect enum ToolValue: Sendable, Equatable, Hashable {
     }
 
     /// The boolean, if this is a `.bool`.
-    public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
 
     /// The elements, if this is an `.array`.
-    public var arrayValue: [ToolValue]? { if case .array(let a) = self { return a }; return nil }
+    public var arrayValue: [ToolValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
 
     /// The members, if this is an `.object`.
-    public var objectValue: [String: ToolValue]? { if case .object(let o) = self { return o }; return nil }
+    public var objectValue: [String: ToolValue]? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
 
     /// True for `.null`.
     public var isNull: Bool { self == .null }

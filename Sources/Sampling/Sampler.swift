@@ -23,9 +23,10 @@ public struct SamplingParameters: Sendable, Equatable {
     /// Seed of the random draw: the same seed, logits and parameters give the same tokens.
     public var seed: UInt64
 
-    public init(temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
-                repetitionPenalty: Float = 1.0, penaltyWindow: Int = 64, seed: UInt64 = 0)
-    {
+    public init(
+        temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
+        repetitionPenalty: Float = 1.0, penaltyWindow: Int = 64, seed: UInt64 = 0
+    ) {
         self.temperature = temperature
         self.topK = topK
         self.topP = topP
@@ -112,7 +113,10 @@ public struct Sampler: Sendable {
             var keep = candidates.count
             for i in 0..<probs.count {
                 cumulative += probs[i] / total
-                if cumulative >= p.topP { keep = i + 1; break }
+                if cumulative >= p.topP {
+                    keep = i + 1
+                    break
+                }
             }
             candidates.removeLast(candidates.count - keep)
             probs.removeLast(probs.count - keep)

@@ -92,7 +92,10 @@ struct BPEModel: Sendable {
         var ranks = [Int32](repeating: .max, count: symbols.count - 1)
         var results = [Int32](repeating: -1, count: symbols.count - 1)
         for i in 0..<(symbols.count - 1) {
-            if let m = merge(symbols[i], symbols[i + 1]) { ranks[i] = m.rank; results[i] = m.merged }
+            if let m = merge(symbols[i], symbols[i + 1]) {
+                ranks[i] = m.rank
+                results[i] = m.merged
+            }
         }
         while true {
             var best = -1
@@ -108,14 +111,16 @@ struct BPEModel: Sendable {
             results.remove(at: best)
             if best > 0 {
                 if let m = merge(symbols[best - 1], symbols[best]) {
-                    ranks[best - 1] = m.rank; results[best - 1] = m.merged
+                    ranks[best - 1] = m.rank
+                    results[best - 1] = m.merged
                 } else {
                     ranks[best - 1] = .max
                 }
             }
             if best < ranks.count {
                 if let m = merge(symbols[best], symbols[best + 1]) {
-                    ranks[best] = m.rank; results[best] = m.merged
+                    ranks[best] = m.rank
+                    results[best] = m.merged
                 } else {
                     ranks[best] = .max
                 }

@@ -86,9 +86,10 @@ extension Tokenizer {
     ///
     /// With `addSpacePrefix` (SentencePiece) the first token's leading space is dropped,
     /// unless `removeSpecial` removed a BOS.
-    public func decodeBytes(_ ids: [TokenID], renderSpecial: Bool = false, removeSpecial: Bool = false,
-                            cleanSpaces: Bool? = nil) -> [UInt8]
-    {
+    public func decodeBytes(
+        _ ids: [TokenID], renderSpecial: Bool = false, removeSpecial: Bool = false,
+        cleanSpaces: Bool? = nil
+    ) -> [UInt8] {
         var ids = ids[...]
         var removeSpace = addSpacePrefix
         if removeSpecial && addBOS, let first = ids.first, first == bosID {
@@ -118,11 +119,13 @@ extension Tokenizer {
 
     /// Decodes token ids into text (see `decodeBytes`); invalid UTF-8 (a character cut
     /// off at the end) becomes U+FFFD.
-    public func decode(_ ids: [TokenID], renderSpecial: Bool = false, removeSpecial: Bool = false,
-                       cleanSpaces: Bool? = nil) -> String
-    {
-        String(decoding: decodeBytes(ids, renderSpecial: renderSpecial, removeSpecial: removeSpecial, cleanSpaces: cleanSpaces),
-               as: UTF8.self)
+    public func decode(
+        _ ids: [TokenID], renderSpecial: Bool = false, removeSpecial: Bool = false,
+        cleanSpaces: Bool? = nil
+    ) -> String {
+        String(
+            decoding: decodeBytes(ids, renderSpecial: renderSpecial, removeSpecial: removeSpecial, cleanSpaces: cleanSpaces),
+            as: UTF8.self)
     }
 
     /// llama.cpp's three clean-up passes over detokenized text, done in place exactly as
@@ -136,7 +139,9 @@ extension Tokenizer {
         var i = 1
         while i < total1 {
             let x = text[i]
-            if text[i - 1] == space && (x == UInt8(ascii: "?") || x == UInt8(ascii: "!") || x == UInt8(ascii: ".") || x == UInt8(ascii: ",")) {
+            if text[i - 1] == space
+                && (x == UInt8(ascii: "?") || x == UInt8(ascii: "!") || x == UInt8(ascii: ".") || x == UInt8(ascii: ","))
+            {
                 total -= 1
             }
             text[total] = x
@@ -266,15 +271,25 @@ public struct StreamingDetokenizer: Sendable {
         let lowest = max(0, n - 4)
         while i >= lowest {
             let b = bytes[i]
-            if b & 0xC0 != 0x80 { // not a continuation byte
+            if b & 0xC0 != 0x80 {  // not a continuation byte
                 let need: Int
-                if b < 0x80 { need = 1 } else if b >= 0xC2 && b < 0xE0 { need = 2 } else if b >= 0xE0 && b < 0xF0 { need = 3 } else if b >= 0xF0 && b < 0xF5 { need = 4 } else { return n }
+                if b < 0x80 {
+                    need = 1
+                } else if b >= 0xC2 && b < 0xE0 {
+                    need = 2
+                } else if b >= 0xE0 && b < 0xF0 {
+                    need = 3
+                } else if b >= 0xF0 && b < 0xF5 {
+                    need = 4
+                } else {
+                    return n
+                }
                 // Incomplete only if every byte after the lead is a continuation (checked
                 // by construction) and there are too few of them.
                 return n - i < need ? i : n
             }
             i -= 1
         }
-        return n // only continuation bytes at the end: invalid, emit (as U+FFFD)
+        return n  // only continuation bytes at the end: invalid, emit (as U+FFFD)
     }
 }

@@ -14,9 +14,10 @@ extension Tokenizer {
     }
 
     /// Encodes valid UTF-8 bytes (see `encode(_:addSpecial:parseSpecial:)`).
-    func encode(utf8 bytes: UnsafeBufferPointer<UInt8>, addSpecial: Bool, parseSpecial: Bool,
-                mergeStrategy: BPEModel.MergeStrategy = .automatic) -> [TokenID]
-    {
+    func encode(
+        utf8 bytes: UnsafeBufferPointer<UInt8>, addSpecial: Bool, parseSpecial: Bool,
+        mergeStrategy: BPEModel.MergeStrategy = .automatic
+    ) -> [TokenID] {
         var out: [TokenID] = []
         out.reserveCapacity(bytes.count / 3 + 2)
         let fragments = specials.partition(bytes, parseSpecial: parseSpecial)
@@ -60,7 +61,9 @@ extension Tokenizer {
     }
 
     /// Pre-tokenizes one text fragment and encodes each piece.
-    private func encodeBPE(_ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, strategy: BPEModel.MergeStrategy, into out: inout [TokenID]) {
+    private func encodeBPE(
+        _ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, strategy: BPEModel.MergeStrategy, into out: inout [TokenID]
+    ) {
         let text = CodePoints(bytes)
         var ends: [Int32] = []
         ends.reserveCapacity(text.count / 3 + 1)
@@ -81,9 +84,10 @@ extension Tokenizer {
     }
 
     /// Encodes one pre-token piece (raw bytes) with the merges.
-    private func encodeWord(_ word: UnsafeBufferPointer<UInt8>, symbols: inout [Int32], mapped: inout [UInt8],
-                            strategy: BPEModel.MergeStrategy, into out: inout [TokenID])
-    {
+    private func encodeWord(
+        _ word: UnsafeBufferPointer<UInt8>, symbols: inout [Int32], mapped: inout [UInt8],
+        strategy: BPEModel.MergeStrategy, into out: inout [TokenID]
+    ) {
         let bpe = self.bpe!
         if ignoreMerges {
             // A piece that is a whole token is that token (llama.cpp's ignore_merges).

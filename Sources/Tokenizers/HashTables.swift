@@ -70,7 +70,10 @@ struct ByteStringTable: Sendable {
                                 var equal = true
                                 var i = 0
                                 while i < key.count {
-                                    if arena[start + i] != key[i] { equal = false; break }
+                                    if arena[start + i] != key[i] {
+                                        equal = false
+                                        break
+                                    }
                                     i += 1
                                 }
                                 if equal { return e.value }
@@ -176,7 +179,7 @@ struct PairTable: Sendable {
 
     private mutating func grow() {
         let old = storage
-        let size = storage.count // twice the slot count
+        let size = storage.count  // twice the slot count
         storage = PairTable.emptyStorage(size)
         mask = size - 1
         for i in stride(from: 0, to: old.count, by: 2) where old[i] != PairTable.empty {

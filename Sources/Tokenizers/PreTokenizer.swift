@@ -46,7 +46,7 @@ public enum PreTokenizer: String, Sendable, CaseIterable {
         case "glm4", "chatglm-bpe":
             return Settings(preTokenizer: .llama3, hasBOS: false)
         case "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
-             "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo", "jais", "exaone4":
+            "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo", "jais", "exaone4":
             return Settings(preTokenizer: .gpt2)
         case "trillion", "granite-docling":
             return Settings(preTokenizer: .gpt2, cleanSpaces: false)
@@ -72,7 +72,7 @@ public enum PreTokenizer: String, Sendable, CaseIterable {
         "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt",
         "olmo", "jais", "exaone4", "trillion", "granite-docling", "qwen2", "deepseek-r1-qwen", "kormo",
         "hunyuan", "grok-2", "stablelm2", "megrez", "smollm", "command-r", "starcoder", "refact", "codeshell",
-        "exaone", "minerva-7b", "falcon",
+        "exaone", "minerva-7b", "falcon"
     ]
 
     /// Splits code points `lo..<hi` of `text` into pieces and appends the end index of
@@ -157,12 +157,12 @@ private struct Scanner {
         guard cps[pos] == 0x27, pos + 1 < hi else { return 0 }
         var next = cps[pos + 1]
         if caseInsensitive, next >= 0x41, next <= 0x5A { next += 0x20 }
-        if next == 0x73 || next == 0x74 || next == 0x6D || next == 0x64 { return 2 } // s t m d
+        if next == 0x73 || next == 0x74 || next == 0x6D || next == 0x64 { return 2 }  // s t m d
         guard pos + 2 < hi else { return 0 }
         var next2 = cps[pos + 2]
         if caseInsensitive, next2 >= 0x41, next2 <= 0x5A { next2 += 0x20 }
         if (next == 0x72 && next2 == 0x65) || (next == 0x76 && next2 == 0x65) || (next == 0x6C && next2 == 0x6C) {
-            return 3 // re ve ll
+            return 3  // re ve ll
         }
         return 0
     }
@@ -183,19 +183,19 @@ private struct Scanner {
             }
             let f2 = c == 0x20 ? f(pos + 1, hi) : fl
             let skipSpace = c == 0x20 ? 1 : 0
-            if f2 & L != 0 { // ` ?\p{L}+`
+            if f2 & L != 0 {  // ` ?\p{L}+`
                 pos += skipSpace + 1
                 while f(pos, hi) & L != 0 { pos += 1 }
                 add(pos, &prevEnd, &ends)
                 continue
             }
-            if f2 & N != 0 { // ` ?\p{N}+`
+            if f2 & N != 0 {  // ` ?\p{N}+`
                 pos += skipSpace + 1
                 while f(pos, hi) & N != 0 { pos += 1 }
                 add(pos, &prevEnd, &ends)
                 continue
             }
-            if f2 & (W | L | N) == 0 && f2 != 0 { // ` ?[^\s\p{L}\p{N}]+`
+            if f2 & (W | L | N) == 0 && f2 != 0 {  // ` ?[^\s\p{L}\p{N}]+`
                 pos += skipSpace + 1
                 while true {
                     let g = f(pos, hi)
@@ -207,12 +207,12 @@ private struct Scanner {
             }
             var spaces = 0
             while f(pos + spaces, hi) & W != 0 { spaces += 1 }
-            if spaces > 1 && pos + spaces < hi { // `\s+(?!\S)`: leave one space for the next piece
+            if spaces > 1 && pos + spaces < hi {  // `\s+(?!\S)`: leave one space for the next piece
                 pos += spaces - 1
                 add(pos, &prevEnd, &ends)
                 continue
             }
-            if spaces > 0 { // `\s+`
+            if spaces > 0 {  // `\s+`
                 pos += spaces
                 add(pos, &prevEnd, &ends)
                 continue
@@ -279,17 +279,17 @@ private struct Scanner {
                 if s == 0x0D || s == 0x0A { lastNewlineEnd = pos + spaces + 1 }
                 spaces += 1
             }
-            if lastNewlineEnd >= 0 { // `\s*[\r\n]+`
+            if lastNewlineEnd >= 0 {  // `\s*[\r\n]+`
                 pos = lastNewlineEnd
                 add(pos, &prevEnd, &ends)
                 continue
             }
-            if spaces > 1 && pos + spaces < hi { // `\s+(?!\S)`
+            if spaces > 1 && pos + spaces < hi {  // `\s+(?!\S)`
                 pos += spaces - 1
                 add(pos, &prevEnd, &ends)
                 continue
             }
-            if spaces > 0 { // `\s+`
+            if spaces > 0 {  // `\s+`
                 pos += spaces
                 add(pos, &prevEnd, &ends)
                 continue
@@ -321,7 +321,7 @@ private struct Scanner {
         @inline(__always) func member(_ i: Int) -> Bool {
             if flags[i] & Scanner.P != 0 { return true }
             switch cps[i] {
-            case 0x24, 0x2B, 0x3C, 0x3D, 0x3E, 0x5E, 0x7E, 0x7C: return true // $ + < = > ^ ~ |
+            case 0x24, 0x2B, 0x3C, 0x3D, 0x3E, 0x5E, 0x7E, 0x7C: return true  // $ + < = > ^ ~ |
             case 0x60: return withBacktick
             default: return false
             }

@@ -25,7 +25,10 @@ struct SentencePieceModel: Sendable {
                 // Skip the leading run of ▁, then look for another.
                 while i + 2 < end && arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { i += 3 }
                 while i + 2 < end {
-                    if arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { splits = false; break }
+                    if arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 {
+                        splits = false
+                        break
+                    }
                     i += 1
                 }
             }
@@ -34,7 +37,7 @@ struct SentencePieceModel: Sendable {
         var byteTokens = [Int32?](repeating: nil, count: 256)
         let hex = Array("0123456789ABCDEF".utf8)
         for b in 0..<256 {
-            let name: [UInt8] = [0x3C, 0x30, 0x78, hex[b >> 4], hex[b & 15], 0x3E] // <0xXX>
+            let name: [UInt8] = [0x3C, 0x30, 0x78, hex[b >> 4], hex[b & 15], 0x3E]  // <0xXX>
             byteTokens[b] = vocabulary.id(of: name) ?? vocabulary.id(of: [UInt8(b)]) ?? unknownID
         }
         self.byteTokens = byteTokens
@@ -65,8 +68,10 @@ struct SentencePieceModel: Sendable {
             let n = bytes.count
             while i <= n {
                 // Cut before a ▁ whose previous character is not ▁, and at the end.
-                let cut = i == n || (bytes[i] == 0xE2 && i + 2 < n && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
-                    && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81))
+                let cut =
+                    i == n
+                    || (bytes[i] == 0xE2 && i + 2 < n && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
+                        && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81))
                 if cut {
                     let word = UnsafeBufferPointer(rebasing: bytes[start..<i])
                     if !cache.lookup(word, into: &out) {

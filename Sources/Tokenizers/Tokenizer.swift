@@ -134,7 +134,9 @@ public final class Tokenizer: Sendable {
             ignoreMerges = settings.ignoreMerges
         case .sentencePiece:
             preTokenizer = nil
-            bos = 1; eos = 2; unk = 0
+            bos = 1
+            eos = 2
+            unk = 0
             addBOS = true
             addSpacePrefix = true
             cleanSpaces = false
@@ -160,7 +162,9 @@ public final class Tokenizer: Sendable {
         if let v = try r.optionalBool("tokenizer.ggml.add_eos_token") { addEOS = v }
         // Out-of-range defaults (a tiny vocabulary) are dropped.
         func valid(_ id: Int32?) -> Int32? { id.flatMap { $0 >= 0 && Int($0) < n ? $0 : nil } }
-        bos = valid(bos); eos = valid(eos); unk = valid(unk)
+        bos = valid(bos)
+        eos = valid(eos)
+        unk = valid(unk)
 
         // Tokens found by their text. llama.cpp scans a hash map, so when several texts
         // match its choice is arbitrary; we take the first name of each list present.
@@ -170,8 +174,10 @@ public final class Tokenizer: Sendable {
         }
         var forcedControl: [Int32] = []
         if eot == nil {
-            eot = firstPresent(["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>"])
+            eot = firstPresent([
+                "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+                "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>"
+            ])
             if let eot { forcedControl.append(eot) }
         }
         if eom == nil {
@@ -180,9 +186,18 @@ public final class Tokenizer: Sendable {
         }
         // Fill-in-the-middle markers found by text also become control tokens.
         let fimKeys: [(String, String, [String])] = [
-            ("fim_pre_token_id", "prefix_token_id", ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "<|code_prefix|>", "<|prefix|>"]),
-            ("fim_suf_token_id", "suffix_token_id", ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "<|code_suffix|>", "<|suffix|>"]),
-            ("fim_mid_token_id", "middle_token_id", ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "<|code_middle|>", "<|middle|>"]),
+            (
+                "fim_pre_token_id", "prefix_token_id",
+                ["<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "<|code_prefix|>", "<|prefix|>"]
+            ),
+            (
+                "fim_suf_token_id", "suffix_token_id",
+                ["<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "<|code_suffix|>", "<|suffix|>"]
+            ),
+            (
+                "fim_mid_token_id", "middle_token_id",
+                ["<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "<|code_middle|>", "<|middle|>"]
+            )
         ]
         for (key, deprecatedKey, names) in fimKeys {
             if try special(key, nil) == nil, try special(deprecatedKey, nil) == nil, let id = firstPresent(names) {
@@ -204,9 +219,11 @@ public final class Tokenizer: Sendable {
 
         var eog = Set<Int32>()
         for id in [fimPad, fimRep, fimSep] { if let id { eog.insert(id) } }
-        let eogNames = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-                        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-                        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"]
+        let eogNames = [
+            "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+            "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+            "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"
+        ]
         for name in eogNames {
             if let id = vocabulary.id(of: name) {
                 eog.insert(id)
@@ -223,7 +240,9 @@ public final class Tokenizer: Sendable {
         // Control tokens whose text contains "unused" are marked unused.
         for id in 0..<n where attributes[id].contains(.control) {
             let text = vocabulary.text(id), unused = Array("unused".utf8)
-            if text.count >= unused.count, (0...(text.count - unused.count)).contains(where: { text[$0..<$0 + unused.count].elementsEqual(unused) }) {
+            if text.count >= unused.count,
+                (0...(text.count - unused.count)).contains(where: { text[$0..<$0 + unused.count].elementsEqual(unused) })
+            {
                 attributes[id].insert(.unused)
             }
         }

@@ -17,13 +17,15 @@ public enum TokenizerError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .missingKey(let key):
-            return "the model has no tokenizer metadata key '\(key)'; it was probably converted without a vocabulary. Re-convert it with a current llama.cpp convert script."
+            return
+                "the model has no tokenizer metadata key '\(key)'; it was probably converted without a vocabulary. Re-convert it with a current llama.cpp convert script."
         case .malformedKey(let key, let reason):
             return "tokenizer metadata key '\(key)' is malformed: \(reason)."
         case .unsupportedModel(let name):
             return "tokenizer.ggml.model is '\(name)'; leap-ref supports 'gpt2' (byte-level BPE) and 'llama' (SentencePiece BPE)."
         case .unsupportedPreTokenizer(let name):
-            return "tokenizer.ggml.pre is '\(name)', a pre-tokenizer leap-ref does not implement; supported: \(PreTokenizer.supportedGGUFNames.joined(separator: ", "))."
+            return
+                "tokenizer.ggml.pre is '\(name)', a pre-tokenizer leap-ref does not implement; supported: \(PreTokenizer.supportedGGUFNames.joined(separator: ", "))."
         case .gguf(let error):
             return error.description
         }
@@ -33,7 +35,8 @@ public enum TokenizerError: Error, Sendable, Equatable, CustomStringConvertible 
     static func from(_ error: GGUFError) -> TokenizerError {
         switch error {
         case .missingKey(let key): return .missingKey(key)
-        case .typeMismatch(let key, let expected, let found): return .malformedKey(key: key, reason: "it holds \(found), expected \(expected)")
+        case .typeMismatch(let key, let expected, let found):
+            return .malformedKey(key: key, reason: "it holds \(found), expected \(expected)")
         case .valueOutOfRange(let key, let value): return .malformedKey(key: key, reason: "the value \(value) is out of range")
         default: return .gguf(error)
         }

@@ -22,7 +22,7 @@ enum UnicodeFlags {
         case .decimalNumber, .letterNumber, .otherNumber:
             flags |= number
         case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
-             .initialPunctuation, .finalPunctuation, .otherPunctuation:
+            .initialPunctuation, .finalPunctuation, .otherPunctuation:
             flags |= punctuation
         default:
             break
@@ -74,13 +74,17 @@ struct CodePoints {
                             var value: UInt32
                             var length: Int
                             if b0 < 0x80 {
-                                value = b0; length = 1
+                                value = b0
+                                length = 1
                             } else if b0 < 0xE0 {
-                                value = (b0 & 0x1F) << 6 | UInt32(bytes[i + 1] & 0x3F); length = 2
+                                value = (b0 & 0x1F) << 6 | UInt32(bytes[i + 1] & 0x3F)
+                                length = 2
                             } else if b0 < 0xF0 {
-                                value = (b0 & 0x0F) << 12 | UInt32(bytes[i + 1] & 0x3F) << 6 | UInt32(bytes[i + 2] & 0x3F); length = 3
+                                value = (b0 & 0x0F) << 12 | UInt32(bytes[i + 1] & 0x3F) << 6 | UInt32(bytes[i + 2] & 0x3F)
+                                length = 3
                             } else {
-                                value = (b0 & 0x07) << 18 | UInt32(bytes[i + 1] & 0x3F) << 12
+                                value =
+                                    (b0 & 0x07) << 18 | UInt32(bytes[i + 1] & 0x3F) << 12
                                     | UInt32(bytes[i + 2] & 0x3F) << 6 | UInt32(bytes[i + 3] & 0x3F)
                                 length = 4
                             }

@@ -45,7 +45,9 @@ struct Chat: AsyncParsableCommand {
     @Option(help: "Tools the model may call: 'demo' (calculate, get_current_time, get_weather); each call and result is printed.")
     var tools: ChatTools?
 
-    @Flag(name: .customLong("force-call"), help: "With --tools: the first reply to each message must call a tool (for small models that do not call on their own).")
+    @Flag(
+        name: .customLong("force-call"),
+        help: "With --tools: the first reply to each message must call a tool (for small models that do not call on their own).")
     var forceCall = false
 
     func run() async throws {
@@ -53,13 +55,15 @@ struct Chat: AsyncParsableCommand {
             let path = try ModelCache.resolve(model)
             let runner: ModelRunner
             do {
-                runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize))
+                runner = try await Leap.load(
+                    path: path, options: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize))
             } catch let error as LeapError {
                 throw CLIError(error.description)
             }
             let interactive = isatty(STDIN_FILENO) != 0
-            var session = ChatSession(runner: runner, system: system, interactive: interactive,
-                                      options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
+            var session = ChatSession(
+                runner: runner, system: system, interactive: interactive,
+                options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
             session.toolSession = try await tools?.makeSession(runner: runner)
             if forceCall {
                 guard let toolSession = session.toolSession else { throw CLIError("--force-call needs --tools") }
@@ -109,7 +113,10 @@ struct ChatSession {
                 conversation = runner.createConversation(systemPrompt: system)
                 note("conversation reset")
             case "/save":
-                guard !argument.isEmpty else { note("usage: /save FILE"); return true }
+                guard !argument.isEmpty else {
+                    note("usage: /save FILE")
+                    return true
+                }
                 do {
                     let json = try conversation.exportToJSON()
                     let data = try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys])
@@ -119,7 +126,10 @@ struct ChatSession {
                     note("cannot save to \(argument): \(error)")
                 }
             case "/load":
-                guard !argument.isEmpty else { note("usage: /load FILE"); return true }
+                guard !argument.isEmpty else {
+                    note("usage: /load FILE")
+                    return true
+                }
                 do {
                     let data = try Data(contentsOf: URL(fileURLWithPath: argument))
                     guard let list = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
@@ -150,7 +160,10 @@ struct ChatSession {
             for try await response in conversation.generateResponse(userTextMessage: text, generationOptions: options) {
                 switch response {
                 case .chunk(let t):
-                    if reasoning { reasoning = false; if interactive { writeOut("\u{1B}[0m\n") } }
+                    if reasoning {
+                        reasoning = false
+                        if interactive { writeOut("\u{1B}[0m\n") }
+                    }
                     writeOut(t)
                 case .reasoningChunk(let t):
                     if interactive {
@@ -167,9 +180,11 @@ struct ChatSession {
                     writeOut("\n")
                     guard let s = completion.stats else { break }
                     if interactive {
-                        note(String(format: "%d tokens, %.1f t/s; prompt %d tokens (%d from cache)%@",
-                                    s.completionTokens, s.tokenPerSecond, s.promptTokens, s.cachedPromptTokens,
-                                    completion.finishReason == .exceedContext ? "; context full" : ""))
+                        note(
+                            String(
+                                format: "%d tokens, %.1f t/s; prompt %d tokens (%d from cache)%@",
+                                s.completionTokens, s.tokenPerSecond, s.promptTokens, s.cachedPromptTokens,
+                                completion.finishReason == .exceedContext ? "; context full" : ""))
                     } else {
                         FileHandle.standardError.write(Data((Self.statsJSON(s) + "\n").utf8))
                     }
@@ -182,8 +197,10 @@ struct ChatSession {
 
     /// One line of JSON with the stats' fields.
     static func statsJSON(_ s: GenerationStats) -> String {
-        String(format: #"{"promptTokens": %llu, "cachedPromptTokens": %llu, "completionTokens": %llu, "totalTokens": %llu, "tokenPerSecond": %.2f}"#,
-               s.promptTokens, s.cachedPromptTokens, s.completionTokens, s.totalTokens, Double(s.tokenPerSecond))
+        String(
+            format:
+                #"{"promptTokens": %llu, "cachedPromptTokens": %llu, "completionTokens": %llu, "totalTokens": %llu, "tokenPerSecond": %.2f}"#,
+            s.promptTokens, s.cachedPromptTokens, s.completionTokens, s.totalTokens, Double(s.tokenPerSecond))
     }
 
     private func note(_ text: String) {

@@ -27,8 +27,9 @@ extension ChatSession {
     /// the model, and it continues. Returns the conversation to continue with.
     func replyWithTools(to text: String, session: ToolCallingSession) async throws -> Conversation {
         let interactive = self.interactive
-        let toolOptions = ToolCallingOptions(maxToolCalls: Self.maxToolCallsPerMessage,
-                                             maxTokens: options.maxOutputTokens ?? 512)
+        let toolOptions = ToolCallingOptions(
+            maxToolCalls: Self.maxToolCallsPerMessage,
+            maxTokens: options.maxOutputTokens ?? 512)
         do {
             let (_, next) = try await session.respond(
                 to: ChatMessage(role: .user, content: [.text(text)]), in: conversation, options: toolOptions,

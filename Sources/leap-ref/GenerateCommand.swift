@@ -62,8 +62,10 @@ struct Generate: AsyncParsableCommand {
                 throw CLIError("the prompt has \(ids.count) tokens, more than the context length \(context); raise --ctx")
             }
             let session = InferenceSession(model: lm, contextLength: context)
-            var sampler = Sampler(SamplingParameters(temperature: temp, topK: topK, topP: topP, minP: minP,
-                                                     repetitionPenalty: repeatPenalty, seed: seed))
+            var sampler = Sampler(
+                SamplingParameters(
+                    temperature: temp, topK: topK, topP: topP, minP: minP,
+                    repetitionPenalty: repeatPenalty, seed: seed))
             for t in ids { sampler.accept(t) }
             var detok = StreamingDetokenizer(tokenizer: tokenizer)
             writeOut(prompt)
@@ -84,7 +86,8 @@ struct Generate: AsyncParsableCommand {
             let t2 = DispatchTime.now().uptimeNanoseconds
             let pp = Double(ids.count) / (Double(t1 - t0) / 1e9)
             let tg = generated > 0 ? Double(generated) / (Double(t2 - t1) / 1e9) : 0
-            FileHandle.standardError.write(Data(String(format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", ids.count, pp, generated, tg).utf8))
+            FileHandle.standardError.write(
+                Data(String(format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", ids.count, pp, generated, tg).utf8))
         }
     }
 }

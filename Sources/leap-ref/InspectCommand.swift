@@ -34,19 +34,21 @@ struct Inspect: AsyncParsableCommand {
         var metadata = JSONObject()
         for (key, value) in file.metadata.pairs { metadata[key] = jsonValue(value) }
         let tensors: [JSONValue] = file.tensors.map { t in
-            .object(JSONObject([
-                ("name", .string(t.name)),
-                ("type", .string(t.type.name)),
-                ("shape", .array(t.shape.map { .integer($0) })),
-                ("offset", .integer(file.dataOffset + t.offset)),
-                ("bytes", .integer(t.byteCount)),
-            ]))
+            .object(
+                JSONObject([
+                    ("name", .string(t.name)),
+                    ("type", .string(t.type.name)),
+                    ("shape", .array(t.shape.map { .integer($0) })),
+                    ("offset", .integer(file.dataOffset + t.offset)),
+                    ("bytes", .integer(t.byteCount))
+                ]))
         }
-        return .object(JSONObject([
-            ("version", .integer(Int(file.version))),
-            ("metadata", .object(metadata)),
-            ("tensors", .array(tensors)),
-        ]))
+        return .object(
+            JSONObject([
+                ("version", .integer(Int(file.version))),
+                ("metadata", .object(metadata)),
+                ("tensors", .array(tensors))
+            ]))
     }
 
     static func jsonValue(_ value: GGUFValue) -> JSONValue {
@@ -88,9 +90,10 @@ struct Inspect: AsyncParsableCommand {
         if let tokens = try? m.array("tokenizer.ggml.tokens") { out += "  vocabulary:   \(tokens.count) tokens\n" }
         if let merges = try? m.array("tokenizer.ggml.merges") { out += "  merges:       \(merges.count)\n" }
         let tokenList = try? m.stringArray("tokenizer.ggml.tokens")
-        for (label, key) in [("bos", "bos_token_id"), ("eos", "eos_token_id"), ("eot", "eot_token_id"),
-                             ("unknown", "unknown_token_id"), ("padding", "padding_token_id")]
-        {
+        for (label, key) in [
+            ("bos", "bos_token_id"), ("eos", "eos_token_id"), ("eot", "eot_token_id"),
+            ("unknown", "unknown_token_id"), ("padding", "padding_token_id")
+        ] {
             if let id = m["tokenizer.ggml.\(key)"]?.intValue {
                 let piece = tokenList.flatMap { id >= 0 && id < $0.count ? $0[id] : nil } ?? "?"
                 out += "  \(label):".padding(toLength: 16, withPad: " ", startingAt: 0) + "\(id) \(piece.debugDescription)\n"
@@ -105,18 +108,26 @@ struct Inspect: AsyncParsableCommand {
 
         out += "\ntensors (shape in ggml order: row length first; offset = byte offset in the file):\n"
         let nameWidth = max(28, file.tensors.map { $0.name.count }.max() ?? 0)
-        out += "  " + "name".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+        out +=
+            "  " + "name".padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             + "  type     " + "shape".padding(toLength: 20, withPad: " ", startingAt: 0) + "       bytes      offset\n"
         for t in file.tensors {
             let shape = t.shape.map(String.init).joined(separator: " x ")
-            out += "  " + t.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            out +=
+                "  " + t.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
                 + "  " + t.type.name.padding(toLength: 7, withPad: " ", startingAt: 0)
                 + "  " + shape.padding(toLength: 20, withPad: " ", startingAt: 0)
                 + String(format: " %11d %11d", t.byteCount, file.dataOffset + t.offset) + "\n"
         }
         var byType: [String: (count: Int, bytes: Int)] = [:]
-        for t in file.tensors { byType[t.type.name, default: (0, 0)].count += 1; byType[t.type.name]!.bytes += t.byteCount }
-        out += "\n" + byType.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.count) tensors, \(formatBytes($0.value.bytes))" }.joined(separator: "; ") + "\n"
+        for t in file.tensors {
+            byType[t.type.name, default: (0, 0)].count += 1
+            byType[t.type.name]!.bytes += t.byteCount
+        }
+        out +=
+            "\n"
+            + byType.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.count) tensors, \(formatBytes($0.value.bytes))" }.joined(
+                separator: "; ") + "\n"
         return out
     }
 

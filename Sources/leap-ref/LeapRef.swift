@@ -6,7 +6,8 @@ struct LeapRef: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "leap-ref",
         abstract: "A pure-Swift LLM inference engine for GGUF models (LFM2, Llama).",
-        subcommands: [Chat.self, 
+        subcommands: [
+            Chat.self,
             Inspect.self,
             Logits.self,
             Quantize.self,
@@ -14,7 +15,7 @@ struct LeapRef: AsyncParsableCommand {
             Generate.self,
             RenderTemplate.self,
             SchemaBench.self,
-            Tokenize.self,
+            Tokenize.self
         ]
     )
 }

@@ -51,9 +51,10 @@ struct SchemaBench: AsyncParsableCommand {
                 guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
                     throw CLIError("cannot read '\(name)'")
                 }
-                results.append(MaskBench.run(id: name, fileText: text, computer: computer) { text in
-                    tokenizer.encode(text, addSpecial: false, parseSpecial: false).map(Int.init)
-                })
+                results.append(
+                    MaskBench.run(id: name, fileText: text, computer: computer) { text in
+                        tokenizer.encode(text, addSpecial: false, parseSpecial: false).map(Int.init)
+                    })
             }
             let summary = MaskBench.Summary(results)
             print(summary.text)

@@ -59,9 +59,11 @@ struct Tokenize: AsyncParsableCommand {
             let marker = type == .normal ? "" : "  [\(type)]"
             let bytes = tokenizer.tokenBytes(id, renderSpecial: true)
             // A piece that is not valid UTF-8 on its own (part of a character) is shown as bytes.
-            let shown = String(validating: bytes, as: UTF8.self)?.debugDescription
+            let shown =
+                String(validating: bytes, as: UTF8.self)?.debugDescription
                 ?? bytes.map { "\\x" + String($0, radix: 16, uppercase: true) }.joined()
-            out += String(format: "%8d", Int(id)) + "  " + tokenizer.tokenText(id).debugDescription
+            out +=
+                String(format: "%8d", Int(id)) + "  " + tokenizer.tokenText(id).debugDescription
                 + "  -> " + shown + marker + "\n"
         }
         out += "\(ids.count) tokens: [" + ids.map(String.init).joined(separator: ", ") + "]\n"

@@ -2,15 +2,18 @@ import Foundation
 import LeapSDKCore
 import TestSupport
 import Testing
+
 @testable import leap_ref
 
 /// The chat command's session logic on lfm2-tiny (scripted input, as with a pipe).
 @Suite(.serialized) struct ChatTests {
     func session() async throws -> ChatSession {
-        let runner = try await Leap.load(path: TestFixtures.path("models/lfm2-tiny.gguf"),
-                                         options: LiquidInferenceEngineOptions(contextSize: 256))
-        return ChatSession(runner: runner, system: "Be brief.", interactive: false,
-                           options: GenerationOptions(temperature: 0.7, rngSeed: 3, maxOutputTokens: 6))
+        let runner = try await Leap.load(
+            path: TestFixtures.path("models/lfm2-tiny.gguf"),
+            options: LiquidInferenceEngineOptions(contextSize: 256))
+        return ChatSession(
+            runner: runner, system: "Be brief.", interactive: false,
+            options: GenerationOptions(temperature: 0.7, rngSeed: 3, maxOutputTokens: 6))
     }
 
     @Test func turnsAccumulateAndCommandsWork() async throws {
@@ -38,8 +41,10 @@ import Testing
     }
 
     @Test func statsLineIsOneJSONObjectWithTheStatsFields() throws {
-        let line = ChatSession.statsJSON(GenerationStats(promptTokens: 71, completionTokens: 23, totalTokens: 94,
-                                                         tokenPerSecond: 51.25, cachedPromptTokens: 48))
+        let line = ChatSession.statsJSON(
+            GenerationStats(
+                promptTokens: 71, completionTokens: 23, totalTokens: 94,
+                tokenPerSecond: 51.25, cachedPromptTokens: 48))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["promptTokens"] as? Int == 71)
         #expect(object["cachedPromptTokens"] as? Int == 48)

@@ -2,6 +2,7 @@ import GGUF
 import LeapJSON
 import TestSupport
 import Testing
+
 @testable import leap_ref
 
 /// `leap-ref inspect`'s reports, built from the same functions the command prints.
@@ -37,7 +38,9 @@ import Testing
         #expect(text.contains("272 tensors"))
         #expect(text.contains("chat template: present"))
         #expect(text.contains("block_count                        30"))
-        let tensorLines = text.split(separator: "\n").filter { $0.hasPrefix("  blk.") || $0.hasPrefix("  token_embd") || $0.hasPrefix("  output") }
+        let tensorLines = text.split(separator: "\n").filter {
+            $0.hasPrefix("  blk.") || $0.hasPrefix("  token_embd") || $0.hasPrefix("  output")
+        }
         #expect(tensorLines.count == 272)
     }
 }

@@ -3,6 +3,7 @@ import LeapJSON
 import Models
 import TestSupport
 import Testing
+
 @testable import leap_ref
 
 /// `leap-ref logits` prints the golden files' layout, so its output for a golden prompt
@@ -24,7 +25,8 @@ import Testing
         // under 0.5 logits), after which the two may part.
         let ours = report["greedy"]?.arrayValue?.compactMap(\.intValue) ?? []
         let theirs = golden["greedy"]?.arrayValue?.compactMap(\.intValue) ?? []
-        let margins = ([golden["top"]?.arrayValue?.last] + (golden["greedy_top"]?.arrayValue ?? []).map { Optional($0) }).map { row -> Double in
+        let margins = ([golden["top"]?.arrayValue?.last] + (golden["greedy_top"]?.arrayValue ?? []).map { Optional($0) }).map {
+            row -> Double in
             let r = row?.arrayValue ?? []
             return (r[0].arrayValue?[1].doubleValue ?? 0) - (r[1].arrayValue?[1].doubleValue ?? 0)
         }

@@ -1,17 +1,20 @@
 import Foundation
 import LeapJSON
 import Testing
+
 @testable import ChatTemplates
 
-private func render(_ source: String, _ context: [String: JSONValue] = [:],
-                    options: RenderOptions = .fixtures) throws(ChatTemplateError) -> String
-{
+private func render(
+    _ source: String, _ context: [String: JSONValue] = [:],
+    options: RenderOptions = .fixtures
+) throws(ChatTemplateError) -> String {
     try ChatTemplate(source: source).render(context: context, options: options)
 }
 
-private func error(_ source: String, _ context: [String: JSONValue] = [:],
-                   options: RenderOptions = .fixtures) -> ChatTemplateError?
-{
+private func error(
+    _ source: String, _ context: [String: JSONValue] = [:],
+    options: RenderOptions = .fixtures
+) -> ChatTemplateError? {
     do throws(ChatTemplateError) {
         _ = try render(source, context, options: options)
         return nil
@@ -34,11 +37,13 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
     }
 
     @Test func conveniencePassesTokensToolsAndExtras() throws {
-        let template = try ChatTemplate(source: """
-            {{ bos_token }}|{{ tools is defined }}|{{ tools is none }}|{{ enable_thinking }}|{{ eos_token is defined }}
-            """)
-        let out = try template.render(messages: [], tools: [["type": "function"]], bosToken: "<s>",
-                                      extraVariables: ["enable_thinking": false])
+        let template = try ChatTemplate(
+            source: """
+                {{ bos_token }}|{{ tools is defined }}|{{ tools is none }}|{{ enable_thinking }}|{{ eos_token is defined }}
+                """)
+        let out = try template.render(
+            messages: [], tools: [["type": "function"]], bosToken: "<s>",
+            extraVariables: ["enable_thinking": false])
         #expect(out == "<s>|True|False|False|False")
         let noTools = try template.render(messages: [])
         #expect(noTools == "|False|False||False")
@@ -47,8 +52,9 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
     }
 
     @Test func contextKeepsPythonTypes() throws {
-        let out = try render("{{ a }} {{ b }} {{ c }} {{ d }} {{ e }}",
-                             ["a": 1, "b": 1.0, "c": .null, "d": ["x": [true, 2.5]], "e": "é"])
+        let out = try render(
+            "{{ a }} {{ b }} {{ c }} {{ d }} {{ e }}",
+            ["a": 1, "b": 1.0, "c": .null, "d": ["x": [true, 2.5]], "e": "é"])
         #expect(out == "1 1.0 None {'x': [True, 2.5]} é")
     }
 
@@ -83,7 +89,7 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
         ("{{ [1]|select }}", "generator"),
         ("{{ 'abc'.encode() }}", "encode"),
         ("{{ 2 ** 64 }}", "integer overflow"),
-        ("{{ '\\N{BULLET}' }}", "\\N{"),
+        ("{{ '\\N{BULLET}' }}", "\\N{")
     ])
     func unsupportedConstructsFailClearly(_ source: String, _ construct: String) {
         let e = error(source)
@@ -131,10 +137,11 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
         "center filter": "{{ 'x'|center(10000000000) }}",
         "% width": "{{ '%10000000000s' % 'x' }}",
         "format width": "{{ '{:>10000000000}'.format('x') }}",
-        "replace growth": "{{ ('x' * 1000000).replace('', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}",
+        "replace growth":
+            "{{ ('x' * 1000000).replace('', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}",
         "batch fill": "{{ [1]|batch(10000000000, 0)|list }}",
         "slice count": "{{ [1]|slice(10000000000)|list }}",
-        "indent width": "{{ 'a'|indent(10000000000) }}",
+        "indent width": "{{ 'a'|indent(10000000000) }}"
     ]
 
     @Test(arguments: memoryBlowups.keys.sorted())
@@ -150,7 +157,7 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
         "negation": String(repeating: "-", count: 3000) + "1",
         "attributes": "x" + String(repeating: ".a", count: 3000),
         "additions": Array(repeating: "1", count: 3000).joined(separator: " + "),
-        "filters": "'a'" + String(repeating: "|upper", count: 3000),
+        "filters": "'a'" + String(repeating: "|upper", count: 3000)
     ]
 
     @Test(arguments: deepExpressions.keys.sorted())
@@ -173,9 +180,11 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
 
     @Test func garbageNeverCrashes() {
         var generator = SystemRandomNumberGenerator()
-        let pieces = ["{{", "}}", "{%", "%}", "{#", "#}", "-", "+", "if", "for", "in", "endif", "endfor", "x", "(", ")",
-                      "[", "]", "{", "}", "'", "\"", "|", "is", "not", ".", ",", "=", "set", "macro", "endmacro", " ",
-                      "\n", "1", "1.5", "loop", "raw", "endraw", "~", "*", "**", "//", "%", "call", "caller", "else"]
+        let pieces = [
+            "{{", "}}", "{%", "%}", "{#", "#}", "-", "+", "if", "for", "in", "endif", "endfor", "x", "(", ")",
+            "[", "]", "{", "}", "'", "\"", "|", "is", "not", ".", ",", "=", "set", "macro", "endmacro", " ",
+            "\n", "1", "1.5", "loop", "raw", "endraw", "~", "*", "**", "//", "%", "call", "caller", "else"
+        ]
         for _ in 0..<2000 {
             let n = Int.random(in: 1...30, using: &generator)
             let source = (0..<n).map { _ in pieces.randomElement(using: &generator)! }.joined()
@@ -197,15 +206,21 @@ private func error(_ source: String, _ context: [String: JSONValue] = [:],
     }
 
     @Test func fixtureCasesRenderer() throws {
-        let cases = #"[{"name": "a", "messages": [{"role": "user", "content": "x"}]}, {"name": "b", "add_generation_prompt": false, "messages": []}]"#
-        let results = try renderFixtureCases(templateSource: "{{ bos_token }}{{ messages|length }}{{ add_generation_prompt }}{{ tools is defined }}", casesJSON: cases)
+        let cases =
+            #"[{"name": "a", "messages": [{"role": "user", "content": "x"}]}, {"name": "b", "add_generation_prompt": false, "messages": []}]"#
+        let results = try renderFixtureCases(
+            templateSource: "{{ bos_token }}{{ messages|length }}{{ add_generation_prompt }}{{ tools is defined }}", casesJSON: cases)
         #expect(results.map(\.fileName) == ["a.txt", "b.txt"])
         #expect(results.map(\.fileContents) == ["<s>1TrueFalse", "<s>0FalseFalse"])
         let failing = try renderFixtureCases(templateSource: "{{ raise_exception('no') }}", casesJSON: cases)
         #expect(failing.map(\.fileName) == ["a.error", "b.error"])
         #expect(failing[0].fileContents == "TemplateError: no\n")
         let broken = try renderFixtureCases(templateSource: "{% if %}", casesJSON: cases)
-        #expect(broken.allSatisfy { if case .failure(let e) = $0.result { return e.kind == .syntax }; return false })
+        #expect(
+            broken.allSatisfy {
+                if case .failure(let e) = $0.result { return e.kind == .syntax }
+                return false
+            })
         #expect(throws: (any Error).self) { try renderFixtureCases(templateSource: "", casesJSON: "{}") }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LeapJSON
 import Testing
+
 @testable import ChatTemplates
 
 /// Every template in `Fixtures/chat-templates/templates` rendered with every conversation
@@ -46,7 +47,8 @@ enum ChatTemplateFixtures {
             lock.lock()
             defer { lock.unlock() }
             if let r = store[template] { return r }
-            let r = try renderFixtureCases(templateSource: ChatTemplateFixtures.templateSource(template), casesJSON: ChatTemplateFixtures.casesJSON)
+            let r = try renderFixtureCases(
+                templateSource: ChatTemplateFixtures.templateSource(template), casesJSON: ChatTemplateFixtures.casesJSON)
             store[template] = r
             return r
         }

@@ -1,6 +1,7 @@
 import Foundation
 import LeapJSON
 import Testing
+
 @testable import ChatTemplates
 
 /// Small templates, one language feature each, with what Python's jinja2 renders for
@@ -19,14 +20,15 @@ enum LanguageCases {
     static let all: [Case] = {
         let url = Bundle.module.resourceURL!.appendingPathComponent("Fixtures/language/cases.json")
         guard let text = try? String(contentsOf: url, encoding: .utf8),
-              case .array(let items)? = try? JSONValue.parse(text)
+            case .array(let items)? = try? JSONValue.parse(text)
         else { return [] }
         return items.compactMap { item in
             guard let name = item["name"]?.stringValue, let template = item["template"]?.stringValue else { return nil }
             var context: [String: JSONValue] = [:]
             if case .object(let o)? = item["context"] { for (k, v) in o { context[k] = v } }
-            return Case(name: name, template: template, context: context,
-                        expected: item["expected"]?.stringValue, error: item["error"]?.stringValue)
+            return Case(
+                name: name, template: template, context: context,
+                expected: item["expected"]?.stringValue, error: item["error"]?.stringValue)
         }
     }()
 }

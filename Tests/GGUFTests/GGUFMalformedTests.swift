@@ -1,11 +1,15 @@
 import Testing
+
 @testable import GGUF
 
 /// Every way a crafted or damaged file can be wrong must end in a specific `GGUFError`,
 /// never a crash, a hang or an allocation sized by a forged count.
 @Suite struct GGUFMalformedTests {
     func error(_ bytes: [UInt8]) -> GGUFError? {
-        do { _ = try GGUFFile(bytes: bytes); return nil } catch { return error }
+        do {
+            _ = try GGUFFile(bytes: bytes)
+            return nil
+        } catch { return error }
     }
 
     @Test func truncationAtEveryHeaderOffset() throws {
@@ -25,7 +29,8 @@ import Testing
         let lastEnd = f.dataOffset + f.tensors.map { $0.offset + $0.byteCount }.max()!
         for cut in stride(from: headerEnd, to: lastEnd, by: 3) {
             guard case .tensorOutOfBounds? = error(Array(bytes[..<cut])) else {
-                Issue.record("cut at \(cut) in the data section was not reported as out of bounds"); continue
+                Issue.record("cut at \(cut) in the data section was not reported as out of bounds")
+                continue
             }
         }
         // Only trailing padding after the last tensor may go.
@@ -55,34 +60,60 @@ import Testing
 
     @Test func versions() {
         for v: UInt32 in [0, 1, 4, 99] {
-            var r = RawGGUF(); r.header(version: v, tensors: 0, kvs: 0)
+            var r = RawGGUF()
+            r.header(version: v, tensors: 0, kvs: 0)
             #expect(error(r.bytes) == .unsupportedVersion(v))
         }
-        var r = RawGGUF(); r.header(version: UInt32(3).byteSwapped, tensors: 0, kvs: 0)
+        var r = RawGGUF()
+        r.header(version: UInt32(3).byteSwapped, tensors: 0, kvs: 0)
         #expect(error(r.bytes) == .bigEndian)
-        var v2 = RawGGUF(); v2.header(version: 2, tensors: 0, kvs: 0)
+        var v2 = RawGGUF()
+        v2.header(version: 2, tensors: 0, kvs: 0)
         #expect(error(v2.bytes) == nil)
     }
 
     @Test func hugeCountsAreRefusedBeforeAllocating() {
-        var r = RawGGUF(); r.header(tensors: UInt64.max, kvs: 0)
+        var r = RawGGUF()
+        r.header(tensors: UInt64.max, kvs: 0)
         #expect(error(r.bytes) == .countTooLarge(what: "the tensor count", count: UInt64.max, offset: 8))
-        r = RawGGUF(); r.header(tensors: 0, kvs: 1 << 40)
+        r = RawGGUF()
+        r.header(tensors: 0, kvs: 1 << 40)
         #expect(error(r.bytes) == .countTooLarge(what: "the metadata count", count: 1 << 40, offset: 16))
         // A string whose length exceeds the file.
-        r = RawGGUF(); r.header(tensors: 0, kvs: 1); r.u64(UInt64.max - 3); r.zeros(16)
+        r = RawGGUF()
+        r.header(tensors: 0, kvs: 1)
+        r.u64(UInt64.max - 3)
+        r.zeros(16)
         #expect(error(r.bytes) == .countTooLarge(what: "the length of metadata key #0", count: UInt64.max - 3, offset: 24))
         // Arrays with forged element counts, of fixed-size and of variable-size elements.
         for elementType: UInt32 in [0, 6, 10, 8, 9] {
-            r = RawGGUF(); r.header(tensors: 0, kvs: 1); r.string("a"); r.u32(9); r.u32(elementType); r.u64(1 << 62); r.zeros(64)
-            guard case .countTooLarge? = error(r.bytes) else { Issue.record("array of type \(elementType)"); continue }
+            r = RawGGUF()
+            r.header(tensors: 0, kvs: 1)
+            r.string("a")
+            r.u32(9)
+            r.u32(elementType)
+            r.u64(1 << 62)
+            r.zeros(64)
+            guard case .countTooLarge? = error(r.bytes) else {
+                Issue.record("array of type \(elementType)")
+                continue
+            }
         }
     }
 
     @Test func unknownTypes() {
-        var r = RawGGUF(); r.header(tensors: 0, kvs: 1); r.string("k"); r.u32(13); r.u32(0)
+        var r = RawGGUF()
+        r.header(tensors: 0, kvs: 1)
+        r.string("k")
+        r.u32(13)
+        r.u32(0)
         #expect(error(r.bytes) == .unknownValueType(key: "k", raw: 13))
-        r = RawGGUF(); r.header(tensors: 0, kvs: 1); r.string("k"); r.u32(9); r.u32(77); r.u64(0)
+        r = RawGGUF()
+        r.header(tensors: 0, kvs: 1)
+        r.string("k")
+        r.u32(9)
+        r.u32(77)
+        r.u64(0)
         #expect(error(r.bytes) == .unknownValueType(key: "k", raw: 77))
         for raw: UInt32 in [4, 5, 31, 40, 1000] {
             #expect(error(RawGGUF.oneTensor(type: raw)) == .unknownTensorType(tensor: "t", raw: raw))
@@ -90,26 +121,40 @@ import Testing
     }
 
     @Test func deepArrayNesting() {
-        var r = RawGGUF(); r.header(tensors: 0, kvs: 1); r.string("deep"); r.u32(9)
-        for _ in 0..<10 { r.u32(9); r.u64(1) }
-        r.u32(0); r.u64(0)
+        var r = RawGGUF()
+        r.header(tensors: 0, kvs: 1)
+        r.string("deep")
+        r.u32(9)
+        for _ in 0..<10 {
+            r.u32(9)
+            r.u64(1)
+        }
+        r.u32(0)
+        r.u64(0)
         #expect(error(r.bytes) == .arrayNestingTooDeep(key: "deep"))
     }
 
     @Test func duplicates() {
-        var r = RawGGUF(); r.header(tensors: 0, kvs: 2); r.kvU32("a", 1); r.kvU32("a", 2)
+        var r = RawGGUF()
+        r.header(tensors: 0, kvs: 2)
+        r.kvU32("a", 1)
+        r.kvU32("a", 2)
         #expect(error(r.bytes) == .duplicateKey("a"))
-        r = RawGGUF(); r.header(tensors: 2, kvs: 0)
-        r.tensorInfo("w", dims: [8], type: 0, offset: 0); r.tensorInfo("w", dims: [8], type: 0, offset: 32)
-        r.padTo(32); r.zeros(64)
+        r = RawGGUF()
+        r.header(tensors: 2, kvs: 0)
+        r.tensorInfo("w", dims: [8], type: 0, offset: 0)
+        r.tensorInfo("w", dims: [8], type: 0, offset: 32)
+        r.padTo(32)
+        r.zeros(64)
         #expect(error(r.bytes) == .duplicateTensor("w"))
     }
 
     @Test func shapes() {
         #expect(error(RawGGUF.oneTensor(dims: [1, 1, 1, 1, 1])) == .badDimensionCount(tensor: "t", count: 5))
         #expect(error(RawGGUF.oneTensor(dims: [])) == .badDimensionCount(tensor: "t", count: 0))
-        #expect(error(RawGGUF.oneTensor(dims: [33], type: GGMLType.q4_0.rawValue)) ==
-            .rowNotBlockMultiple(tensor: "t", rowLength: 33, type: .q4_0))
+        #expect(
+            error(RawGGUF.oneTensor(dims: [33], type: GGMLType.q4_0.rawValue))
+                == .rowNotBlockMultiple(tensor: "t", rowLength: 33, type: .q4_0))
         #expect(error(RawGGUF.oneTensor(dims: [UInt64.max])) == .badDimension(tensor: "t", dimension: UInt64.max))
         #expect(error(RawGGUF.oneTensor(dims: [1 << 34, 1 << 34, 1 << 34])) == .sizeOverflow(tensor: "t"))
         // A zero-sized tensor is legal.
@@ -119,12 +164,16 @@ import Testing
     @Test func dataPlacement() {
         #expect(error(RawGGUF.oneTensor(offset: 4)) == .misalignedTensor(tensor: "t", offset: 4, alignment: 32))
         #expect(error(RawGGUF.oneTensor(offset: 64)) == .tensorOutOfBounds(tensor: "t", offset: 64, bytes: 32, dataSectionBytes: 32))
-        #expect(error(RawGGUF.oneTensor(offset: UInt64.max - 31)) ==
-            .tensorOutOfBounds(tensor: "t", offset: UInt64.max - 31, bytes: 32, dataSectionBytes: 32))
+        #expect(
+            error(RawGGUF.oneTensor(offset: UInt64.max - 31))
+                == .tensorOutOfBounds(tensor: "t", offset: UInt64.max - 31, bytes: 32, dataSectionBytes: 32))
         #expect(error(RawGGUF.oneTensor(dataBytes: 31)) == .tensorOutOfBounds(tensor: "t", offset: 0, bytes: 32, dataSectionBytes: 31))
-        var r = RawGGUF(); r.header(tensors: 2, kvs: 0)
-        r.tensorInfo("a", dims: [16], type: 0, offset: 0); r.tensorInfo("b", dims: [8], type: 0, offset: 32)
-        r.padTo(32); r.zeros(64)
+        var r = RawGGUF()
+        r.header(tensors: 2, kvs: 0)
+        r.tensorInfo("a", dims: [16], type: 0, offset: 0)
+        r.tensorInfo("b", dims: [8], type: 0, offset: 32)
+        r.padTo(32)
+        r.zeros(64)
         #expect(error(r.bytes) == .overlappingTensors("a", "b"))
     }
 

@@ -1,5 +1,6 @@
-import Testing
 import TestSupport
+import Testing
+
 @testable import GGUF
 
 /// A small but complete file: every metadata value type, arrays of each, and tensors of

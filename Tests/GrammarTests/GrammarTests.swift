@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Grammar
 import LeapJSON
+import Testing
+
+@testable import Grammar
 
 func compile(_ schema: String, _ configure: (inout JSONSchemaCompiler.Options) -> Void = { _ in }) throws -> Grammar {
     var options = JSONSchemaCompiler.Options()
@@ -35,7 +36,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
     }
 
     @Test func forcedBytes() throws {
-        let g = try compile(#"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}"#)
+        let g = try compile(
+            #"{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}"#)
         let m = GrammarMatcher(grammar: g)
         #expect(m.forcedBytes() == Array("{".utf8))
         #expect(m.accept("{"))
@@ -126,7 +128,9 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "a(?=a)"}"#) }
         // Lookaheads at the start of an anchored pattern become DFA intersections/complements.
         let look = try compile(#"{"type": "string", "pattern": "^(?!abc|x)(?=.{2,4}$)[a-z]+"}"#)
-        #expect(valid(look, #""abd""#) && !valid(look, #""abcd""#) && !valid(look, #""xy""#) && !valid(look, #""a""#) && !valid(look, #""abdef""#))
+        #expect(
+            valid(look, #""abd""#) && !valid(look, #""abcd""#) && !valid(look, #""xy""#) && !valid(look, #""a""#)
+                && !valid(look, #""abdef""#))
         #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "pattern": "(a)\\1"}"#) }
     }
 
@@ -205,10 +209,11 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
 
 @Suite struct StructureTests {
     @Test func objectsFollowSchemaOrder() throws {
-        let g = try compile(#"""
-        {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
-         "required": ["b"], "additionalProperties": false}
-        """#)
+        let g = try compile(
+            #"""
+            {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+             "required": ["b"], "additionalProperties": false}
+            """#)
         #expect(valid(g, #"{"b": "x"}"#))
         #expect(valid(g, #"{"a": 1, "b": "x", "c": true}"#))
         #expect(!valid(g, #"{"a": 1}"#))
@@ -222,7 +227,9 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let open = try compile(#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#)
         #expect(valid(open, #"{"z": [1], "a": 1, "y": null}"#))
         #expect(!valid(open, #"{"a": "not an integer"}"#))  // a declared name is never an extra key
-        let closedByOption = try compile(#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#) { $0.additionalPropertiesDefault = false }
+        let closedByOption = try compile(#"{"type": "object", "properties": {"a": {"type": "integer"}}}"#) {
+            $0.additionalPropertiesDefault = false
+        }
         #expect(!valid(closedByOption, #"{"z": 1}"#))
         let typed = try compile(#"{"type": "object", "additionalProperties": {"type": "string"}}"#)
         #expect(valid(typed, #"{"x": "1", "y": "2"}"#) && !valid(typed, #"{"x": 1}"#))
@@ -231,11 +238,14 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
     }
 
     @Test func arrays() throws {
-        let g = try compile(#"{"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}"#)
+        let g = try compile(
+            #"{"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}"#)
         #expect(valid(g, #"["a", 1]"#) && valid(g, #"["a", 1, 2]"#))
         #expect(!valid(g, #"["a"]"#) && !valid(g, #"["a", 1, 2, 3]"#) && !valid(g, #"[1, 1]"#) && !valid(g, #"["a", "b"]"#))
         let contains = try compile(#"{"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}"#)
-        #expect(valid(contains, #"[1, "a", 2]"#) && valid(contains, "[1, 2, 3]") && !valid(contains, "[1]") && !valid(contains, "[1, 2, 3, 4]") && !valid(contains, "[]"))
+        #expect(
+            valid(contains, #"[1, "a", 2]"#) && valid(contains, "[1, 2, 3]") && !valid(contains, "[1]") && !valid(contains, "[1, 2, 3, 4]")
+                && !valid(contains, "[]"))
         let notItems = try compile(#"{"type": "array", "not": {"items": {"type": "integer"}}}"#)
         #expect(valid(notItems, #"[1, "x"]"#) && !valid(notItems, "[1, 2]") && !valid(notItems, "[]"))
         let closed = try compile(#"{"prefixItems": [true, true], "items": false}"#)
@@ -252,7 +262,9 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(exact, "1") && !valid(exact, "3") && valid(exact, "2.5") && valid(exact, #""x""#) && !valid(exact, "1.5"))
         #expect(valid(try compile(#"{"oneOf": [{"type": "integer"}, {"minimum": 2}]}"#) { $0.oneOfAsAnyOf = true }, "3"))
         let exactlyOne = try compile(#"{"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}"#)
-        #expect(valid(exactlyOne, #"{"a": 1}"#) && valid(exactlyOne, #"{"b": 1}"#) && !valid(exactlyOne, #"{"a": 1, "b": 2}"#) && !valid(exactlyOne, "{}"))
+        #expect(
+            valid(exactlyOne, #"{"a": 1}"#) && valid(exactlyOne, #"{"b": 1}"#) && !valid(exactlyOne, #"{"a": 1, "b": 2}"#)
+                && !valid(exactlyOne, "{}"))
         #expect(throws: SchemaError.self) { try compile(#"{"oneOf": [{"uniqueItems": true}, {"minItems": 2}]}"#) }
         let all = try compile(#"{"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 9}]}"#)
         #expect(valid(all, "5") && !valid(all, "10") && !valid(all, "-1"))
@@ -261,8 +273,11 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         let counted = try compile(#"{"type": "object", "properties": {"a": true, "b": true}, "minProperties": 2, "maxProperties": 3}"#)
         #expect(valid(counted, #"{"a": 1, "b": 2}"#) && valid(counted, #"{"a": 1, "x": 0, "y": 0}"#))
         #expect(!valid(counted, #"{"a": 1}"#) && !valid(counted, #"{"a": 1, "b": 2, "c": 3, "d": 4}"#) && !valid(counted, "{}"))
-        let names = try compile(#"{"type": "object", "properties": {"ab": true, "abcdef": true}, "propertyNames": {"maxLength": 3, "pattern": "^a"}}"#)
-        #expect(valid(names, #"{"ab": 1, "ax": 2}"#) && !valid(names, #"{"abcdef": 1}"#) && !valid(names, #"{"b": 1}"#) && !valid(names, #"{"abcd": 1}"#))
+        let names = try compile(
+            #"{"type": "object", "properties": {"ab": true, "abcdef": true}, "propertyNames": {"maxLength": 3, "pattern": "^a"}}"#)
+        #expect(
+            valid(names, #"{"ab": 1, "ax": 2}"#) && !valid(names, #"{"abcdef": 1}"#) && !valid(names, #"{"b": 1}"#)
+                && !valid(names, #"{"abcd": 1}"#))
         let dep = try compile(#"{"type": "object", "dependentRequired": {"a": ["b"]}}"#)
         #expect(valid(dep, #"{"b": 1, "a": 2}"#) && valid(dep, #"{"b": 1}"#) && !valid(dep, #"{"a": 2}"#))
         let ite = try compile(#"{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "integer"}}"#)
@@ -271,21 +286,30 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         // maxLength holds for every non-string, so its negation holds only for long strings.
         #expect(valid(notLen, #""abc""#) && !valid(notLen, #""ab""#) && !valid(notLen, "1") && !valid(notLen, "{}"))
         let frac = try compile(#"{"type": "number", "not": {"type": "integer"}, "maximum": 2}"#)
-        #expect(valid(frac, "1.5") && valid(frac, "-0.25") && !valid(frac, "1") && !valid(frac, "1.0") && !valid(frac, "2.5") && !valid(frac, "1e2"))
+        #expect(
+            valid(frac, "1.5") && valid(frac, "-0.25") && !valid(frac, "1") && !valid(frac, "1.0") && !valid(frac, "2.5")
+                && !valid(frac, "1e2"))
         let notClosed = try compile(#"{"type": "object", "not": {"properties": {"a": true}, "additionalProperties": false}}"#)
-        #expect(valid(notClosed, #"{"a": 1, "b": 2}"#) && valid(notClosed, #"{"b": 2}"#) && !valid(notClosed, #"{"a": 1}"#) && !valid(notClosed, "{}"))
-        let closedOneOf = try compile(#"{"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}, {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": false}]}"#)
-        #expect(valid(closedOneOf, #"{"a": 1}"#) && valid(closedOneOf, #"{"b": 1}"#) && !valid(closedOneOf, "{}") && !valid(closedOneOf, #"{"a": 1, "b": 2}"#) && !valid(closedOneOf, #"{"c": 1}"#))
+        #expect(
+            valid(notClosed, #"{"a": 1, "b": 2}"#) && valid(notClosed, #"{"b": 2}"#) && !valid(notClosed, #"{"a": 1}"#)
+                && !valid(notClosed, "{}"))
+        let closedOneOf = try compile(
+            #"{"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}, {"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": false}]}"#
+        )
+        #expect(
+            valid(closedOneOf, #"{"a": 1}"#) && valid(closedOneOf, #"{"b": 1}"#) && !valid(closedOneOf, "{}")
+                && !valid(closedOneOf, #"{"a": 1, "b": 2}"#) && !valid(closedOneOf, #"{"c": 1}"#))
         let notProp = try compile(#"{"type": "object", "not": {"properties": {"kind": {"const": "a"}}}}"#)
         #expect(valid(notProp, #"{"kind": "b"}"#) && !valid(notProp, #"{"kind": "a"}"#) && !valid(notProp, "{}"))
     }
 
     @Test func recursiveReferences() throws {
-        let g = try compile(##"""
-        {"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"},
-          "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"], "additionalProperties": false}},
-         "$ref": "#/$defs/node"}
-        """##)
+        let g = try compile(
+            ##"""
+            {"$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"},
+              "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["value"], "additionalProperties": false}},
+             "$ref": "#/$defs/node"}
+            """##)
         #expect(valid(g, #"{"value": 1, "children": [{"value": 2}, {"value": 3, "children": []}]}"#))
         #expect(!valid(g, #"{"value": 1, "children": [{"v": 2}]}"#))
     }
@@ -294,7 +318,10 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(try compile("true"), "[]"))
         #expect(throws: SchemaError.self) { try compile("false") }
         func keyword(_ s: String) -> String? {
-            do { _ = try compile(s); return nil } catch let error as SchemaError {
+            do {
+                _ = try compile(s)
+                return nil
+            } catch let error as SchemaError {
                 if case .unsupported(let k) = error.kind { return k }
                 return "invalid"
             } catch { return "other" }
@@ -315,7 +342,8 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
     @Test func composesLiteralTextWithSchemas() throws {
         var b = GrammarBuilder()
         let args = try JSONSchemaCompiler.addSchema(
-            try JSONValue.parse(#"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}"#),
+            try JSONValue.parse(
+                #"{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}"#),
             to: &b)
         let call = b.rule("call", [[b.literal("<tool_call>{\"name\": \"get_weather\", \"arguments\": "), args, b.literal("}</tool_call>")]])
         let g = try b.build(root: call)
@@ -338,8 +366,13 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
             numbers.append((base, milli))
             numbers.append((base + (fracText.isEmpty ? ".0" : "0"), milli))
         }
-        numbers.append(("-0", 0)); numbers.append(("-0.0", 0)); numbers.append(("12", 12000)); numbers.append(("-12.5", -12500))
-        let bounds: [(String, Int)] = [("-2.5", -2500), ("-1", -1000), ("-0.25", -250), ("0", 0), ("0.5", 500), ("1.125", 1125), ("2.75", 2750)]
+        numbers.append(("-0", 0))
+        numbers.append(("-0.0", 0))
+        numbers.append(("12", 12000))
+        numbers.append(("-12.5", -12500))
+        let bounds: [(String, Int)] = [
+            ("-2.5", -2500), ("-1", -1000), ("-0.25", -250), ("0", 0), ("0.5", 500), ("1.125", 1125), ("2.75", 2750)
+        ]
         var checked = 0
         for (lo, loV) in bounds {
             for (hi, hiV) in bounds where hiV >= loV {
@@ -372,7 +405,9 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
 @Suite struct RollbackTests {
     /// Random accept/rollback sequences agree with replaying the kept bytes from scratch.
     @Test func rollbackEqualsReplay() throws {
-        let g = try compile(#"{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number", "maximum": 50}}, "b": {"type": "string", "maxLength": 5}}}"#)
+        let g = try compile(
+            #"{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "number", "maximum": 50}}, "b": {"type": "string", "maxLength": 5}}}"#
+        )
         let doc = Array(#"{"a": [1, 2.5, -300, 49], "b": "héllo"}"#.utf8)
         var rng = SystemRandomNumberGenerator()
         for _ in 0..<50 {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Grammar
 import LeapJSON
+import Testing
+
+@testable import Grammar
 
 /// Runs the official JSON-Schema-Test-Suite (draft 2020-12) through the compiler and matcher.
 ///
@@ -42,7 +43,10 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
             do {
                 grammar = try JSONSchemaCompiler.compile(c["schema"]!, options: options)
             } catch {
-                if case .unsupported = error.kind { out.unsupported += 1; out.unsupportedCases.append("\(desc) -> \(error)") } else {
+                if case .unsupported = error.kind {
+                    out.unsupported += 1
+                    out.unsupportedCases.append("\(desc) -> \(error)")
+                } else {
                     // An unsatisfiable schema compiles to nothing: every instance must be invalid.
                     let allInvalid = (c["tests"]?.arrayValue ?? []).allSatisfy { $0["valid"] == .bool(false) }
                     if !(error.kind == .unsatisfiable && allInvalid) { out.unexpectedErrors.append("\(desc) -> \(error)") }
@@ -56,7 +60,13 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
                 let valid = t["valid"]!.boolValue!
                 let ok = accepts(grammar, data)
                 let tdesc = "\(desc) / \(t["description"]?.stringValue ?? "") : \(data.prefix(120))"
-                if ok == valid { out.passedTests += 1 } else if valid { out.validRejected.append(tdesc) } else { out.invalidAccepted.append(tdesc) }
+                if ok == valid {
+                    out.passedTests += 1
+                } else if valid {
+                    out.validRejected.append(tdesc)
+                } else {
+                    out.invalidAccepted.append(tdesc)
+                }
             }
         }
     }
@@ -66,7 +76,9 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
 @Suite struct JSONSchemaTestSuiteTests {
     @Test func draft2020_12() throws {
         let r = try runSuite(directory: "json-schema-test-suite", assertFormat: true)
-        print("JSON-Schema-Test-Suite draft2020-12: \(r.cases) cases, \(r.compiled) compiled, \(r.unsupported) unsupported; tests \(r.passedTests)/\(r.tests) as expected")
+        print(
+            "JSON-Schema-Test-Suite draft2020-12: \(r.cases) cases, \(r.compiled) compiled, \(r.unsupported) unsupported; tests \(r.passedTests)/\(r.tests) as expected"
+        )
         for s in r.invalidAccepted { print("INVALID ACCEPTED: \(s)") }
         for s in r.validRejected { print("valid rejected: \(s)") }
         for s in r.unexpectedErrors { print("unexpected error: \(s)") }
@@ -79,7 +91,8 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
             "allOf.json: allOf with base schema / valid",  // property order
             "const.json: const with object / same object with different property order is valid",  // property order
             "dependentRequired.json: dependencies with escaped characters / CRLF",  // property order (required names first)
-            "vocabulary.json: schema that uses custom metaschema with with no validation vocabulary / no validation: invalid number, but it still validates",  // $vocabulary is not honoured
+            // $vocabulary is not honoured:
+            "vocabulary.json: schema that uses custom metaschema with with no validation vocabulary / no validation: invalid number, but it still validates"
         ]
         for s in r.validRejected { #expect(expectedRejections.contains { s.hasPrefix($0) }, "unexpected rejection: \(s)") }
         #expect(r.compiled >= 279)
@@ -87,7 +100,7 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
         let unsupported: Set<String> = [
             "$ref", "$dynamicRef", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
             "if", "oneOf", "not", "propertyNames", "dependentSchemas", "dependentRequired", "uniqueItems", "multipleOf",
-            "pattern", "maxProperties", "minProperties", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
+            "pattern", "maxProperties", "minProperties", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"
         ]
         for s in r.unsupportedCases {
             let keyword = s.components(separatedBy: "unsupported keyword '").last?.components(separatedBy: "'").first ?? ""

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Grammar
 import LeapJSON
+import Testing
+
+@testable import Grammar
 
 /// SmolLM2's vocabulary (49,152 byte-level BPE tokens and LFM2's control tokens), dumped by
 /// scripts/dump_vocab.py from the lfm2-tiny fixture.
@@ -14,7 +15,10 @@ let smolVocabulary: TokenVocabulary = {
 func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
     var out: [Int] = []
     for (id, t) in v.tokens.enumerated() {
-        if v.specialTokens.contains(id) { if m.canAcceptEnd { out.append(id) }; continue }
+        if v.specialTokens.contains(id) {
+            if m.canAcceptEnd { out.append(id) }
+            continue
+        }
         if !t.isEmpty && m.wouldAccept(t) { out.append(id) }
     }
     return out
@@ -36,27 +40,33 @@ func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
         let full = smolVocabulary
         var tokens: [[UInt8]] = []
         var special = Set<Int>()
-        for (id, t) in full.tokens.enumerated() where id % 9 == 0 || t.count == 1 || t.contains(where: { "\"{}[],:\\ 0123456789".utf8.contains($0) }) {
+        for (id, t) in full.tokens.enumerated()
+        where id % 9 == 0 || t.count == 1 || t.contains(where: { "\"{}[],:\\ 0123456789".utf8.contains($0) }) {
             if full.specialTokens.contains(id) { special.insert(tokens.count) }
             tokens.append(t)
         }
         let vocab = TokenVocabulary(tokens: tokens, specialTokens: special)
         let computer = TokenMaskComputer(vocabulary: vocab)
         let cases: [(String, String)] = [
-            (#"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 130}, "tags": {"type": "array", "items": {"enum": ["a", "b\"c"]}}}, "required": ["name"]}"#,
-             #"{"name": "Ann \"A\" é", "age": 42, "extra": {"k": [1.5e3, null]}, "tags": ["a", "b\"c"]}"#),
+            (
+                #"{"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer", "minimum": 0, "maximum": 130}, "tags": {"type": "array", "items": {"enum": ["a", "b\"c"]}}}, "required": ["name"]}"#,
+                #"{"name": "Ann \"A\" é", "age": 42, "extra": {"k": [1.5e3, null]}, "tags": ["a", "b\"c"]}"#
+            ),
             (#"{"type": "array", "items": {"type": "string", "pattern": "^[a-z]+[0-9]?$", "minLength": 2}}"#, #"["abc1", "zz"]"#),
-            (#"{"type": "object", "additionalProperties": {"type": "number"}, "properties": {"x": {"const": 1}}}"#, #"{"xy": -0.5, "x": 1, "z": 10}"#),
-            (#"{"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]}"#, #""2024-02-29""#),
+            (
+                #"{"type": "object", "additionalProperties": {"type": "number"}, "properties": {"x": {"const": 1}}}"#,
+                #"{"xy": -0.5, "x": 1, "z": 10}"#
+            ),
+            (#"{"anyOf": [{"type": "string", "format": "date"}, {"type": "boolean"}]}"#, #""2024-02-29""#)
         ]
         var grammars = try cases.map { (try JSONSchemaCompiler.compile($0.0), $0.0, $0.1) }
         var limited = JSONSchemaCompiler.Options()
         limited.maxWhitespaceRun = 2
         grammars.append((try JSONSchemaCompiler.compile("true", options: limited), "true, maxWhitespaceRun 2", "{\"k\":  [1, \n\"v\"]}"))
         let gbnf = #"""
-        root ::= "[" call (", " call)* "]"
-        call ::= [a-z_]+ "(" ([a-z]+ "=" ("\"" [^"\\]* "\"" | [0-9]+))? ")"
-        """#
+            root ::= "[" call (", " call)* "]"
+            call ::= [a-z_]+ "(" ([a-z]+ "=" ("\"" [^"\\]* "\"" | [0-9]+))? ")"
+            """#
         grammars.append((try GBNF.parse(gbnf), gbnf, #"[get_weather(city="Zürich 12"), now()]"#))
         for (g, schema, doc) in grammars {
             let m = GrammarMatcher(grammar: g)

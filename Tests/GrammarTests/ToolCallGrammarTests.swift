@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Grammar
 import LeapJSON
+import Testing
+
+@testable import Grammar
 
 // MARK: Fixtures
 
@@ -9,20 +10,51 @@ import LeapJSON
 /// bounds, numbers (and null), booleans, arrays of strings, nested objects, optional
 /// parameters, no parameters, an enum of true/null/string, a `$ref` into `$defs`.
 let toolFunctions: [(name: String, parameters: JSONValue)] = [
-    ("get_weather", toolSchema(#"{"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}"#)),
-    ("set_alarm", toolSchema(#"{"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59}, "loud": {"type": "boolean"}}, "required": ["hour"]}"#)),
-    ("convert", toolSchema(#"{"properties": {"amount": {"type": "number"}, "ratio": {"type": ["number", "null"]}}, "required": ["amount", "ratio"]}"#)),
-    ("tag_items", toolSchema(#"{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 1, "maxItems": 3}}, "required": ["tags"]}"#)),
-    ("create_event", toolSchema(#"{"type": "object", "properties": {"event": {"type": "object", "properties": {"title": {"type": "string"}, "attendees": {"type": "array", "items": {"type": "string"}}, "private": {"type": "boolean"}}, "required": ["title"]}}, "required": ["event"]}"#)),
+    (
+        "get_weather",
+        toolSchema(
+            #"{"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}"#
+        )
+    ),
+    (
+        "set_alarm",
+        toolSchema(
+            #"{"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59}, "loud": {"type": "boolean"}}, "required": ["hour"]}"#
+        )
+    ),
+    (
+        "convert",
+        toolSchema(
+            #"{"properties": {"amount": {"type": "number"}, "ratio": {"type": ["number", "null"]}}, "required": ["amount", "ratio"]}"#)
+    ),
+    (
+        "tag_items",
+        toolSchema(
+            #"{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "minItems": 1, "maxItems": 3}}, "required": ["tags"]}"#
+        )
+    ),
+    (
+        "create_event",
+        toolSchema(
+            #"{"type": "object", "properties": {"event": {"type": "object", "properties": {"title": {"type": "string"}, "attendees": {"type": "array", "items": {"type": "string"}}, "private": {"type": "boolean"}}, "required": ["title"]}}, "required": ["event"]}"#
+        )
+    ),
     ("get_time", toolSchema(#"{"type": "object", "properties": {}}"#)),
     ("toggle", toolSchema(#"{"type": "object", "properties": {"mode": {"enum": [true, null, "auto"]}}, "required": ["mode"]}"#)),
-    ("units.pick", toolSchema(##"{"type": "object", "$defs": {"unit": {"enum": ["c", "f"]}}, "properties": {"u": {"$ref": "#/$defs/unit"}}, "required": ["u"]}"##)),
+    (
+        "units.pick",
+        toolSchema(
+            ##"{"type": "object", "$defs": {"unit": {"enum": ["c", "f"]}}, "properties": {"u": {"$ref": "#/$defs/unit"}}, "required": ["u"]}"##
+        )
+    )
 ]
 
 func toolSchema(_ text: String) -> JSONValue { try! JSONValue.parse(text) }
 
-func toolGrammar(_ syntax: ToolCallSyntax, start: Bool = true, end: Bool = true,
-                 _ functions: [(name: String, parameters: JSONValue)] = toolFunctions) throws -> Grammar {
+func toolGrammar(
+    _ syntax: ToolCallSyntax, start: Bool = true, end: Bool = true,
+    _ functions: [(name: String, parameters: JSONValue)] = toolFunctions
+) throws -> Grammar {
     try ToolCallGrammar.build(functions: functions, syntax: syntax, includeStartMarker: start, includeEndMarker: end)
 }
 
@@ -65,7 +97,10 @@ struct PythonCallReader {
             }
             try expect(")")
             calls.append((name, args))
-            if lookingAt(", ") { pos += 2; continue }
+            if lookingAt(", ") {
+                pos += 2
+                continue
+            }
             try expect("]")
             break
         }
@@ -75,13 +110,20 @@ struct PythonCallReader {
 
     func peek() -> UInt8? { pos < bytes.count ? bytes[pos] : nil }
     func lookingAt(_ s: String) -> Bool { bytes[pos...].starts(with: s.utf8) }
-    func fail(_ m: String) -> CallReadError { CallReadError(description: "\(m) at byte \(pos) of \(String(decoding: bytes, as: UTF8.self))") }
-    mutating func expect(_ s: String) throws { guard lookingAt(s) else { throw fail("'\(s)' expected") }; pos += s.utf8.count }
+    func fail(_ m: String) -> CallReadError {
+        CallReadError(description: "\(m) at byte \(pos) of \(String(decoding: bytes, as: UTF8.self))")
+    }
+    mutating func expect(_ s: String) throws {
+        guard lookingAt(s) else { throw fail("'\(s)' expected") }
+        pos += s.utf8.count
+    }
     mutating func skipSpace() { while let c = peek(), c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { pos += 1 } }
 
     mutating func identifier(dotted: Bool) -> String {
         let start = pos
-        while let c = peek(), (c >= 0x61 && c <= 0x7A) || (c >= 0x41 && c <= 0x5A) || (c >= 0x30 && c <= 0x39) || c == 0x5F || (dotted && c == 0x2E) { pos += 1 }
+        while let c = peek(),
+            (c >= 0x61 && c <= 0x7A) || (c >= 0x41 && c <= 0x5A) || (c >= 0x30 && c <= 0x39) || c == 0x5F || (dotted && c == 0x2E)
+        { pos += 1 }
         return String(decoding: bytes[start..<pos], as: UTF8.self)
     }
 
@@ -103,25 +145,45 @@ struct PythonCallReader {
             while let d = peek(), "-+.eE0123456789".utf8.contains(d) { pos += 1 }
             return try JSONValue.parse(bytes: Array(bytes[start..<pos]))
         case UInt8(ascii: "["):
-            pos += 1; skipSpace()
+            pos += 1
+            skipSpace()
             var items: [JSONValue] = []
-            if peek() == UInt8(ascii: "]") { pos += 1; return .array(items) }
+            if peek() == UInt8(ascii: "]") {
+                pos += 1
+                return .array(items)
+            }
             while true {
-                items.append(try value()); skipSpace()
-                if peek() == UInt8(ascii: ",") { pos += 1; skipSpace(); continue }
+                items.append(try value())
+                skipSpace()
+                if peek() == UInt8(ascii: ",") {
+                    pos += 1
+                    skipSpace()
+                    continue
+                }
                 try expect("]")
                 return .array(items)
             }
         case UInt8(ascii: "{"):
-            pos += 1; skipSpace()
+            pos += 1
+            skipSpace()
             var object = JSONObject()
-            if peek() == UInt8(ascii: "}") { pos += 1; return .object(object) }
+            if peek() == UInt8(ascii: "}") {
+                pos += 1
+                return .object(object)
+            }
             while true {
                 guard case .string(let key) = try value() else { throw fail("dict keys here are strings") }
-                skipSpace(); try expect(":"); skipSpace()
+                skipSpace()
+                try expect(":")
+                skipSpace()
                 guard object[key] == nil else { throw fail("key \(key) repeated") }
-                object[key] = try value(); skipSpace()
-                if peek() == UInt8(ascii: ",") { pos += 1; skipSpace(); continue }
+                object[key] = try value()
+                skipSpace()
+                if peek() == UInt8(ascii: ",") {
+                    pos += 1
+                    skipSpace()
+                    continue
+                }
                 try expect("}")
                 return .object(object)
             }
@@ -176,7 +238,9 @@ func violation(_ value: JSONValue, _ schema: JSONValue, root: JSONValue) -> Stri
 /// Checks generated call text against the registered functions: the syntax parses, the names
 /// are registered and the arguments are valid. Returns the calls' names.
 func checkGeneratedCalls(_ text: String, syntax: ToolCallSyntax, functions: [(name: String, parameters: JSONValue)]) throws -> [String] {
-    guard text.hasPrefix(syntax.startMarker), text.hasSuffix(syntax.endMarker) else { throw CallReadError(description: "markers missing: \(text)") }
+    guard text.hasPrefix(syntax.startMarker), text.hasSuffix(syntax.endMarker) else {
+        throw CallReadError(description: "markers missing: \(text)")
+    }
     let inner = String(text.dropFirst(syntax.startMarker.count).dropLast(syntax.endMarker.count))
     var calls: [(name: String, arguments: JSONObject)] = []
     switch syntax {
@@ -186,11 +250,14 @@ func checkGeneratedCalls(_ text: String, syntax: ToolCallSyntax, functions: [(na
     case .json:
         let v = try JSONValue.parse(inner)  // the parser allows the surrounding whitespace
         guard case .object(let o) = v, o.keys == ["name", "arguments"], case .string(let name)? = o["name"],
-              case .object(let args)? = o["arguments"] else { throw CallReadError(description: "not a call object: \(inner)") }
+            case .object(let args)? = o["arguments"]
+        else { throw CallReadError(description: "not a call object: \(inner)") }
         calls = [(name, args)]
     }
     for call in calls {
-        guard let f = functions.first(where: { $0.name == call.name }) else { throw CallReadError(description: "unknown function \(call.name)") }
+        guard let f = functions.first(where: { $0.name == call.name }) else {
+            throw CallReadError(description: "unknown function \(call.name)")
+        }
         if let bad = violation(.object(call.arguments), f.parameters, root: f.parameters) {
             throw CallReadError(description: "\(call.name): \(bad) in \(text)")
         }
@@ -262,12 +329,14 @@ struct SeededGenerator: RandomNumberGenerator {
             #"[create_event(event={"title": "Standup"})]"#,
             #"[toggle(mode=True)]"#, #"[toggle(mode=None)]"#, #"[toggle(mode="auto")]"#,
             #"[units.pick(u="f")]"#,
-            #"[get_time(), get_time(), set_alarm(hour=5)]"#,
+            #"[get_time(), get_time(), set_alarm(hour=5)]"#
         ]
         for call in valid {
             #expect(acceptsByteByByte(g, "<|tool_call_start|>" + call + "<|tool_call_end|>"), "\(call)")
             // Each valid text also passes the independent checker.
-            #expect(throws: Never.self) { try checkGeneratedCalls("<|tool_call_start|>" + call + "<|tool_call_end|>", syntax: .lfm2, functions: toolFunctions) }
+            #expect(throws: Never.self) {
+                try checkGeneratedCalls("<|tool_call_start|>" + call + "<|tool_call_end|>", syntax: .lfm2, functions: toolFunctions)
+            }
         }
     }
 
@@ -303,7 +372,7 @@ struct SeededGenerator: RandomNumberGenerator {
             (#"[get_time(), ]"#, "trailing separator"),
             (#"[]"#, "empty list"),
             (#"get_time()"#, "no brackets"),
-            (#"[units.pick(u="k")]"#, "$ref enum"),
+            (#"[units.pick(u="k")]"#, "$ref enum")
         ]
         for (call, why) in invalid {
             #expect(!acceptsByteByByte(g, "<|tool_call_start|>" + call + "<|tool_call_end|>"), "\(why): \(call)")
@@ -342,7 +411,7 @@ struct SeededGenerator: RandomNumberGenerator {
             #"<tool_call>{"name": "toggle", "arguments": {"mode": true}}</tool_call>"#,
             #"<tool_call>{"name": "get_time", "arguments": {}}</tool_call>"#,
             #"<tool_call> {"name": "create_event", "arguments": {"event": {"title": "x", "attendees": ["a"]}}} </tool_call>"#,
-            #"<tool_call>{"name": "units.pick", "arguments": {"u": "c"}}</tool_call>"#,
+            #"<tool_call>{"name": "units.pick", "arguments": {"u": "c"}}</tool_call>"#
         ]
         for call in valid {
             #expect(acceptsByteByByte(g, call), "\(call)")
@@ -359,26 +428,37 @@ struct SeededGenerator: RandomNumberGenerator {
             (#"<tool_call>{"name": "get_time", "arguments": "{}"}</tool_call>"#, "arguments as a string"),
             (#"<tool_call>{"arguments": {}, "name": "get_time"}</tool_call>"#, "name comes first"),
             (#"<tool_call>{"name": "get_time", "arguments": {}}"#, "missing end marker"),
-            ("<tool_call>\n\n\n\n\n{\"name\": \"get_time\", \"arguments\": {}}</tool_call>", "whitespace run above 4"),
+            ("<tool_call>\n\n\n\n\n{\"name\": \"get_time\", \"arguments\": {}}</tool_call>", "whitespace run above 4")
         ]
         for (call, why) in invalid { #expect(!acceptsByteByByte(g, call), "\(why): \(call)") }
     }
 
     @Test func errorsNameTheFunction() throws {
         func error(_ functions: [(name: String, parameters: JSONValue)], _ syntax: ToolCallSyntax = .lfm2) -> SchemaError? {
-            do { _ = try ToolCallGrammar.build(functions: functions, syntax: syntax); return nil } catch { return error }
+            do {
+                _ = try ToolCallGrammar.build(functions: functions, syntax: syntax)
+                return nil
+            } catch { return error }
         }
         let ok: (name: String, parameters: JSONValue) = ("get_time", toolSchema("{}"))
-        let host = error([ok, ("lookup", toolSchema(#"{"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}}"#))])
+        let host = error([ok, ("lookup", toolSchema(#"{"type": "object", "properties": {"h": {"type": "string", "format": "hostname"}}}"#))]
+        )
         #expect(host?.kind == .unsupported(keyword: "format"))
         #expect(host?.message.contains("function 'lookup'") == true)
         let notObject = error([("count", toolSchema(#"{"type": "string"}"#))], .hermes)
         #expect(notObject?.kind == .invalid && notObject?.message.contains("function 'count'") == true)
         let badRef = error([("f", toolSchema(##"{"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}"##))])
         #expect(badRef?.kind == .invalid && badRef?.message.contains("function 'f'") == true)
-        let impossible = error([ok, ("never", toolSchema(#"{"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}, "required": ["a"]}"#))])
+        let impossible = error([
+            ok,
+            (
+                "never",
+                toolSchema(#"{"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}, "required": ["a"]}"#)
+            )
+        ])
         #expect(impossible?.kind == .unsatisfiable && impossible?.message.contains("function 'never'") == true)
-        let impossibleJSON = error([ok, ("never", toolSchema(#"{"type": "object", "properties": {"a": false}, "required": ["a"]}"#))], .hermes)
+        let impossibleJSON = error(
+            [ok, ("never", toolSchema(#"{"type": "object", "properties": {"a": false}, "required": ["a"]}"#))], .hermes)
         #expect(impossibleJSON?.kind == .unsatisfiable && impossibleJSON?.message.contains("function 'never'") == true)
         let badKey = error([("f", toolSchema(#"{"type": "object", "properties": {"a-b": {"type": "string"}}}"#))])
         #expect(badKey?.kind == .invalid && badKey?.message.contains("'a-b'") == true)
@@ -386,7 +466,15 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(error([("f", toolSchema(#"{"type": "object", "properties": {"a-b": {"type": "string"}}}"#))], .hermes) == nil)
         let anyOf = error([("f", toolSchema(#"{"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}"#))])
         #expect(anyOf?.kind == .unsupported(keyword: "anyOf"))
-        #expect(error([("f", toolSchema(#"{"type": "object", "properties": {"a": {}, "b": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}"#))], .hermes) == nil)
+        #expect(
+            error(
+                [
+                    (
+                        "f",
+                        toolSchema(
+                            #"{"type": "object", "properties": {"a": {}, "b": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}"#)
+                    )
+                ], .hermes) == nil)
         #expect(error([("bad name", toolSchema("{}"))])?.kind == .invalid)
         #expect(error([ok, ok])?.message.contains("two functions") == true)
         #expect(error([])?.kind == .invalid)
@@ -420,7 +508,7 @@ struct SeededGenerator: RandomNumberGenerator {
             "<|tool_call_start|>", "<|tool_call_end|>", "[", "]", "(", ")", ", ", ",", " ", "=", "\"",
             "get_weather", "get_", "weather", "get_time", "set_alarm", "time()", "city=", "city", "unit=\"", "celsius",
             "\"celsius\"", "fahrenheit", "kelvin", "\"NYC\"", "NYC", "hour=", "minute=", "loud=", "True", "true", "False",
-            "None", "null", "7", "2", "3", "0", "24", ")]", "\")", "\"])", "<", "<eos>",
+            "None", "null", "7", "2", "3", "0", "24", ")]", "\")", "\"])", "<", "<eos>"
         ]
         let vocab = TokenVocabulary(tokens: words.map { Array($0.utf8) }, specialTokens: [words.count - 1])
         let computer = TokenMaskComputer(vocabulary: vocab)
@@ -452,7 +540,8 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(allowed() == ["<eos>"])  // only the special token, now that the grammar is complete
         // And the masks agree with brute force along that path.
         m.reset()
-        let text = Array(#"<|tool_call_start|>[get_weather(city="NYC", unit="celsius"), set_alarm(hour=23, loud=True)]<|tool_call_end|>"#.utf8)
+        let text = Array(
+            #"<|tool_call_start|>[get_weather(city="NYC", unit="celsius"), set_alarm(hour=23, loud=True)]<|tool_call_end|>"#.utf8)
         for (i, b) in text.enumerated() {
             #expect(computer.mask(for: m).allowed == bruteForceMask(m, vocab), "after \(i) bytes")
             #expect(m.accept(byte: b))
@@ -475,9 +564,13 @@ struct SeededGenerator: RandomNumberGenerator {
             var out: [UInt8] = []
             while !m.isComplete && out.count < 4_000 {
                 let choices = (0...255).map(UInt8.init).filter { m.wouldAccept([$0]) }
-                guard !choices.isEmpty else { Issue.record("dead end after \(String(decoding: out, as: UTF8.self))"); break }
+                guard !choices.isEmpty else {
+                    Issue.record("dead end after \(String(decoding: out, as: UTF8.self))")
+                    break
+                }
                 let preferred = choices.filter { closers.contains($0) }
-                let b = !preferred.isEmpty && Double.random(in: 0..<1, using: &rng) < 0.3
+                let b =
+                    !preferred.isEmpty && Double.random(in: 0..<1, using: &rng) < 0.3
                     ? preferred.randomElement(using: &rng)! : choices.randomElement(using: &rng)!
                 #expect(m.accept(byte: b))
                 out.append(b)
@@ -504,9 +597,11 @@ struct SeededGenerator: RandomNumberGenerator {
     @Test func randomTokenWalksProduceValidCalls() throws {
         // Single bytes (so every text is reachable) plus multi-byte pieces.
         var words = (0...127).map { String(UnicodeScalar(UInt8($0))) }
-        words += ["<|tool_call_start|>", "<|tool_call_end|>", "get_weather(", "city=\"", "unit=\"", "celsius", "fahrenheit",
-                  "set_alarm(hour=", ", minute=", ", loud=", "True", "False", "None", "true", "null", "convert(",
-                  "amount=", "ratio=", "tag_items(tags=[", "create_event(event={", "\"title\": ", "toggle(mode=", "\")", ")]", ", "]
+        words += [
+            "<|tool_call_start|>", "<|tool_call_end|>", "get_weather(", "city=\"", "unit=\"", "celsius", "fahrenheit",
+            "set_alarm(hour=", ", minute=", ", loud=", "True", "False", "None", "true", "null", "convert(",
+            "amount=", "ratio=", "tag_items(tags=[", "create_event(event={", "\"title\": ", "toggle(mode=", "\")", ")]", ", "
+        ]
         let vocab = TokenVocabulary(tokens: words.map { Array($0.utf8) })
         let computer = TokenMaskComputer(vocabulary: vocab)
         let g = try toolGrammar(.lfm2)
@@ -518,7 +613,10 @@ struct SeededGenerator: RandomNumberGenerator {
             var steps = 0
             while !m.isComplete && steps < 3_000 {
                 let allowed = computer.mask(for: m).allowed
-                guard !allowed.isEmpty else { Issue.record("empty mask after \(text)"); break }
+                guard !allowed.isEmpty else {
+                    Issue.record("empty mask after \(text)")
+                    break
+                }
                 // Prefer longer tokens and closing quotes half of the time, to keep walks short.
                 let long = allowed.filter { vocab.tokens[$0].count > 1 || vocab.tokens[$0] == [0x22] || vocab.tokens[$0] == [0x29] }
                 let id = !long.isEmpty && Bool.random(using: &rng) ? long.randomElement(using: &rng)! : allowed.randomElement(using: &rng)!

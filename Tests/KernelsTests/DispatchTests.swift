@@ -1,5 +1,6 @@
 import GGUF
 import Testing
+
 @testable import Kernels
 
 /// Which kernel each type dispatches to: every integer format takes the vector path with

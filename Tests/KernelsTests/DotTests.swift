@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GGUF
+import Testing
+
 @testable import Kernels
 
 /// Odd sizes: an odd number of blocks, and rows that do not split evenly over threads.
@@ -30,11 +31,13 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
                 quantBound += abs(Double(w[j])) * Double(acts.d[j / 32]) / 2
             }
             #expect(magnitude > 0)
-            #expect(abs(Double(fast) - Double(reference)) <= 1e-5 * magnitude,
-                    "\(type) row \(r): fast \(fast) vs reference \(reference)")
+            #expect(
+                abs(Double(fast) - Double(reference)) <= 1e-5 * magnitude,
+                "\(type) row \(r): fast \(fast) vs reference \(reference)")
             if type.usesQuantizedActivations {
-                #expect(abs(Double(reference) - exact) <= quantBound * 1.001 + 1e-5 * magnitude,
-                        "\(type) row \(r): reference \(reference) vs exact \(exact), bound \(quantBound)")
+                #expect(
+                    abs(Double(reference) - exact) <= quantBound * 1.001 + 1e-5 * magnitude,
+                    "\(type) row \(r): reference \(reference) vs exact \(exact), bound \(quantBound)")
             } else {
                 #expect(abs(Double(reference) - exact) <= 1e-5 * magnitude, "\(type) row \(r): \(reference) vs \(exact)")
             }
@@ -58,7 +61,8 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
             var exact = 0.0, magnitude = 0.0, quantBound = 0.0
             for j in 0..<c.cols {
                 let wj = Double(w[r * c.cols + j])
-                exact += wj * Double(x[j]); magnitude += abs(wj * Double(x[j]))
+                exact += wj * Double(x[j])
+                magnitude += abs(wj * Double(x[j]))
                 quantBound += abs(wj) * Double(acts.d[j / 32]) / 2
             }
             #expect(abs(Double(fast) - Double(reference)) <= 1e-5 * magnitude, "\(c) row \(r): \(fast) vs \(reference)")
@@ -162,7 +166,10 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
         for t in 0..<tokens {
             for r in 0..<rows {
                 var s: Double = 0, mag: Double = 0
-                for c in 0..<cols { s += Double(x[t * cols + c]) * Double(w[r * cols + c]); mag += abs(Double(x[t * cols + c]) * Double(w[r * cols + c])) }
+                for c in 0..<cols {
+                    s += Double(x[t * cols + c]) * Double(w[r * cols + c])
+                    mag += abs(Double(x[t * cols + c]) * Double(w[r * cols + c]))
+                }
                 #expect(abs(Double(y[t * rows + r]) - s) <= 1e-5 * mag + 1e-12, "token \(t) row \(r)")
             }
         }

@@ -34,14 +34,20 @@ import Testing
         let x = (0..<n).map { Float(cos(Double($0) * 0.7) * 3) }
         let w = (0..<n).map { Float(1 + Double($0 % 5) * 0.1) }
         var y = [Float](repeating: 0, count: n)
-        x.withUnsafeBufferPointer { xp in w.withUnsafeBufferPointer { wp in y.withUnsafeMutableBufferPointer { yp in
-            Elementwise.rmsNorm(xp.baseAddress!, weight: wp.baseAddress!, yp.baseAddress!, count: n, eps: 1e-5)
-        } } }
+        x.withUnsafeBufferPointer { xp in
+            w.withUnsafeBufferPointer { wp in
+                y.withUnsafeMutableBufferPointer { yp in
+                    Elementwise.rmsNorm(xp.baseAddress!, weight: wp.baseAddress!, yp.baseAddress!, count: n, eps: 1e-5)
+                }
+            }
+        }
         let rms = (x.map { Double($0) * Double($0) }.reduce(0, +) / Double(n) + 1e-5).squareRoot()
         for i in 0..<n { #expect(abs(Double(y[i]) - Double(x[i]) / rms * Double(w[i])) < 1e-5) }
 
         var g = x
-        x.withUnsafeBufferPointer { up in g.withUnsafeMutableBufferPointer { Elementwise.siluMultiply($0.baseAddress!, up.baseAddress!, count: n) } }
+        x.withUnsafeBufferPointer { up in
+            g.withUnsafeMutableBufferPointer { Elementwise.siluMultiply($0.baseAddress!, up.baseAddress!, count: n) }
+        }
         for i in 0..<n {
             let v = Double(x[i])
             #expect(abs(Double(g[i]) - v / (1 + Foundation.exp(-v)) * v) < 1e-5 * max(1, abs(v * v)))
@@ -52,13 +58,17 @@ import Testing
         let dims = 8, pairs = 4, position = 5
         let scale = Elementwise.ropeThetaScale(base: 10000, dimensions: dims)
         var cache = [Float](repeating: 0, count: 2 * pairs)
-        cache.withUnsafeMutableBufferPointer { Elementwise.ropeCache(position: position, thetaScale: scale, pairs: pairs, into: $0.baseAddress!) }
+        cache.withUnsafeMutableBufferPointer {
+            Elementwise.ropeCache(position: position, thetaScale: scale, pairs: pairs, into: $0.baseAddress!)
+        }
         let x: [Float] = [1, 2, 3, 4, 5, 6, 7, 8]
         for style in [Elementwise.RopeStyle.adjacentPairs, .neox] {
             var y = x
-            y.withUnsafeMutableBufferPointer { yp in cache.withUnsafeBufferPointer { c in
-                Elementwise.rope(yp.baseAddress!, heads: 1, headDim: dims, cache: c.baseAddress!, pairs: pairs, style: style)
-            } }
+            y.withUnsafeMutableBufferPointer { yp in
+                cache.withUnsafeBufferPointer { c in
+                    Elementwise.rope(yp.baseAddress!, heads: 1, headDim: dims, cache: c.baseAddress!, pairs: pairs, style: style)
+                }
+            }
             for p in 0..<pairs {
                 let theta = Double(position) * pow(10000, -2 * Double(p) / Double(dims))
                 let (i, j) = style == .adjacentPairs ? (2 * p, 2 * p + 1) : (p, p + pairs)

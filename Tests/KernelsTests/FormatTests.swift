@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GGUF
+import Testing
+
 @testable import Kernels
 
 @Suite struct FloatBitsTests {
@@ -87,7 +88,8 @@ import GGUF
             }
         }
         let mismatch = zip(out, expected).enumerated().first { $0.element.0 != $0.element.1 }
-        #expect(out == expected, "first mismatching byte: \(String(describing: mismatch)) (block \((mismatch?.offset ?? 0) / type.typeSize))")
+        #expect(
+            out == expected, "first mismatching byte: \(String(describing: mismatch)) (block \((mismatch?.offset ?? 0) / type.typeSize))")
     }
 }
 
@@ -121,7 +123,9 @@ import GGUF
         for scale: Float in [1e-6, 1e-3, 0.05, 1, 300] {
             let x = rng.normal(cols, scale: scale)
             var q = [UInt8](repeating: 0, count: type.rowBytes(count: cols)!)
-            x.withUnsafeBufferPointer { src in q.withUnsafeMutableBytes { type.quantizeRow(src.baseAddress!, into: $0.baseAddress!, count: cols) } }
+            x.withUnsafeBufferPointer { src in
+                q.withUnsafeMutableBytes { type.quantizeRow(src.baseAddress!, into: $0.baseAddress!, count: cols) }
+            }
             let y = dequantizeReference(type, q, count: cols)
             let group = max(type.blockSize, 32)
             for g in 0..<(cols / group) {
@@ -149,7 +153,8 @@ import GGUF
         var rng = SeededRandom(seed: 5)
         for count in [32, 96, 1536] {
             var x = rng.normal(count, scale: 2)
-            x[0] = 0; if count > 64 { for j in 32..<64 { x[j] = 0 } }  // a zero block
+            x[0] = 0
+            if count > 64 { for j in 32..<64 { x[j] = 0 } }  // a zero block
             let fast = QuantizedActivations(capacity: count), reference = QuantizedActivations(capacity: count)
             fast.quantize(x)
             x.withUnsafeBufferPointer { reference.quantizeReference($0.baseAddress!, count: count) }
@@ -187,7 +192,9 @@ import GGUF
             switch type {
             case .f16: tame(base)
             case .q8_0, .q4_0, .q5_0: tame(base)
-            case .q4_1, .q5_1, .q4_K, .q5_K: tame(base); tame(base + 2)
+            case .q4_1, .q5_1, .q4_K, .q5_K:
+                tame(base)
+                tame(base + 2)
             case .q6_K: tame(base + 208)
             default: break
             }
@@ -197,8 +204,11 @@ import GGUF
             bytes = []
             for _ in 0..<count {
                 let f = Float.random(in: -100...100, using: &rng)
-                if type == .f32 { withUnsafeBytes(of: f) { bytes += $0 } }
-                else { withUnsafeBytes(of: FloatBits.floatToBF16(f)) { bytes += $0 } }
+                if type == .f32 {
+                    withUnsafeBytes(of: f) { bytes += $0 }
+                } else {
+                    withUnsafeBytes(of: FloatBits.floatToBF16(f)) { bytes += $0 }
+                }
             }
         }
         var fast = [Float](repeating: .nan, count: count), reference = fast

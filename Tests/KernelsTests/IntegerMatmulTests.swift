@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import GGUF
+import Testing
+
 @testable import Kernels
 
 /// The 8-bit integer matmul of prompt processing (IntegerMatmul.swift): packing, batch
@@ -42,7 +43,8 @@ import GGUF
         var packed = [UInt8](repeating: 0, count: nb * IntegerMatmul.groupBlockBytes)
         bytes.withUnsafeBytes { src in
             packed.withUnsafeMutableBytes {
-                IntegerMatmul.packGroupReference(type, src.baseAddress!, rowBytes: type.rowBytes(count: cols)!, rows: 0..<rows, nb: nb, $0.baseAddress!)
+                IntegerMatmul.packGroupReference(
+                    type, src.baseAddress!, rowBytes: type.rowBytes(count: cols)!, rows: 0..<rows, nb: nb, $0.baseAddress!)
             }
         }
         packed.withUnsafeBytes { p in
@@ -54,8 +56,9 @@ import GGUF
                     for j in 0..<32 {
                         let u = Float(g.load(fromByteOffset: 32 * (j / 4) + 4 * r + j % 4, as: UInt8.self))
                         let expected = w[r * cols + 32 * i + j]
-                        #expect(abs(d * u + m - expected) <= 1e-6 * (abs(d) * 256 + abs(m)),
-                                "\(type) row \(r) value \(32 * i + j): \(d) * \(u) + \(m) vs \(expected)")
+                        #expect(
+                            abs(d * u + m - expected) <= 1e-6 * (abs(d) * 256 + abs(m)),
+                            "\(type) row \(r) value \(32 * i + j): \(d) * \(u) + \(m) vs \(expected)")
                     }
                 }
             }
@@ -111,8 +114,9 @@ import GGUF
                     let reference = bytes.withUnsafeBytes { type.dotReference($0.baseAddress! + r * rowBytes, one) }
                     var magnitude: Double = 0
                     for j in 0..<cols { magnitude += abs(Double(w[r * cols + j]) * Double(one.qs[j]) * Double(one.d[j / 32])) }
-                    #expect(abs(Double(y[t * rows + r]) - Double(reference)) <= 1e-5 * magnitude + 1e-30,
-                            "\(type) token \(t) row \(r): \(y[t * rows + r]) vs reference \(reference)")
+                    #expect(
+                        abs(Double(y[t * rows + r]) - Double(reference)) <= 1e-5 * magnitude + 1e-30,
+                        "\(type) token \(t) row \(r): \(y[t * rows + r]) vs reference \(reference)")
                 }
             }
         }
@@ -131,7 +135,11 @@ import GGUF
             switch type {
             case .q8_0:
                 bytes += [UInt8(one & 0xFF), UInt8(one >> 8)]
-                for _ in 0..<32 { let q = Int.random(in: -128...127, using: &rng); bytes.append(UInt8(bitPattern: Int8(q))); levels.append(q) }
+                for _ in 0..<32 {
+                    let q = Int.random(in: -128...127, using: &rng)
+                    bytes.append(UInt8(bitPattern: Int8(q)))
+                    levels.append(q)
+                }
             default:
                 bytes += [UInt8(one & 0xFF), UInt8(one >> 8)]
                 if type == .q4_1 { bytes += [UInt8(minusEight & 0xFF), UInt8(minusEight >> 8)] }

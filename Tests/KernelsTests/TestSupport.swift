@@ -1,5 +1,6 @@
 import Foundation
 import GGUF
+
 @testable import Kernels
 
 /// One case of Fixtures/manifest.json (made by scripts/make_kernel_fixtures.py with gguf-py).
@@ -82,7 +83,8 @@ func randomWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> [UIn
     let nb = cols / 256
     func setHalf(_ offset: Int, _ v: Float) {
         let h = FloatBits.floatToHalf(v)
-        bytes[offset] = UInt8(h & 0xFF); bytes[offset + 1] = UInt8(h >> 8)
+        bytes[offset] = UInt8(h & 0xFF)
+        bytes[offset + 1] = UInt8(h >> 8)
     }
     for r in 0..<rows {
         for i in 0..<nb {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LeapJSON
 
 @Suite struct JSONParsingTests {
@@ -41,7 +42,8 @@ import Testing
 
     @Test(arguments: [
         (1.0, "1.0"), (0.1, "0.1"), (1e15, "1000000000000000.0"), (1e16, "1e+16"), (0.0001, "0.0001"),
-        (0.00001, "1e-05"), (-2.5, "-2.5"), (123456789.125, "123456789.125"), (1.5e300, "1.5e+300"), (Double.leastNonzeroMagnitude, "5e-324"),
+        (0.00001, "1e-05"), (-2.5, "-2.5"), (123456789.125, "123456789.125"), (1.5e300, "1.5e+300"),
+        (Double.leastNonzeroMagnitude, "5e-324")
     ])
     func floatRepr(_ value: Double, _ expected: String) {
         #expect(JSONValue.pythonFloatRepr(value) == expected)
@@ -49,8 +51,9 @@ import Testing
 
     @Test func indentAndEscapes() {
         let v: JSONValue = ["a": ["x", "<&>'\"\u{1}"]]
-        #expect(v.serialized(JSONFormat(itemSeparator: ", ", keySeparator: ": ", indent: 2)) ==
-            "{\n  \"a\": [\n    \"x\",\n    \"<&>'\\\"\\u0001\"\n  ]\n}")
+        #expect(
+            v.serialized(JSONFormat(itemSeparator: ", ", keySeparator: ": ", indent: 2))
+                == "{\n  \"a\": [\n    \"x\",\n    \"<&>'\\\"\\u0001\"\n  ]\n}")
         #expect(v.serialized(JSONFormat(htmlSafe: true)) == #"{"a":["x","\u003c\u0026\u003e\u0027\"\u0001"]}"#)
         #expect(JSONValue.string("é😀").serialized(JSONFormat(asciiOnly: true)) == #""\u00e9\ud83d\ude00""#)
     }

@@ -1,7 +1,8 @@
 import Foundation
 import LeapJSON
-import Testing
 import TestSupport
+import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
 
@@ -9,24 +10,32 @@ import TestSupport
 /// call's arguments against them.
 enum TestFunctions {
     static let all: [LeapFunction] = [
-        LeapFunction(name: "get_weather", description: "Query the weather of a city", parameters: [
-            // An enum, not a free string: lfm2-tiny's random weights close a free string only
-            // when they happen to pick a token with a quote, often hundreds of tokens later.
-            LeapFunctionParameter(name: "city", type: .string(StringType(enumValues: ["Paris", "Lima", "Oslo"])),
-                                  description: "The city"),
-            LeapFunctionParameter(name: "unit", type: .string(StringType(enumValues: ["celsius", "fahrenheit"])),
-                                  description: "Temperature unit", optional: true),
-        ]),
-        LeapFunction(name: "add", functionDescription: "Add two integers", parameters: [
-            LeapFunctionParameter(name: "a", type: .LeapInt(), parameterDescription: "First", optional: false),
-            LeapFunctionParameter(name: "b", type: .LeapInt(), parameterDescription: "Second", optional: false),
-        ]),
-        LeapFunction(name: "set_mode", description: "Set flags", parameters: [
-            LeapFunctionParameter(name: "flags", type: .array(ArrayType(itemType: .boolean(BooleanType()))), description: "Flags"),
-            LeapFunctionParameter(name: "mode", type: .string(StringType(enumValues: ["fast", "slow"])), description: "Mode"),
-            LeapFunctionParameter(name: "ratio", type: .number(NumberType()), description: "Ratio", optional: true),
-        ]),
-        LeapFunction(name: "get_time", description: "The current time", parameters: []),
+        LeapFunction(
+            name: "get_weather", description: "Query the weather of a city",
+            parameters: [
+                // An enum, not a free string: lfm2-tiny's random weights close a free string only
+                // when they happen to pick a token with a quote, often hundreds of tokens later.
+                LeapFunctionParameter(
+                    name: "city", type: .string(StringType(enumValues: ["Paris", "Lima", "Oslo"])),
+                    description: "The city"),
+                LeapFunctionParameter(
+                    name: "unit", type: .string(StringType(enumValues: ["celsius", "fahrenheit"])),
+                    description: "Temperature unit", optional: true)
+            ]),
+        LeapFunction(
+            name: "add", functionDescription: "Add two integers",
+            parameters: [
+                LeapFunctionParameter(name: "a", type: .LeapInt(), parameterDescription: "First", optional: false),
+                LeapFunctionParameter(name: "b", type: .LeapInt(), parameterDescription: "Second", optional: false)
+            ]),
+        LeapFunction(
+            name: "set_mode", description: "Set flags",
+            parameters: [
+                LeapFunctionParameter(name: "flags", type: .array(ArrayType(itemType: .boolean(BooleanType()))), description: "Flags"),
+                LeapFunctionParameter(name: "mode", type: .string(StringType(enumValues: ["fast", "slow"])), description: "Mode"),
+                LeapFunctionParameter(name: "ratio", type: .number(NumberType()), description: "Ratio", optional: true)
+            ]),
+        LeapFunction(name: "get_time", description: "The current time", parameters: [])
     ]
 
     /// Why `call` does not fit the registered functions, or nil if it does.
@@ -75,7 +84,8 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
         let ok: Bool
         switch (type, value) {
         case ("object", .object), ("array", .array), ("string", .string), ("boolean", .bool), ("null", .null),
-             ("integer", .integer), ("number", .integer), ("number", .double): ok = true
+            ("integer", .integer), ("number", .integer), ("number", .double):
+            ok = true
         default: ok = false
         }
         if !ok { return "\(path): expected \(type), got \(value.serialized())" }
@@ -115,7 +125,7 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
         #"{"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 4}"#,
         #"{"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]}, "ok": {"type": "boolean"}}, "required": ["color"], "additionalProperties": false}"#,
         #"{"type": "integer", "minimum": -50, "maximum": 50}"#,
-        #"{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3}, "score": {"type": "number"}}, "required": ["tags", "score"], "additionalProperties": false}"#,
+        #"{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3}, "score": {"type": "number"}}, "required": ["tags", "score"], "additionalProperties": false}"#
     ]
 
     /// lfm2-tiny has random weights: whatever it "wants", every constrained output must parse
@@ -126,11 +136,15 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
         for i in 0..<50 {
             let schemaText = Self.schemas[i % Self.schemas.count]
             let conversation = runner.createConversation(systemPrompt: nil)
-            let options = GenerationOptions(temperature: 1.0, rngSeed: UInt64(i), maxOutputTokens: 400,
-                                            jsonSchemaConstraint: schemaText)
+            let options = GenerationOptions(
+                temperature: 1.0, rngSeed: UInt64(i), maxOutputTokens: 400,
+                jsonSchemaConstraint: schemaText)
             let c = try await collect(conversation.generateResponse(userTextMessage: "Reply in JSON.", generationOptions: options))
             let text = try #require(c.completion).message.textContent
-            guard let value = try? JSONValue.parse(text) else { failures.append("\(i): not JSON: \(text)"); continue }
+            guard let value = try? JSONValue.parse(text) else {
+                failures.append("\(i): not JSON: \(text)")
+                continue
+            }
             if let why = schemaProblem(value, try JSONValue.parse(schemaText)) { failures.append("\(i): \(why): \(text)") }
             #expect(c.completion?.finishReason == .stop)
         }
@@ -142,17 +156,22 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
         let conversation = runner.createConversation(systemPrompt: nil)
         for bad in [#"{"type": "object", "properties": "#, #"{"type": "strin"}"#, #"{"type": "string", "pattern": "(?<=a)b"}"#] {
             do {
-                _ = try await collect(conversation.generateResponse(
-                    userTextMessage: "Hi", generationOptions: GenerationOptions(jsonSchemaConstraint: bad)))
+                _ = try await collect(
+                    conversation.generateResponse(
+                        userTextMessage: "Hi", generationOptions: GenerationOptions(jsonSchemaConstraint: bad)))
                 Issue.record("schema \(bad) was accepted")
             } catch let error as LeapError {
-                guard case .generationFailure(let message) = error else { Issue.record("wrong error \(error)"); continue }
+                guard case .generationFailure(let message) = error else {
+                    Issue.record("wrong error \(error)")
+                    continue
+                }
                 #expect(message.contains("jsonSchemaConstraint"))
             }
         }
         #expect(conversation.history.isEmpty)
-        let ok = try await collect(conversation.generateResponse(
-            userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 1, maxOutputTokens: 3)))
+        let ok = try await collect(
+            conversation.generateResponse(
+                userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 1, maxOutputTokens: 3)))
         #expect(ok.completion != nil)
     }
 
@@ -172,7 +191,10 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
             var calls: [LeapFunctionCall]?
             var text = ""
             for try await response in conversation.generateResponse(userTextMessage: "Do something.", generationOptions: options) {
-                if case .functionCall(let c) = response { calls = c; break }
+                if case .functionCall(let c) = response {
+                    calls = c
+                    break
+                }
                 if case .chunk(let t) = response { text += t }
             }
             guard let calls, !calls.isEmpty else {
@@ -184,7 +206,10 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
                 if let why = TestFunctions.problem(call) { failures.append("\(i): \(why) in \(call)") }
             }
             var waited = 0
-            while conversation.isGenerating, waited < 500 { try await Task.sleep(nanoseconds: 2_000_000); waited += 1 }
+            while conversation.isGenerating, waited < 500 {
+                try await Task.sleep(nanoseconds: 2_000_000)
+                waited += 1
+            }
             #expect(!conversation.isGenerating, "leaving the stream stops the generation")
             #expect(conversation.history.map(\.role) == [.system], "a stopped generation appends nothing")
         }
@@ -199,17 +224,22 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
         for i in 0..<20 {
             let conversation = runner.createConversation(systemPrompt: nil)
             for f in TestFunctions.all { conversation.registerFunction(f) }
-            var options = GenerationOptions(temperature: 1.0, rngSeed: UInt64(i), maxOutputTokens: 400,
-                                            functionCallParser: HermesFunctionCallParser())
+            var options = GenerationOptions(
+                temperature: 1.0, rngSeed: UInt64(i), maxOutputTokens: 400,
+                functionCallParser: HermesFunctionCallParser())
             options.functionCallMode = .required
             var calls: [LeapFunctionCall]?
             var text = ""
             for try await response in conversation.generateResponse(userTextMessage: "Go", generationOptions: options) {
-                if case .functionCall(let c) = response { calls = c; break }
+                if case .functionCall(let c) = response {
+                    calls = c
+                    break
+                }
                 if case .chunk(let t) = response { text += t }
             }
             guard let calls, !calls.isEmpty else {
-                failures.append("\(i): no calls: \(text.debugDescription)"); continue
+                failures.append("\(i): no calls: \(text.debugDescription)")
+                continue
             }
             for call in calls { if let why = TestFunctions.problem(call) { failures.append("\(i): \(why)") } }
         }

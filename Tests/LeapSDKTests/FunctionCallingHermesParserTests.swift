@@ -2,13 +2,15 @@ import LeapJSON
 import LeapSDK
 import Testing
 
-private let deepHermes = #"{"name": "f", "arguments": {"a": "# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}"
+private let deepHermes =
+    #"{"name": "f", "arguments": {"a": "# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}"
 
 /// The Hermes parser table: block body, expected calls (arguments as JSON) or error.
 private let hermesCases: [ParseCase] = [
     // Valid calls.
     ParseCase(#"{"name": "get_weather", "arguments": {"city": "NYC"}}"#, .calls([ExpectedCall("get_weather", #"{"city":"NYC"}"#)])),
-    ParseCase("\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"NYC\"}}\n", .calls([ExpectedCall("get_weather", #"{"city":"NYC"}"#)])),
+    ParseCase(
+        "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"NYC\"}}\n", .calls([ExpectedCall("get_weather", #"{"city":"NYC"}"#)])),
     ParseCase(#"{"name":"f","arguments":{"a":1}}"#, .calls([ExpectedCall("f", #"{"a":1}"#)])),
     ParseCase(#"{"name": "f", "arguments": "{\"city\": \"NYC\"}"}"#, .calls([ExpectedCall("f", #"{"city":"NYC"}"#)])),
     ParseCase(#"{"name": "f", "arguments": "  {\"a\": [1, 2]}\n"}"#, .calls([ExpectedCall("f", #"{"a":[1,2]}"#)])),
@@ -18,26 +20,31 @@ private let hermesCases: [ParseCase] = [
     ParseCase(#"{"name": "f", "arguments": {}}"#, .calls([ExpectedCall("f")])),
     ParseCase(#"{"name": "f", "parameters": {"a": true}}"#, .calls([ExpectedCall("f", #"{"a":true}"#)])),
     ParseCase(#"{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}"#, .calls([ExpectedCall("f", #"{"a":1}"#)])),
-    ParseCase(#"[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}]"#,
-              .calls([ExpectedCall("f", #"{"a":1}"#), ExpectedCall("g")])),
+    ParseCase(
+        #"[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}]"#,
+        .calls([ExpectedCall("f", #"{"a":1}"#), ExpectedCall("g")])),
     ParseCase("{\"name\": \"f\"}\n{\"name\": \"g\"}", .calls([ExpectedCall("f"), ExpectedCall("g")])),
     ParseCase(#"{"name": "f"}, {"name": "g"}"#, .calls([ExpectedCall("f"), ExpectedCall("g")])),
     ParseCase("[]", .calls([])),
-    ParseCase(#"{"name": "f", "arguments": {"l": [1, -2, 3.5, 1e2, -2.5E-1], "o": {"t": true, "n": null, "f": false}}}"#,
-              .calls([ExpectedCall("f", #"{"l":[1,-2,3.5,100.0,-0.25],"o":{"t":true,"n":null,"f":false}}"#)])),
-    ParseCase(#"{"name": "f", "arguments": {"city": "Zürich", "jp": "東京 🌸"}}"#, .calls([ExpectedCall("f", #"{"city":"Zürich","jp":"東京 🌸"}"#)])),
+    ParseCase(
+        #"{"name": "f", "arguments": {"l": [1, -2, 3.5, 1e2, -2.5E-1], "o": {"t": true, "n": null, "f": false}}}"#,
+        .calls([ExpectedCall("f", #"{"l":[1,-2,3.5,100.0,-0.25],"o":{"t":true,"n":null,"f":false}}"#)])),
+    ParseCase(
+        #"{"name": "f", "arguments": {"city": "Zürich", "jp": "東京 🌸"}}"#, .calls([ExpectedCall("f", #"{"city":"Zürich","jp":"東京 🌸"}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"s": "\u00e9\ud83d\ude00"}}"#, .calls([ExpectedCall("f", #"{"s":"é😀"}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"s": "a\nb\tc\"d\\e\/f"}}"#, .calls([ExpectedCall("f", #"{"s":"a\nb\tc\"d\\e/f"}"#)])),
-    ParseCase(#"{'name': 'f', 'arguments': {'a': True, 'b': None, 'c': False}}"#,
-              .calls([ExpectedCall("f", #"{"a":true,"b":null,"c":false}"#)])),
+    ParseCase(
+        #"{'name': 'f', 'arguments': {'a': True, 'b': None, 'c': False}}"#,
+        .calls([ExpectedCall("f", #"{"a":true,"b":null,"c":false}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"a": 1,},}"#, .calls([ExpectedCall("f", #"{"a":1}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"n": 99999999999999999999}}"#, .calls([ExpectedCall("f", #"{"n":1e+20}"#)])),
     ParseCase(#"{"name": "a.b.c", "arguments": {}}"#, .calls([ExpectedCall("a.b.c")])),
     ParseCase(#"{"arguments": {"a": 1}, "name": "f"}"#, .calls([ExpectedCall("f", #"{"a":1}"#)])),
     ParseCase(#"{"id": "call_1", "name": "f", "arguments": {"a": 1}, "extra": [1]}"#, .calls([ExpectedCall("f", #"{"a":1}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"a": 1, "a": 2}}"#, .calls([ExpectedCall("f", #"{"a":2}"#)])),
-    ParseCase(#"{"name": "f", "arguments": "{\"q\": {\"l\": [[1], {\"x\": null}]}}"}"#,
-              .calls([ExpectedCall("f", #"{"q":{"l":[[1],{"x":null}]}}"#)])),
+    ParseCase(
+        #"{"name": "f", "arguments": "{\"q\": {\"l\": [[1], {\"x\": null}]}}"}"#,
+        .calls([ExpectedCall("f", #"{"q":{"l":[[1],{"x":null}]}}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"s": "<tool_call>x</tool"}}"#, .calls([ExpectedCall("f", #"{"s":"<tool_call>x</tool"}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"z": -0.0, "i": -0}}"#, .calls([ExpectedCall("f", #"{"z":-0.0,"i":0}"#)])),
     ParseCase(#"{"name": "f", "arguments": {"k": ""}}"#, .calls([ExpectedCall("f", #"{"k":""}"#)])),
@@ -66,7 +73,7 @@ private let hermesCases: [ParseCase] = [
     ParseCase(#"{"name": "f", "arguments": {"a": tru}}"#, .error(offset: 33, message: "unexpected name 'tru'")),
     ParseCase(#"{"name": "f", "arguments": {"a": "\x"}}"#, .error(offset: 34, message: "hex digit")),
     ParseCase(deepHermes, .error(offset: 96, message: "nested deeper than 64 levels")),
-    ParseCase(#"{"name": "f"}}"#, .error(offset: 13, message: "expected a call object")),
+    ParseCase(#"{"name": "f"}}"#, .error(offset: 13, message: "expected a call object"))
 ]
 
 @Suite struct FunctionCallingHermesParserTests {
@@ -89,16 +96,17 @@ private let hermesCases: [ParseCase] = [
     @Test func formatsEachCallAsABlock() {
         let calls = [
             LeapFunctionCall(name: "get_weather", arguments: ["unit": "celsius", "city": "NYC", "days": nil]),
-            LeapFunctionCall(name: "get_time", arguments: [:]),
+            LeapFunctionCall(name: "get_time", arguments: [:])
         ]
-        #expect(HermesFunctionCallParser().formatCalls(calls) == """
-            <tool_call>
-            {"name": "get_weather", "arguments": {"city": "NYC", "days": null, "unit": "celsius"}}
-            </tool_call>
-            <tool_call>
-            {"name": "get_time", "arguments": {}}
-            </tool_call>
-            """)
+        #expect(
+            HermesFunctionCallParser().formatCalls(calls) == """
+                <tool_call>
+                {"name": "get_weather", "arguments": {"city": "NYC", "days": null, "unit": "celsius"}}
+                </tool_call>
+                <tool_call>
+                {"name": "get_time", "arguments": {}}
+                </tool_call>
+                """)
         #expect(HermesFunctionCallParser().formatCalls([]) == "")
     }
 
@@ -115,7 +123,7 @@ private let hermesCases: [ParseCase] = [
     @Test func formatThenParseRoundTripsFixedCalls() throws {
         let calls = [
             LeapFunctionCall(name: "get_weather", arguments: ["cities": ["Paris", "Zürich"], "unit": "celsius"]),
-            LeapFunctionCall(name: "g", arguments: ["o": ["k": [1, nil, 2.5] as [Any?]] as [String: Any?], "b": false]),
+            LeapFunctionCall(name: "g", arguments: ["o": ["k": [1, nil, 2.5] as [Any?]] as [String: Any?], "b": false])
         ]
         try expectRoundTrip(calls, parser: HermesFunctionCallParser())
     }

@@ -10,8 +10,9 @@ private let listAtLimitJSON = String(repeating: "[", count: 63) + "1" + String(r
 /// The LFM parser table: input body, expected calls (arguments as JSON) or error.
 private let lfmCases: [ParseCase] = [
     // Valid calls.
-    ParseCase(#"[get_weather(city="NYC", unit='celsius'), get_time()]"#,
-              .calls([ExpectedCall("get_weather", #"{"city":"NYC","unit":"celsius"}"#), ExpectedCall("get_time")])),
+    ParseCase(
+        #"[get_weather(city="NYC", unit='celsius'), get_time()]"#,
+        .calls([ExpectedCall("get_weather", #"{"city":"NYC","unit":"celsius"}"#), ExpectedCall("get_time")])),
     ParseCase("[get_time()]", .calls([ExpectedCall("get_time")])),
     ParseCase("[]", .calls([])),
     ParseCase(" [ ] ", .calls([])),
@@ -22,21 +23,25 @@ private let lfmCases: [ParseCase] = [
     ParseCase("[f(x=1e3, y=2.5E-3, z=-1e+2)]", .calls([ExpectedCall("f", #"{"x":1000.0,"y":0.0025,"z":-100.0}"#)])),
     ParseCase("[f(a=True, b=False, c=None)]", .calls([ExpectedCall("f", #"{"a":true,"b":false,"c":null}"#)])),
     ParseCase("[f(a=true, b=false, c=null)]", .calls([ExpectedCall("f", #"{"a":true,"b":false,"c":null}"#)])),
-    ParseCase(#"[f(l=[1, 2, [3, "x"]], d={"k": [True, None], "z": {"y": 1.0}})]"#,
-              .calls([ExpectedCall("f", #"{"l":[1,2,[3,"x"]],"d":{"k":[true,null],"z":{"y":1.0}}}"#)])),
+    ParseCase(
+        #"[f(l=[1, 2, [3, "x"]], d={"k": [True, None], "z": {"y": 1.0}})]"#,
+        .calls([ExpectedCall("f", #"{"l":[1,2,[3,"x"]],"d":{"k":[true,null],"z":{"y":1.0}}}"#)])),
     ParseCase("[f(t=(1, 'a'), e=())]", .calls([ExpectedCall("f", #"{"t":[1,"a"],"e":[]}"#)])),
     ParseCase("[f(d={}, l=[])]", .calls([ExpectedCall("f", #"{"d":{},"l":[]}"#)])),
     ParseCase("[a.b.c(x=1)]", .calls([ExpectedCall("a.b.c", #"{"x":1}"#)])),
     ParseCase(#"[get-weather(city="Paris")]"#, .calls([ExpectedCall("get-weather", #"{"city":"Paris"}"#)])),
-    ParseCase(#"[f(s="line\nnext\ttab \\ back \" quote")]"#,
-              .calls([ExpectedCall("f", #"{"s":"line\nnext\ttab \\ back \" quote"}"#)])),
+    ParseCase(
+        #"[f(s="line\nnext\ttab \\ back \" quote")]"#,
+        .calls([ExpectedCall("f", #"{"s":"line\nnext\ttab \\ back \" quote"}"#)])),
     ParseCase(#"[f(s='it\'s "fine"')]"#, .calls([ExpectedCall("f", #"{"s":"it's \"fine\""}"#)])),
     ParseCase(#"[f(s="\u00e9\u4e2d", r="\r")]"#, .calls([ExpectedCall("f", #"{"s":"é中","r":"\r"}"#)])),
     ParseCase(#"[f(s="\ud83d\ude00")]"#, .calls([ExpectedCall("f", #"{"s":"😀"}"#)])),
     ParseCase(#"[f(s="\U0001F600\x41")]"#, .calls([ExpectedCall("f", #"{"s":"😀A"}"#)])),
-    ParseCase(#"[f(city="Zürich", note="東京 🌸", emoji="👩‍👩‍👧")]"#,
-              .calls([ExpectedCall("f", #"{"city":"Zürich","note":"東京 🌸","emoji":"👩‍👩‍👧"}"#)])),
-    ParseCase(#"[f(path="C:\dir\sub", url="a\/b", ff="\f")]"#, .calls([ExpectedCall("f", #"{"path":"C:\\dir\\sub","url":"a/b","ff":"\f"}"#)])),
+    ParseCase(
+        #"[f(city="Zürich", note="東京 🌸", emoji="👩‍👩‍👧")]"#,
+        .calls([ExpectedCall("f", #"{"city":"Zürich","note":"東京 🌸","emoji":"👩‍👩‍👧"}"#)])),
+    ParseCase(
+        #"[f(path="C:\dir\sub", url="a\/b", ff="\f")]"#, .calls([ExpectedCall("f", #"{"path":"C:\\dir\\sub","url":"a/b","ff":"\f"}"#)])),
     ParseCase("[f(a=1,)]", .calls([ExpectedCall("f", #"{"a":1}"#)])),
     ParseCase("[f(a=1), g(),]", .calls([ExpectedCall("f", #"{"a":1}"#), ExpectedCall("g")])),
     ParseCase("[f(l=[1,2,], d={'a':1,},)]", .calls([ExpectedCall("f", #"{"l":[1,2],"d":{"a":1}}"#)])),
@@ -47,16 +52,19 @@ private let lfmCases: [ParseCase] = [
     ParseCase("[f(d={'a': 'b', \"c\": 'd'})]", .calls([ExpectedCall("f", #"{"d":{"a":"b","c":"d"}}"#)])),
     ParseCase("[f(d={'a': 1, 'a': 2})]", .calls([ExpectedCall("f", #"{"d":{"a":2}}"#)])),
     ParseCase("[f(n=123456789012345678901234567890)]", .calls([ExpectedCall("f", #"{"n":1.2345678901234568e+29}"#)])),
-    ParseCase("[f(n=9223372036854775807, m=-9223372036854775808)]",
-              .calls([ExpectedCall("f", #"{"n":9223372036854775807,"m":-9223372036854775808}"#)])),
+    ParseCase(
+        "[f(n=9223372036854775807, m=-9223372036854775808)]",
+        .calls([ExpectedCall("f", #"{"n":9223372036854775807,"m":-9223372036854775808}"#)])),
     ParseCase("[f(a=\(listAtLimit))]", .calls([ExpectedCall("f", #"{"a":\#(listAtLimitJSON)}"#)])),
     ParseCase("[f(ü=1, _x2=2)]", .calls([ExpectedCall("f", #"{"ü":1,"_x2":2}"#)])),
     // JSON calls inside the LFM markers.
-    ParseCase(#"[{"name": "get_weather", "arguments": {"city": "NYC"}}]"#,
-              .calls([ExpectedCall("get_weather", #"{"city":"NYC"}"#)])),
+    ParseCase(
+        #"[{"name": "get_weather", "arguments": {"city": "NYC"}}]"#,
+        .calls([ExpectedCall("get_weather", #"{"city":"NYC"}"#)])),
     ParseCase(#"{"name": "f", "arguments": "{\"a\": 1, \"b\": [true]}"}"#, .calls([ExpectedCall("f", #"{"a":1,"b":[true]}"#)])),
-    ParseCase(#"[{"name": "f", "parameters": {"a": null}}, {"name": "g"}]"#,
-              .calls([ExpectedCall("f", #"{"a":null}"#), ExpectedCall("g")])),
+    ParseCase(
+        #"[{"name": "f", "parameters": {"a": null}}, {"name": "g"}]"#,
+        .calls([ExpectedCall("f", #"{"a":null}"#), ExpectedCall("g")])),
     ParseCase(#"[{"type": "function", "function": {"name": "f", "arguments": "{}"}}]"#, .calls([ExpectedCall("f")])),
     ParseCase(#"[f(a=1), {"name": "g", "arguments": {}}]"#, .calls([ExpectedCall("f", #"{"a":1}"#), ExpectedCall("g")])),
     ParseCase(#"[[{"name": "f", "arguments": {"x": 1}}]]"#, .calls([ExpectedCall("f", #"{"x":1}"#)])),
@@ -101,7 +109,7 @@ private let lfmCases: [ParseCase] = [
     ParseCase(#"[{"name": "f", "arguments": 5}]"#, .error(offset: 1, message: "must be an object or a JSON string")),
     ParseCase(#"{"name": "f", "arguments": "{oops"}"#, .error(offset: 0, message: "is not a JSON object")),
     ParseCase(#"{"name": "f", "arguments": "[1]"}"#, .error(offset: 0, message: "must hold a JSON object")),
-    ParseCase(#"[[1]]"#, .error(offset: 1, message: "must hold call objects")),
+    ParseCase(#"[[1]]"#, .error(offset: 1, message: "must hold call objects"))
 ]
 
 @Suite struct FunctionCallingLFMParserTests {
@@ -117,7 +125,9 @@ private let lfmCases: [ParseCase] = [
     }
 
     @Test func parseCallsThrowsTheTypedError() {
-        #expect(throws: LeapFunctionCallParseError(message: "empty call block (expected a list of calls like [name(arg=value)])", offset: 0)) {
+        #expect(
+            throws: LeapFunctionCallParseError(message: "empty call block (expected a list of calls like [name(arg=value)])", offset: 0)
+        ) {
             try LFMFunctionCallParser().parseCalls("")
         }
     }
@@ -176,8 +186,9 @@ private let lfmCases: [ParseCase] = [
 
     @Test func formatsInLFMSyntaxWithSortedArguments() {
         let call = LeapFunctionCall(name: "f", arguments: ["k": "v", "n": 1, "b": true, "x": nil, "l": [1, 2], "d": 0.5])
-        #expect(LFMFunctionCallParser().formatCalls([call, LeapFunctionCall(name: "g", arguments: [:])])
-            == #"<|tool_call_start|>[f(b=True, d=0.5, k="v", l=[1, 2], n=1, x=None), g()]<|tool_call_end|>"#)
+        #expect(
+            LFMFunctionCallParser().formatCalls([call, LeapFunctionCall(name: "g", arguments: [:])])
+                == #"<|tool_call_start|>[f(b=True, d=0.5, k="v", l=[1, 2], n=1, x=None), g()]<|tool_call_end|>"#)
         #expect(LFMFunctionCallParser().formatCalls([]) == "<|tool_call_start|>[]<|tool_call_end|>")
     }
 
@@ -190,8 +201,10 @@ private let lfmCases: [ParseCase] = [
         let parser = LFMFunctionCallParser()
         let calls = [
             LeapFunctionCall(name: "get_weather", arguments: ["city": "New \"York\"", "unit": "celsius", "days": 3]),
-            LeapFunctionCall(name: "a.b", arguments: ["nested": ["x": [1, 2.5, nil, ["deep": true]] as [Any?], "e": [:] as [String: Any?]] as [String: Any?]]),
-            LeapFunctionCall(name: "g", arguments: ["big": 1e300, "tiny": -1e-300, "neg": -42, "none": nil]),
+            LeapFunctionCall(
+                name: "a.b",
+                arguments: ["nested": ["x": [1, 2.5, nil, ["deep": true]] as [Any?], "e": [:] as [String: Any?]] as [String: Any?]]),
+            LeapFunctionCall(name: "g", arguments: ["big": 1e300, "tiny": -1e-300, "neg": -42, "none": nil])
         ]
         try expectRoundTrip(calls, parser: parser)
     }
@@ -207,9 +220,10 @@ private let lfmCases: [ParseCase] = [
 }
 
 /// Checks that parse(format(calls)) gives the same calls.
-func expectRoundTrip(_ calls: [LeapFunctionCall], parser: some LeapFunctionCallParserProtocol,
-                     sourceLocation: SourceLocation = #_sourceLocation) throws
-{
+func expectRoundTrip(
+    _ calls: [LeapFunctionCall], parser: some LeapFunctionCallParserProtocol,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let text = parser.formatCalls(calls)
     var splitter = FunctionCallStreamSplitter(parser: parser)
     var parsed: [LeapFunctionCall] = []
@@ -223,12 +237,15 @@ func expectRoundTrip(_ calls: [LeapFunctionCall], parser: some LeapFunctionCallP
         }
     }
     #expect(parsed.map(\.name) == calls.map(\.name), "\(text)", sourceLocation: sourceLocation)
-    #expect(parsed.map { JSONValue.object($0.argumentsJSON) } == calls.map { JSONValue.object($0.argumentsJSON) },
-            "\(text)", sourceLocation: sourceLocation)
+    #expect(
+        parsed.map { JSONValue.object($0.argumentsJSON) } == calls.map { JSONValue.object($0.argumentsJSON) },
+        "\(text)", sourceLocation: sourceLocation)
 }
 
-private let trickyPieces = ["a", "Z", " ", "\"", "'", "\\", "\n", "\t", "\r", "\u{01}", "é", "中", "😀", "👩‍👩‍👧", "(", ")", "[", "]",
-                            "{", "}", ",", "=", ":", "<|tool_call_end|>", "</tool_call>", "\\u0041", "None", "True"]
+private let trickyPieces = [
+    "a", "Z", " ", "\"", "'", "\\", "\n", "\t", "\r", "\u{01}", "é", "中", "😀", "👩‍👩‍👧", "(", ")", "[", "]",
+    "{", "}", ",", "=", ":", "<|tool_call_end|>", "</tool_call>", "\\u0041", "None", "True"
+]
 
 func randomString(_ rng: inout SplitMix64) -> String {
     (0..<Int.random(in: 0...6, using: &rng)).map { _ in trickyPieces.randomElement(using: &rng)! }.joined()

@@ -43,13 +43,14 @@ private struct NoMarkerParser: LeapFunctionCallParserProtocol {
 }
 
 @Suite struct FunctionCallingSplitterTests {
-    static let lfmStream = "Sure — é👩‍👩‍👧 <|tool_call_start|>[get_weather(city=\"NYC\")]<|tool_call_end|> and <|tool_call_start|>[broken(<|tool_call_end|>done <|"
+    static let lfmStream =
+        "Sure — é👩‍👩‍👧 <|tool_call_start|>[get_weather(city=\"NYC\")]<|tool_call_end|> and <|tool_call_start|>[broken(<|tool_call_end|>done <|"
     static let lfmExpected = [
         "text:Sure — é👩‍👩‍👧 ",
         #"calls:get_weather{"city":"NYC"}|raw:<|tool_call_start|>[get_weather(city="NYC")]<|tool_call_end|>"#,
         "text: and ",
         "malformed:<|tool_call_start|>[broken(<|tool_call_end|>|invalid function call at byte 8: unterminated call to 'broken': missing ')' for the '(' at byte 7",
-        "text:done <|",
+        "text:done <|"
     ]
 
     @Test func wholeStreamInOneDelta() {
@@ -106,7 +107,8 @@ private struct NoMarkerParser: LeapFunctionCallParserProtocol {
     @Test func unclosedBlockIsMalformedAtFinish() {
         var splitter = FunctionCallStreamSplitter(parser: LFMFunctionCallParser())
         #expect(describe(splitter.feed("x<|tool_call_start|>[f(a=1)]")) == ["text:x"])
-        #expect(describe(splitter.finish()) == ["malformed:<|tool_call_start|>[f(a=1)]|the call block was not closed with <|tool_call_end|>"])
+        #expect(
+            describe(splitter.finish()) == ["malformed:<|tool_call_start|>[f(a=1)]|the call block was not closed with <|tool_call_end|>"])
     }
 
     @Test func startMarkerInsideABlockIsBody() {
@@ -115,11 +117,12 @@ private struct NoMarkerParser: LeapFunctionCallParserProtocol {
     }
 
     @Test func hermesSeveralBlocks() {
-        let stream = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": \"{}\"}\n</tool_call>"
+        let stream =
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": \"{}\"}\n</tool_call>"
         let expected = [
             "calls:f{\"a\":1}|raw:<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>",
             "text:\n",
-            "calls:g{}|raw:<tool_call>\n{\"name\": \"g\", \"arguments\": \"{}\"}\n</tool_call>",
+            "calls:g{}|raw:<tool_call>\n{\"name\": \"g\", \"arguments\": \"{}\"}\n</tool_call>"
         ]
         let chars = Array(stream)
         for i in 0...chars.count {
@@ -130,11 +133,12 @@ private struct NoMarkerParser: LeapFunctionCallParserProtocol {
 
     @Test func hermesMalformedBlock() {
         let events = describe(run(HermesFunctionCallParser(), ["a<tool_call>{\"name\": 1}</tool_call>b"]))
-        #expect(events == [
-            "text:a",
-            "malformed:<tool_call>{\"name\": 1}</tool_call>|invalid function call at byte 0: the call object's \"name\" must be a non-empty string",
-            "text:b",
-        ])
+        #expect(
+            events == [
+                "text:a",
+                "malformed:<tool_call>{\"name\": 1}</tool_call>|invalid function call at byte 0: the call object's \"name\" must be a non-empty string",
+                "text:b"
+            ])
     }
 
     @Test func streamIsLosslessForRandomDeltas() {

@@ -25,26 +25,47 @@ struct GeneratableMacroDiagnosticsTests {
 
     /// Each case: source lines, and the diagnostic expected on the case's first line + offset.
     static let cases: [(source: String, lineOffset: Int, message: String)] = [
-        ("@Generatable(\"Bad\")\nstruct DictionaryProperty {\n    let table: [String: Int]\n}", 2,
-         "property 'table' has a type @Generatable cannot describe: dictionaries are not supported (use a @Generatable struct)"),
-        ("@Generatable(\"Bad\")\nstruct TupleProperty {\n    let pair: (Int, Int)\n}", 2,
-         "property 'pair' has a type @Generatable cannot describe: tuples are not supported (use a @Generatable struct)"),
-        ("@Generatable(\"Bad\")\nstruct DateProperty {\n    let ok: String\n    let when: Date\n}", 3,
-         "property 'when' has a type @Generatable cannot describe: Date is not supported (use a String or a number)"),
-        ("@Generatable(\"Bad\")\nstruct SetProperty {\n    let ids: [Set<Int>]\n}", 2,
-         "property 'ids' has a type @Generatable cannot describe: sets are not supported (use an array)"),
-        ("@Generatable(\"Bad\")\nstruct ClosureProperty {\n    let run: () -> Void\n}", 2,
-         "property 'run' has a type @Generatable cannot describe: function types are not supported"),
-        ("@Generatable(\"Bad\")\nstruct UntypedProperty {\n    var count = 0\n}", 2,
-         "property 'count' needs an explicit type annotation for @Generatable"),
-        ("@Generatable(\"A class\")\nfinal class Box {\n    let value: Int = 0\n}", 0,
-         "@Generatable can only be applied to a struct, not a class"),
-        ("@Generatable(\"An enum\")\nenum Color { case red }", 0,
-         "@Generatable can only be applied to a struct, not an enum"),
-        ("@Generatable(\"Renamed\")\nstruct Renamed {\n    let value: Int\n    enum CodingKeys: String, CodingKey { case value = \"v\" }\n}", 3,
-         "@Generatable does not support a custom CodingKeys enum; the JSON keys are the property names"),
-        ("@Guide(\"A function\")\nfunc describedFunction() {}", 0,
-         "@Guide can only be applied to a stored property"),
+        (
+            "@Generatable(\"Bad\")\nstruct DictionaryProperty {\n    let table: [String: Int]\n}", 2,
+            "property 'table' has a type @Generatable cannot describe: dictionaries are not supported (use a @Generatable struct)"
+        ),
+        (
+            "@Generatable(\"Bad\")\nstruct TupleProperty {\n    let pair: (Int, Int)\n}", 2,
+            "property 'pair' has a type @Generatable cannot describe: tuples are not supported (use a @Generatable struct)"
+        ),
+        (
+            "@Generatable(\"Bad\")\nstruct DateProperty {\n    let ok: String\n    let when: Date\n}", 3,
+            "property 'when' has a type @Generatable cannot describe: Date is not supported (use a String or a number)"
+        ),
+        (
+            "@Generatable(\"Bad\")\nstruct SetProperty {\n    let ids: [Set<Int>]\n}", 2,
+            "property 'ids' has a type @Generatable cannot describe: sets are not supported (use an array)"
+        ),
+        (
+            "@Generatable(\"Bad\")\nstruct ClosureProperty {\n    let run: () -> Void\n}", 2,
+            "property 'run' has a type @Generatable cannot describe: function types are not supported"
+        ),
+        (
+            "@Generatable(\"Bad\")\nstruct UntypedProperty {\n    var count = 0\n}", 2,
+            "property 'count' needs an explicit type annotation for @Generatable"
+        ),
+        (
+            "@Generatable(\"A class\")\nfinal class Box {\n    let value: Int = 0\n}", 0,
+            "@Generatable can only be applied to a struct, not a class"
+        ),
+        (
+            "@Generatable(\"An enum\")\nenum Color { case red }", 0,
+            "@Generatable can only be applied to a struct, not an enum"
+        ),
+        (
+            "@Generatable(\"Renamed\")\nstruct Renamed {\n    let value: Int\n    enum CodingKeys: String, CodingKey { case value = \"v\" }\n}",
+            3,
+            "@Generatable does not support a custom CodingKeys enum; the JSON keys are the property names"
+        ),
+        (
+            "@Guide(\"A function\")\nfunc describedFunction() {}", 0,
+            "@Guide can only be applied to a stored property"
+        )
     ]
 
     /// The macro plugin built with the tests: `LeapSDKMacros-tool` in the test executable's directory.
@@ -85,7 +106,7 @@ struct GeneratableMacroDiagnosticsTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "swiftc", "-typecheck", "-swift-version", "6", "-diagnostic-style", "llvm", "-module-name", "Snippet",
-            "-load-plugin-executable", try Self.pluginPath() + "#LeapSDKMacros", file.path,
+            "-load-plugin-executable", try Self.pluginPath() + "#LeapSDKMacros", file.path
         ]
         let errors = Pipe()
         process.standardError = errors
@@ -97,8 +118,9 @@ struct GeneratableMacroDiagnosticsTests {
         #expect(process.terminationStatus != 0, "the snippet must fail to compile")
         let errorLines = output.split(separator: "\n").filter { $0.contains("Snippet.swift:") && $0.contains(": error: ") }
         for (line, message) in expected {
-            #expect(errorLines.contains { $0.contains("Snippet.swift:\(line):") && $0.contains(": error: \(message) (from macro") },
-                    "expected at line \(line): \(message)\ncompiler output:\n\(output)")
+            #expect(
+                errorLines.contains { $0.contains("Snippet.swift:\(line):") && $0.contains(": error: \(message) (from macro") },
+                "expected at line \(line): \(message)\ncompiler output:\n\(output)")
         }
         // Nothing but these errors (each once, as the macro reports each problem once).
         #expect(errorLines.count == expected.count, "compiler output:\n\(output)")

@@ -59,7 +59,7 @@ struct MixedDeclarations: Equatable {
         didSet { count += 1 }
     }
     var doubled: Int { count * 2 }
-    let tags: Array<Optional<Int>>
+    let tags: [Int?]
     let ratio: Swift.Double?
 }
 
@@ -127,27 +127,33 @@ struct GeneratableSchemaTests {
 
     @Test("public struct, 64-bit integers, arrays of arrays, empty struct")
     func otherSchemas() throws {
-        #expect(try JSONSchemaGenerator.getJSONSchema(for: PublicRecord.self) == """
-            {"type":"object","description":"A public record","properties":{\
-            "identifier":{"type":"integer"},\
-            "matrix":{"type":"array","items":{"type":"array","items":{"type":"integer"}}}},\
-            "required":["identifier","matrix"],"additionalProperties":false}
-            """)
-        #expect(try JSONSchemaGenerator.getJSONSchema(for: EmptyThing.self)
-            == #"{"type":"object","description":"Nothing at all","properties":{},"additionalProperties":false}"#)
+        #expect(
+            try JSONSchemaGenerator.getJSONSchema(for: PublicRecord.self) == """
+                {"type":"object","description":"A public record","properties":{\
+                "identifier":{"type":"integer"},\
+                "matrix":{"type":"array","items":{"type":"array","items":{"type":"integer"}}}},\
+                "required":["identifier","matrix"],"additionalProperties":false}
+                """)
+        #expect(
+            try JSONSchemaGenerator.getJSONSchema(for: EmptyThing.self)
+                == #"{"type":"object","description":"Nothing at all","properties":{},"additionalProperties":false}"#)
     }
 
     @Test("multi-binding declarations, initial values, observers, qualified and generic spellings; static and computed skipped")
     func mixedDeclarations() throws {
         let schema = try JSONSchemaGenerator.getJSONSchema(for: MixedDeclarations.self)
-        #expect(schema == """
-            {"type":"object","description":"Mixed declarations","properties":{\
-            "first":{"type":"string"},"second":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},\
-            "tags":{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}},"ratio":{"type":"number"}},\
-            "required":["first","second","count","note","tags"],"additionalProperties":false}
-            """)
-        #expect(try grammarAccepts(schema: schema, instance:
-            #"{"first":"a","second":"b","count":2,"note":"n","tags":[1,null,3],"ratio":0.5}"#))
+        #expect(
+            schema == """
+                {"type":"object","description":"Mixed declarations","properties":{\
+                "first":{"type":"string"},"second":{"type":"string"},"count":{"type":"integer"},"note":{"type":"string"},\
+                "tags":{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}},"ratio":{"type":"number"}},\
+                "required":["first","second","count","note","tags"],"additionalProperties":false}
+                """)
+        #expect(
+            try grammarAccepts(
+                schema: schema,
+                instance:
+                    #"{"first":"a","second":"b","count":2,"note":"n","tags":[1,null,3],"ratio":0.5}"#))
         let decoded = try completion(#"{"first":"a","second":"b","count":2,"note":"n","tags":[null]}"#).decode(MixedDeclarations.self)
         #expect(decoded.second == "b" && decoded.tags == [nil] && decoded.ratio == nil && decoded.doubled == 4)
     }
@@ -168,7 +174,7 @@ struct GeneratableSchemaTests {
     @Test("hand-written schemas with duplicate or empty property names are rejected")
     func malformedSchemas() {
         let duplicate = GeneratableSchema.object(properties: [
-            .init(name: "a", schema: .string), .init(name: "a", schema: .integer),
+            .init(name: "a", schema: .string), .init(name: "a", schema: .integer)
         ])
         #expect(serializationFailureMessage { _ = try duplicate.jsonValue() }?.contains("two properties named 'a'") == true)
         let empty = GeneratableSchema.object(properties: [.init(name: "", schema: .string)])
@@ -181,36 +187,53 @@ struct GeneratableGrammarTests {
     @Test("CityFact's schema accepts a full instance and one without the optional property")
     func cityFactGrammar() throws {
         let schema = try JSONSchemaGenerator.getJSONSchema(for: CityFact.self)
-        #expect(try grammarAccepts(schema: schema, instance: """
-            {"name": "Paris", "country": "France", "population": 2102650, "landmarks": ["Eiffel Tower", "Louvre"], \
-            "nickname": "City of Light"}
-            """))
+        #expect(
+            try grammarAccepts(
+                schema: schema,
+                instance: """
+                    {"name": "Paris", "country": "France", "population": 2102650, "landmarks": ["Eiffel Tower", "Louvre"], \
+                    "nickname": "City of Light"}
+                    """))
         #expect(try grammarAccepts(schema: schema, instance: #"{"name":"Oslo","country":"Norway","population":709037,"landmarks":[]}"#))
         // Missing a required property, an unknown property, a wrong type: rejected.
         #expect(try !grammarAccepts(schema: schema, instance: #"{"name":"Oslo","country":"Norway","landmarks":[]}"#))
-        #expect(try !grammarAccepts(schema: schema, instance:
-            #"{"name":"Oslo","country":"Norway","population":1,"landmarks":[],"mayor":"x"}"#))
-        #expect(try !grammarAccepts(schema: schema, instance:
-            #"{"name":"Oslo","country":"Norway","population":1.5,"landmarks":[]}"#))
+        #expect(
+            try !grammarAccepts(
+                schema: schema,
+                instance:
+                    #"{"name":"Oslo","country":"Norway","population":1,"landmarks":[],"mayor":"x"}"#))
+        #expect(
+            try !grammarAccepts(
+                schema: schema,
+                instance:
+                    #"{"name":"Oslo","country":"Norway","population":1.5,"landmarks":[]}"#))
     }
 
     @Test("TripPlan's schema accepts nested objects, nullable array elements and an absent optional")
     func tripPlanGrammar() throws {
         let schema = try JSONSchemaGenerator.getJSONSchema(for: TripPlan.self)
-        let instance = #"{"start":{"latitude":48.85,"longitude":2.35},"stops":[{"latitude":-33.9,"longitude":151.2}],"#
+        let instance =
+            #"{"start":{"latitude":48.85,"longitude":2.35},"stops":[{"latitude":-33.9,"longitude":151.2}],"#
             + #""days":5,"confirmed":true,"notes":["bring a coat",null]}"#
         #expect(try grammarAccepts(schema: schema, instance: instance))
-        #expect(try grammarAccepts(schema: schema, instance: instance.replacingOccurrences(
-            of: #""confirmed":true,"#, with: #""confirmed":false,"budget":1200.5,"#)))
-        #expect(try !grammarAccepts(schema: schema, instance: instance.replacingOccurrences(
-            of: #"{"latitude":48.85,"longitude":2.35}"#, with: #"{"latitude":48.85}"#)))
+        #expect(
+            try grammarAccepts(
+                schema: schema,
+                instance: instance.replacingOccurrences(
+                    of: #""confirmed":true,"#, with: #""confirmed":false,"budget":1200.5,"#)))
+        #expect(
+            try !grammarAccepts(
+                schema: schema,
+                instance: instance.replacingOccurrences(
+                    of: #"{"latitude":48.85,"longitude":2.35}"#, with: #"{"latitude":48.85}"#)))
     }
 
     @Test("PublicRecord's and EmptyThing's schemas compile")
     func otherGrammars() throws {
-        #expect(try grammarAccepts(
-            schema: JSONSchemaGenerator.getJSONSchema(for: PublicRecord.self),
-            instance: #"{"identifier":-9000000000,"matrix":[[1,2],[3]]}"#))
+        #expect(
+            try grammarAccepts(
+                schema: JSONSchemaGenerator.getJSONSchema(for: PublicRecord.self),
+                instance: #"{"identifier":-9000000000,"matrix":[[1,2],[3]]}"#))
         #expect(try grammarAccepts(schema: JSONSchemaGenerator.getJSONSchema(for: EmptyThing.self), instance: "{}"))
     }
 }
@@ -234,11 +257,16 @@ struct GeneratableDecodingTests {
 
     @Test("decode reads the completion's text into the type, optional present or absent")
     func decodeCityFact() throws {
-        let paris = try completion("""
+        let paris = try completion(
+            """
             {"name": "Paris", "country": "France", "population": 2102650, "landmarks": ["Eiffel Tower"], "nickname": "City of Light"}
-            """).decode(CityFact.self)
-        #expect(paris == CityFact(name: "Paris", country: "France", population: 2102650, landmarks: ["Eiffel Tower"],
-                                  nickname: "City of Light"))
+            """
+        ).decode(CityFact.self)
+        #expect(
+            paris
+                == CityFact(
+                    name: "Paris", country: "France", population: 2102650, landmarks: ["Eiffel Tower"],
+                    nickname: "City of Light"))
         let oslo = try completion(#" {"name":"Oslo","country":"Norway","population":709037,"landmarks":[]} "#)
             .decode(CityFact.self)
         #expect(oslo.nickname == nil)
@@ -249,8 +277,11 @@ struct GeneratableDecodingTests {
     func decodeTripPlan() throws {
         let plan = try completion(#"{"start":{"latitude":1.5,"longitude":2},"stops":[],"days":3,"confirmed":false,"notes":[null,"x"]}"#)
             .message.decode(TripPlan.self)
-        #expect(plan == TripPlan(start: GeoPoint(latitude: 1.5, longitude: 2), stops: [], days: 3, confirmed: false,
-                                 budget: nil, notes: [nil, "x"]))
+        #expect(
+            plan
+                == TripPlan(
+                    start: GeoPoint(latitude: 1.5, longitude: 2), stops: [], days: 3, confirmed: false,
+                    budget: nil, notes: [nil, "x"]))
     }
 
     @Test("a missing key, a wrong type, text that is not JSON and an empty reply are serializationFailures")
@@ -277,9 +308,11 @@ struct GeneratableDecodingTests {
         }
         #expect(outOfRange?.contains("does not fit its Swift type") == true, "\(outOfRange ?? "no error")")
 
-        #expect(serializationFailureMessage { _ = try completion("The city is Paris.").decode(CityFact.self) }?
-            .contains("the message text is not valid JSON (invalid JSON at byte 0") == true)
-        #expect(serializationFailureMessage { _ = try completion("  ").decode(CityFact.self) }?
-            .contains("no text") == true)
+        #expect(
+            serializationFailureMessage { _ = try completion("The city is Paris.").decode(CityFact.self) }?
+                .contains("the message text is not valid JSON (invalid JSON at byte 0") == true)
+        #expect(
+            serializationFailureMessage { _ = try completion("  ").decode(CityFact.self) }?
+                .contains("no text") == true)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 import LeapJSON
-import Testing
 import TestSupport
+import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
 
@@ -61,7 +62,10 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
             _ = try await Leap.load(url: junk)
             Issue.record("a junk file loaded")
         } catch let error as LeapError {
-            guard case .modelLoadingFailure(let message) = error else { Issue.record("wrong error \(error)"); return }
+            guard case .modelLoadingFailure(let message) = error else {
+                Issue.record("wrong error \(error)")
+                return
+            }
             #expect(message.contains("junk.gguf"))
         }
         let truncated = dir.appendingPathComponent("truncated.gguf")
@@ -98,9 +102,11 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let runner = try await TinyModel.load()
         func reply(seed: UInt64) async throws -> String {
             let c = runner.createConversation(systemPrompt: nil)
-            return try await collect(c.generateResponse(
-                userTextMessage: "Tell me a story",
-                generationOptions: GenerationOptions(temperature: 1.0, rngSeed: seed, maxOutputTokens: 16))).text
+            return try await collect(
+                c.generateResponse(
+                    userTextMessage: "Tell me a story",
+                    generationOptions: GenerationOptions(temperature: 1.0, rngSeed: seed, maxOutputTokens: 16))
+            ).text
         }
         let a = try await reply(seed: 7)
         let b = try await reply(seed: 7)
@@ -134,7 +140,8 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
             Issue.record("a prompt longer than the context was accepted")
         } catch let error as LeapError {
             guard case .promptExceedContextLengthFailure(let tokens, let limit) = error else {
-                Issue.record("wrong error \(error)"); return
+                Issue.record("wrong error \(error)")
+                return
             }
             #expect(tokens > 64)
             #expect(limit == 64)
@@ -142,8 +149,9 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         }
         #expect(conversation.history.isEmpty)
         #expect(!conversation.isGenerating)
-        let c = try await collect(conversation.generateResponse(
-            userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 4)))
+        let c = try await collect(
+            conversation.generateResponse(
+                userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 4)))
         #expect(c.completion != nil)
         #expect(conversation.history.count == 2)
     }
@@ -153,10 +161,14 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let conversation = runner.createConversation(systemPrompt: nil)
         for part in [ChatMessageContent.image(Data([0xFF, 0xD8])), .audio(Data([0x52]))] {
             do {
-                _ = try await collect(conversation.generateResponse(message: ChatMessage(role: .user, content: [.text("What is this?"), part])))
+                _ = try await collect(
+                    conversation.generateResponse(message: ChatMessage(role: .user, content: [.text("What is this?"), part])))
                 Issue.record("a text-only model accepted \(part)")
             } catch let error as LeapError {
-                guard case .unsupportedContent(let message) = error else { Issue.record("wrong error \(error)"); return }
+                guard case .unsupportedContent(let message) = error else {
+                    Issue.record("wrong error \(error)")
+                    return
+                }
                 #expect(message.contains("no vision encoder") || message.contains("no audio encoder"))
             }
         }
@@ -207,8 +219,9 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let warm = try await TinyModel.load()
         let cold = try await TinyModel.load()
         let conversation = warm.createConversation(systemPrompt: nil)
-        _ = try await collect(conversation.generateResponse(
-            userTextMessage: "First question", generationOptions: GenerationOptions(rngSeed: 9, maxOutputTokens: 6)))
+        _ = try await collect(
+            conversation.generateResponse(
+                userTextMessage: "First question", generationOptions: GenerationOptions(rngSeed: 9, maxOutputTokens: 6)))
         let next = conversation.history + [ChatMessage(role: .user, textContent: "Second question")]
         let tokens = try warm.engine.queue.sync { () throws -> [Int] in
             try warm.engine.promptTokens(messages: next, functions: [], options: GenerationOptions())
@@ -241,7 +254,10 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
                 if case .chunk = r {
                     count += 1
                     if cancelled.withLock({ $0 }) { chunksAfterCancel.withLock { $0 += 1 } }
-                    if count == 3 { cancelled.withLock { $0 = true }; withUnsafeCurrentTask { $0?.cancel() } }
+                    if count == 3 {
+                        cancelled.withLock { $0 = true }
+                        withUnsafeCurrentTask { $0?.cancel() }
+                    }
                 }
             }
             return count
@@ -254,8 +270,9 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         #expect(!conversation.isGenerating)
         #expect(conversation.history.isEmpty)
         // Usable afterwards.
-        let c = try await collect(conversation.generateResponse(
-            userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 3)))
+        let c = try await collect(
+            conversation.generateResponse(
+                userTextMessage: "Hi", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 3)))
         #expect(c.completion?.stats?.completionTokens == 3)
         #expect(conversation.history.count == 2)
     }
@@ -275,7 +292,10 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
                 let stopNow = state.withLock { s -> Bool in
                     s.tokens += 1
                     if s.stopped { s.afterStop += 1 }
-                    if s.tokens == 2 { s.stopped = true; return true }
+                    if s.tokens == 2 {
+                        s.stopped = true
+                        return true
+                    }
                     return false
                 }
                 if stopNow { handlerBox.withLock { $0 }?.stop() }
@@ -326,22 +346,38 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let done = AsyncStream<(MessageCompletion?, LeapError?)>.makeStream()
         _ = runner.generateResponse(
             conversation: conversation, generationOptions: GenerationOptions(rngSeed: 1, maxOutputTokens: 5),
-            onResponseCallback: { r in if case .complete(let m) = r { done.continuation.yield((m, nil)); done.continuation.finish() } },
-            onErrorCallback: { e in done.continuation.yield((nil, e)); done.continuation.finish() })
+            onResponseCallback: { r in
+                if case .complete(let m) = r {
+                    done.continuation.yield((m, nil))
+                    done.continuation.finish()
+                }
+            },
+            onErrorCallback: { e in
+                done.continuation.yield((nil, e))
+                done.continuation.finish()
+            })
         var result: (MessageCompletion?, LeapError?)?
         for await r in done.stream { result = r }
         #expect(result?.0?.stats?.completionTokens == 5)
         #expect(conversation.history.count == 2)
 
-        let tooLong = runner.createConversationFromHistory(history: [ChatMessage(role: .user, textContent: String(repeating: "x y ", count: 100))])
+        let tooLong = runner.createConversationFromHistory(history: [
+            ChatMessage(role: .user, textContent: String(repeating: "x y ", count: 100))
+        ])
         let failed = AsyncStream<LeapError?>.makeStream()
         _ = runner.generateResponse(
             conversation: tooLong, generationOptions: nil,
             onResponseCallback: { _ in },
-            onErrorCallback: { e in failed.continuation.yield(e); failed.continuation.finish() })
+            onErrorCallback: { e in
+                failed.continuation.yield(e)
+                failed.continuation.finish()
+            })
         var error: LeapError??
         for await e in failed.stream { error = e }
-        if case .promptExceedContextLengthFailure? = error ?? nil {} else { Issue.record("expected promptExceedContextLengthFailure, got \(String(describing: error))") }
+        if case .promptExceedContextLengthFailure? = error ?? nil {
+        } else {
+            Issue.record("expected promptExceedContextLengthFailure, got \(String(describing: error))")
+        }
     }
 
     @Test func unloadMakesGenerationFail() async throws {

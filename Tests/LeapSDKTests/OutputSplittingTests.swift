@@ -1,5 +1,6 @@
 import GGUF
 import Testing
+
 @testable import LeapSDKCore
 
 @Suite struct OutputSplittingTests {
@@ -46,7 +47,8 @@ import Testing
     @Test func withoutAParserCallTextIsPlainText() {
         var a = OutputAssembler(parser: nil)
         let raw = "<|tool_call_start|>[f()]<|tool_call_end|>"
-        let text = a.feed(raw).compactMap { if case .chunk(let t) = $0 { return t } else { return nil } }.joined()
+        let text =
+            a.feed(raw).compactMap { if case .chunk(let t) = $0 { return t } else { return nil } }.joined()
             + a.finish().compactMap { if case .chunk(let t) = $0 { return t } else { return nil } }.joined()
         #expect(text == raw)
         #expect(a.message.functionCalls == nil)

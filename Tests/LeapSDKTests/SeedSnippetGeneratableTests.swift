@@ -5,10 +5,11 @@
 
 import Foundation
 import Grammar
+import TestSupport
 import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
-import TestSupport
 
 // `CityFact` is the one declared in GeneratableTests.swift.
 

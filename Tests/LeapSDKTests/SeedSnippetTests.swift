@@ -29,10 +29,11 @@
 // statements; the `...Declarations` tests use each declared member with its declared type.
 
 import Foundation
+import TestSupport
 import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
-import TestSupport
 
 // MARK: - Helpers
 
@@ -96,7 +97,7 @@ private func seed000ComprehensiveFunction() -> LeapFunction {
                 type: LeapFunctionParameterType.string(
                     StringType(enumValues: ["celsius", "fahrenheit"])),
                 description: "Temperature unit (celsius or fahrenheit)"
-            ),
+            )
         ]
     )
 }
@@ -124,7 +125,7 @@ private func seed001ArrayEnumFunction() -> LeapFunction {
                 ),
                 parameterDescription: "Temperature unit",
                 optional: false
-            ),
+            )
         ]
     )
 }
@@ -133,10 +134,12 @@ private func seed001ArrayEnumFunction() -> LeapFunction {
 let expectedGetWeather = LeapFunction(
     name: "get_weather", description: "Query the weather of a city",
     parameters: [
-        LeapFunctionParameter(name: "city", type: .string(StringType(enumValues: nil, description: nil)),
-                              description: "The city to query weather for", optional: false),
-        LeapFunctionParameter(name: "unit", type: .string(StringType(enumValues: ["celsius", "fahrenheit"], description: nil)),
-                              description: "Temperature unit (celsius or fahrenheit)", optional: false),
+        LeapFunctionParameter(
+            name: "city", type: .string(StringType(enumValues: nil, description: nil)),
+            description: "The city to query weather for", optional: false),
+        LeapFunctionParameter(
+            name: "unit", type: .string(StringType(enumValues: ["celsius", "fahrenheit"], description: nil)),
+            description: "Temperature unit (celsius or fahrenheit)", optional: false)
     ])
 
 // MARK: - Seed 000: function calling (native Swift spelling)
@@ -163,7 +166,7 @@ let expectedGetWeather = LeapFunction(
                         type: LeapFunctionParameterType.string(
                             StringType(enumValues: ["celsius", "fahrenheit"])),
                         description: "Temperature unit (celsius or fahrenheit)"
-                    ),
+                    )
                 ]
             )
         )
@@ -201,7 +204,7 @@ let expectedGetWeather = LeapFunction(
                     print("Function call: \(call.name), \(call.arguments)")
                 }
             case .audioSample:
-                break // Optional: route audio output elsewhere
+                break  // Optional: route audio output elsewhere
             default:
                 // process other responses
                 break
@@ -223,11 +226,12 @@ let expectedGetWeather = LeapFunction(
         let function = seed000ComprehensiveFunction()
         #expect(function.parameters.map(\.name) == ["cities", "unit"])
         #expect(function.parameters.allSatisfy { !$0.optional })
-        #expect(function.parametersSchema.serialized(.compact) == """
-            {"type":"object","properties":{"cities":{"type":"array","items":{"type":"string"},\
-            "description":"Names of the cities to query weather for"},"unit":{"type":"string","enum":["celsius","fahrenheit"],\
-            "description":"Temperature unit (celsius or fahrenheit)"}},"required":["cities","unit"]}
-            """)
+        #expect(
+            function.parametersSchema.serialized(.compact) == """
+                {"type":"object","properties":{"cities":{"type":"array","items":{"type":"string"},\
+                "description":"Names of the cities to query weather for"},"unit":{"type":"string","enum":["celsius","fahrenheit"],\
+                "description":"Temperature unit (celsius or fahrenheit)"}},"required":["cities","unit"]}
+                """)
     }
 
     @Test func functionCallParser() async throws {
@@ -289,7 +293,7 @@ let expectedGetWeather = LeapFunction(
                         ),
                         parameterDescription: "Temperature unit (celsius or fahrenheit)",
                         optional: false
-                    ),
+                    )
                 ]
             )
         )
@@ -333,8 +337,10 @@ let expectedGetWeather = LeapFunction(
         let path = seedTestModelPath
         let modelRunner = try await Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)
         let conversation = modelRunner.createConversation(systemPrompt: "You are a helpful assistant.")
-        for try await _ in conversation.generateResponse(userTextMessage: "What's the weather in NYC?",
-                                                          generationOptions: GenerationOptions(maxOutputTokens: 3)) {}
+        for try await _ in conversation.generateResponse(
+            userTextMessage: "What's the weather in NYC?",
+            generationOptions: GenerationOptions(maxOutputTokens: 3))
+        {}
         #expect(conversation.history.count == 3)
 
         // Seed 001, "Append the tool's output" (Swift).
@@ -346,13 +352,16 @@ let expectedGetWeather = LeapFunction(
         let nextConversation = conversation.modelRunner.createConversationFromHistory(history: updatedHistory)
         // Continue generation against `nextConversation`.
 
-        #expect(roleTexts(nextConversation.history) == roleTexts(conversation.history)
-            + [#"tool: {"temperature":72,"conditions":"sunny"}"#])
+        #expect(
+            roleTexts(nextConversation.history) == roleTexts(conversation.history)
+                + [#"tool: {"temperature":72,"conditions":"sunny"}"#])
         #expect(nextConversation.modelRunner === modelRunner)
         // "Then call generateResponse(...) on the new conversation": the tool message renders
         // with the model's template and the reply is appended.
-        for try await _ in nextConversation.generateResponse(message: ChatMessage(role: .user, textContent: "And tomorrow?"),
-                                                              generationOptions: GenerationOptions(maxOutputTokens: 3)) {}
+        for try await _ in nextConversation.generateResponse(
+            message: ChatMessage(role: .user, textContent: "And tomorrow?"),
+            generationOptions: GenerationOptions(maxOutputTokens: 3))
+        {}
         #expect(nextConversation.history.count == 6)
         #expect(nextConversation.history[3].role == .tool)
         #expect(conversation.history.count == 3)
@@ -393,13 +402,17 @@ let expectedGetWeather = LeapFunction(
 
     @Test func parameterTypeConstructors() {
         // Seed 001, "Parameter types" (Swift), with the listed argument types filled in.
-        #expect(LeapFunctionParameterType.LeapStr(enumValues: ["a"], description: "d") == .string(StringType(enumValues: ["a"], description: "d")))
+        #expect(
+            LeapFunctionParameterType.LeapStr(enumValues: ["a"], description: "d")
+                == .string(StringType(enumValues: ["a"], description: "d")))
         #expect(LeapFunctionParameterType.LeapNum(enumValues: [1.5], description: nil) == .number(NumberType(enumValues: [1.5])))
         #expect(LeapFunctionParameterType.LeapInt(enumValues: [1, 2], description: nil) == .integer(IntegerType(enumValues: [1, 2])))
         #expect(LeapFunctionParameterType.LeapBool(description: "b") == .boolean(BooleanType(description: "b")))
-        #expect(LeapFunctionParameterType.LeapArr(itemType: .LeapNull(), description: nil) == .array(ArrayType(itemType: .null(NullType()))))
-        #expect(LeapFunctionParameterType.LeapObj(properties: ["x": .LeapBool(description: nil)], required: ["x"], description: nil)
-            == .object(ObjectType(properties: ["x": .boolean(BooleanType())], required: ["x"])))
+        #expect(
+            LeapFunctionParameterType.LeapArr(itemType: .LeapNull(), description: nil) == .array(ArrayType(itemType: .null(NullType()))))
+        #expect(
+            LeapFunctionParameterType.LeapObj(properties: ["x": .LeapBool(description: nil)], required: ["x"], description: nil)
+                == .object(ObjectType(properties: ["x": .boolean(BooleanType())], required: ["x"])))
         #expect(LeapFunctionParameterType.LeapNull() == .null(NullType()))
     }
 }
@@ -413,7 +426,7 @@ let expectedGetWeather = LeapFunction(
         let runner = modelRunner
         let conversation = runner.createConversationFromHistory(history: [
             ChatMessage(role: .system, textContent: "You are a helpful assistant."),
-            ChatMessage(role: .user, textContent: "Tell me a long story."),
+            ChatMessage(role: .user, textContent: "Tell me a long story.")
         ])
         let before = roleTexts(conversation.history)
         let options = GenerationOptions(temperature: 0.7)
@@ -483,7 +496,9 @@ let expectedGetWeather = LeapFunction(
             }
         }
 
-        #expect(await waitUntil(seconds: 600) { printed.items.contains { $0.hasPrefix("Prompt tokens:") || $0.hasPrefix("Generation failed") } })
+        #expect(
+            await waitUntil(seconds: 600) { printed.items.contains { $0.hasPrefix("Prompt tokens:") || $0.hasPrefix("Generation failed") } }
+        )
         let output = printed.items.joined()
         let history = conversation.history
         #expect(history.count == 2)
@@ -517,10 +532,11 @@ let expectedGetWeather = LeapFunction(
         #expect(handler != nil)
         #expect(await waitUntil { !conversation.isGenerating })
         // A stopped generation still ends with .complete, and appends nothing.
-        #expect(await waitUntil {
-            if case .complete? = responses.items.last { return true }
-            return false
-        })
+        #expect(
+            await waitUntil {
+                if case .complete? = responses.items.last { return true }
+                return false
+            })
         #expect(roleTexts(conversation.history) == ["system: You are a helpful assistant."])
     }
 
@@ -586,7 +602,9 @@ let expectedGetWeather = LeapFunction(
         let _: [LeapFunction] = direct.functions
         let _: Bool = direct.isGenerating
         var completions: [MessageCompletion] = []
-        for try await response in conversation.generateResponse(userTextMessage: "Hi", generationOptions: GenerationOptions(maxOutputTokens: 2)) {
+        for try await response in conversation.generateResponse(
+            userTextMessage: "Hi", generationOptions: GenerationOptions(maxOutputTokens: 2))
+        {
             if case .complete(let c) = response { completions.append(c) }
         }
         let completion = try #require(completions.first)
@@ -603,12 +621,14 @@ let expectedGetWeather = LeapFunction(
         #expect(roleTexts(reread) == roleTexts(conversation.history))
         #expect(try ChatMessageContent(from: ["type": "text", "text": "x"]) == .text("x"))
         // GenerationOptions: every field, in the declared order; the parser defaults to LFM's.
-        let all = GenerationOptions(temperature: 0.1, topP: 0.2, topK: 3, minP: 0.4, repetitionPenalty: 1.5, rngSeed: 6,
-                                    enableThinking: true, maxOutputTokens: 8, sequenceLength: 9, cacheControl: .noCache,
-                                    jsonSchemaConstraint: "{}", functionCallParser: nil)
+        let all = GenerationOptions(
+            temperature: 0.1, topP: 0.2, topK: 3, minP: 0.4, repetitionPenalty: 1.5, rngSeed: 6,
+            enableThinking: true, maxOutputTokens: 8, sequenceLength: 9, cacheControl: .noCache,
+            jsonSchemaConstraint: "{}", functionCallParser: nil)
         #expect(all.temperature == 0.1 && all.topP == 0.2 && all.topK == 3 && all.minP == 0.4)
         #expect(all.repetitionPenalty == 1.5 && all.rngSeed == 6 && all.enableThinking == true && all.maxOutputTokens == 8)
-        #expect(all.sequenceLength == 9 && all.cacheControl == .noCache && all.jsonSchemaConstraint == "{}" && all.functionCallParser == nil)
+        #expect(
+            all.sequenceLength == 9 && all.cacheControl == .noCache && all.jsonSchemaConstraint == "{}" && all.functionCallParser == nil)
         #expect(GenerationOptions().functionCallParser is LFMFunctionCallParser)
         #expect(GenerationOptions().temperature == nil && GenerationOptions().maxOutputTokens == nil)
         // ChatMessageRole
@@ -626,8 +646,9 @@ let expectedGetWeather = LeapFunction(
 @Suite(.serialized) struct SeedSnippet003ChatMessageAudio {
     @Test func audioContentFromWAVFile() async throws {
         // The app bundle of the snippet: a directory holding audio.wav.
-        let wavBytes = WAVAudio.encodeFloat32WAV(samples: (0..<16000).map { sin(Float($0) * 0.05) * 0.5 },
-                                                 sampleRate: 16000, channelCount: 1)
+        let wavBytes = WAVAudio.encodeFloat32WAV(
+            samples: (0..<16000).map { sin(Float($0) * 0.05) * 0.5 },
+            sampleRate: 16000, channelCount: 1)
         try FileManager.default.createDirectory(at: SeedAppBundle.directory, withIntermediateDirectories: true)
         try wavBytes.write(to: SeedAppBundle.directory.appendingPathComponent("audio.wav"))
         enum Bundle { static var main: SeedAppBundle { SeedAppBundle() } }
@@ -737,21 +758,35 @@ struct SeedAppBundle {
 
 @Suite struct SeedSnippetKotlinBridge {
     @Test func onEnumMapsEveryCase() {
-        guard case .chunk(let chunk) = onEnum(of: .chunk("hi")) else { Issue.record("chunk"); return }
+        guard case .chunk(let chunk) = onEnum(of: .chunk("hi")) else {
+            Issue.record("chunk")
+            return
+        }
         #expect(chunk.text == "hi")
-        guard case .reasoningChunk(let thought) = onEnum(of: .reasoningChunk("hmm")) else { Issue.record("reasoning"); return }
+        guard case .reasoningChunk(let thought) = onEnum(of: .reasoningChunk("hmm")) else {
+            Issue.record("reasoning")
+            return
+        }
         #expect(thought.reasoning == "hmm")
         let call = LeapFunctionCall(name: "get_weather", arguments: ["city": "Paris", "days": 2])
-        guard case .functionCalls(let payload) = onEnum(of: .functionCall([call, call])) else { Issue.record("calls"); return }
+        guard case .functionCalls(let payload) = onEnum(of: .functionCall([call, call])) else {
+            Issue.record("calls")
+            return
+        }
         #expect(payload.functionCalls.map(\.name) == ["get_weather", "get_weather"])
         #expect(payload.functionCalls[0].arguments["city"] as? String == "Paris")
         guard case .audioSample(let audio) = onEnum(of: .audioSample(samples: [0.5, -0.5], sampleRate: 24000)) else {
-            Issue.record("audio"); return
+            Issue.record("audio")
+            return
         }
         #expect(audio == MessageResponse.AudioSample(samples: [0.5, -0.5], sampleRate: 24000))
-        let completion = MessageCompletion(message: ChatMessage(role: .assistant, textContent: "done"), finishReason: .exceedContext,
-                                           stats: GenerationStats(promptTokens: 3, completionTokens: 4, totalTokens: 7, tokenPerSecond: 1))
-        guard case .complete(let complete) = onEnum(of: .complete(completion)) else { Issue.record("complete"); return }
+        let completion = MessageCompletion(
+            message: ChatMessage(role: .assistant, textContent: "done"), finishReason: .exceedContext,
+            stats: GenerationStats(promptTokens: 3, completionTokens: 4, totalTokens: 7, tokenPerSecond: 1))
+        guard case .complete(let complete) = onEnum(of: .complete(completion)) else {
+            Issue.record("complete")
+            return
+        }
         #expect(complete.fullMessage.textContent == "done")
         #expect(complete.finishReason == .exceedContext)
         #expect(complete.stats?.totalTokens == 7)

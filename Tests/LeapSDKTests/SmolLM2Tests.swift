@@ -1,7 +1,8 @@
 import Foundation
 import LeapJSON
-import Testing
 import TestSupport
+import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
 
@@ -20,7 +21,8 @@ struct CityInfo {
 @Suite(.serialized) struct SmolLM2Tests {
     static func load() async throws -> LiquidInferenceEngineRunner {
         let path = try TestFixtures.require(TestFixtures.smolLM2Q4_1)
-        return try #require(try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: 1024)) as? LiquidInferenceEngineRunner)
+        return try #require(
+            try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: 1024)) as? LiquidInferenceEngineRunner)
     }
 
     @Test func twoTurnChatAnswersAndReusesTheCache() async throws {
@@ -63,7 +65,8 @@ struct CityInfo {
         for f in TestFunctions.all { conversation.registerFunction(f) }
         var options = GenerationOptions(temperature: 0, maxOutputTokens: 120)
         options.functionCallMode = .required
-        let c = try await collect(conversation.generateResponse(userTextMessage: "What's the weather in Paris?", generationOptions: options))
+        let c = try await collect(
+            conversation.generateResponse(userTextMessage: "What's the weather in Paris?", generationOptions: options))
         let calls = try #require(c.completion?.message.functionCalls)
         #expect(!calls.isEmpty)
         for call in calls { #expect(TestFunctions.problem(call) == nil, "\(call)") }
@@ -73,8 +76,9 @@ struct CityInfo {
         #expect(history.last?.functionCalls?.count == calls.count)
         let tool = ChatMessage(role: .tool, textContent: #"{"temperature": 21, "condition": "sunny"}"#)
         let next = runner.createConversationFromHistory(history: history + [tool])
-        let answer = try await collect(next.generateResponse(
-            userTextMessage: "Thanks. Summarize.", generationOptions: GenerationOptions(temperature: 0, maxOutputTokens: 40)))
+        let answer = try await collect(
+            next.generateResponse(
+                userTextMessage: "Thanks. Summarize.", generationOptions: GenerationOptions(temperature: 0, maxOutputTokens: 40)))
         #expect(answer.completion != nil)
         #expect((answer.completion?.stats?.cachedPromptTokens ?? 0) > 0)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LeapSDK
 @testable import LeapSDKCore
 
@@ -11,9 +12,10 @@ private struct WAVBuilder {
     static func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * $0)) & 0xFF) } }
 
     /// A 16-byte (or 18 with `cbSize`) `fmt ` body.
-    static func fmt(tag: Int, channels: Int = 1, rate: Int = 16000, bits: Int, blockAlign: Int? = nil,
-                    cbSize: Int? = nil) -> [UInt8]
-    {
+    static func fmt(
+        tag: Int, channels: Int = 1, rate: Int = 16000, bits: Int, blockAlign: Int? = nil,
+        cbSize: Int? = nil
+    ) -> [UInt8] {
         let align = blockAlign ?? channels * ((bits + 7) / 8)
         var b: [UInt8] = le16(tag)
         b += le16(channels)
@@ -26,8 +28,10 @@ private struct WAVBuilder {
     }
 
     /// A 40-byte WAVE_FORMAT_EXTENSIBLE `fmt ` body with the PCM (1) or float (3) GUID.
-    static func extensibleFmt(subformat: Int, channels: Int = 1, rate: Int = 16000, bits: Int, validBits: Int,
-                              guidTail: [UInt8] = [0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71])
+    static func extensibleFmt(
+        subformat: Int, channels: Int = 1, rate: Int = 16000, bits: Int, validBits: Int,
+        guidTail: [UInt8] = [0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71]
+    )
         -> [UInt8]
     {
         var b = fmt(tag: 0xFFFE, channels: channels, rate: rate, bits: bits, cbSize: 22)
@@ -110,8 +114,9 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
 
     @Test func int16IsDividedBy32768() throws {
         let values = [0, 1, -1, 32767, -32768, 16384, -8192]
-        let wav = WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, rate: 22050, bits: 16),
-                                    samples: values.flatMap { WAVBuilder.le16($0) })
+        let wav = WAVBuilder.simple(
+            fmt: WAVBuilder.fmt(tag: 1, rate: 22050, bits: 16),
+            samples: values.flatMap { WAVBuilder.le16($0) })
         let audio = try WAVAudio(data: wav.data)
         #expect(audio.sampleFormat == .int16)
         #expect(audio.sampleRate == 22050)
@@ -121,8 +126,10 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
 
     @Test func int24IsSignExtendedAndDividedBy2To23() throws {
         // 0x7FFFFF, 0x800000 (most negative), 1, 0xFFFFFF (-1), 0x400000, 0xC00000 (-0x400000).
-        let raw: [UInt8] = [0xFF, 0xFF, 0x7F, 0x00, 0x00, 0x80, 0x01, 0x00, 0x00,
-                            0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x40, 0x00, 0x00, 0xC0]
+        let raw: [UInt8] = [
+            0xFF, 0xFF, 0x7F, 0x00, 0x00, 0x80, 0x01, 0x00, 0x00,
+            0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x40, 0x00, 0x00, 0xC0
+        ]
         let wav = WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, bits: 24), samples: raw)
         let audio = try WAVAudio(data: wav.data)
         #expect(audio.sampleFormat == .int24)
@@ -154,32 +161,36 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
 
     @Test func extensibleFormatUsesItsSubformat() throws {
         // 24-bit PCM in WAVE_FORMAT_EXTENSIBLE.
-        let pcm = WAVBuilder.simple(fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 24, validBits: 24),
-                                    samples: [0x00, 0x00, 0x40, 0xFF, 0xFF, 0xFF])
+        let pcm = WAVBuilder.simple(
+            fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 24, validBits: 24),
+            samples: [0x00, 0x00, 0x40, 0xFF, 0xFF, 0xFF])
         let pcmAudio = try WAVAudio(data: pcm.data)
         #expect(pcmAudio.sampleFormat == .int24)
         #expect(pcmAudio.samples == [0.5, -1 / 8_388_608])
 
         // IEEE float in WAVE_FORMAT_EXTENSIBLE.
         let floats: [Float] = [-0.75, 0.375]
-        let float = WAVBuilder.simple(fmt: WAVBuilder.extensibleFmt(subformat: 3, rate: 44100, bits: 32, validBits: 32),
-                                      samples: floats.flatMap { WAVBuilder.le32(Int($0.bitPattern)) })
+        let float = WAVBuilder.simple(
+            fmt: WAVBuilder.extensibleFmt(subformat: 3, rate: 44100, bits: 32, validBits: 32),
+            samples: floats.flatMap { WAVBuilder.le32(Int($0.bitPattern)) })
         let floatAudio = try WAVAudio(data: float.data)
         #expect(floatAudio.sampleFormat == .float32)
         #expect(floatAudio.sampleRate == 44100)
         #expect(floatAudio.samples == floats)
 
         // 24 valid bits left-justified in a 32-bit container decode by the container size.
-        let container = WAVBuilder.simple(fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 32, validBits: 24),
-                                          samples: [0x00, 0x00, 0x00, 0xC0])
+        let container = WAVBuilder.simple(
+            fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 32, validBits: 24),
+            samples: [0x00, 0x00, 0x00, 0xC0])
         #expect(try WAVAudio(data: container.data).samples == [-0.5])
     }
 
     @Test func extensibleWithUnknownGUIDIsRejected() {
         var tail: [UInt8] = [0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71]
         tail[13] = 0x72
-        let wav = WAVBuilder.simple(fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 16, validBits: 16, guidTail: tail),
-                                    samples: [0, 0])
+        let wav = WAVBuilder.simple(
+            fmt: WAVBuilder.extensibleFmt(subformat: 1, bits: 16, validBits: 16, guidTail: tail),
+            samples: [0, 0])
         guard case .unsupportedEncoding(let what)? = parseError(wav.data) else {
             Issue.record("an unknown sub-format GUID was accepted")
             return
@@ -222,10 +233,12 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
     @Test func stereoIsRejectedWithAClearMessage() {
         let stereo = WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, channels: 2, bits: 16), samples: [0, 0, 0, 0])
         #expect(parseError(stereo.data) == .multiChannel(channelCount: 2))
-        #expect(WAVError.multiChannel(channelCount: 2).description
-            .hasPrefix("stereo/multi-channel audio is not supported: convert it to mono"))
-        let surround = WAVBuilder.simple(fmt: WAVBuilder.extensibleFmt(subformat: 3, channels: 6, bits: 32, validBits: 32),
-                                         samples: [UInt8](repeating: 0, count: 24))
+        #expect(
+            WAVError.multiChannel(channelCount: 2).description
+                .hasPrefix("stereo/multi-channel audio is not supported: convert it to mono"))
+        let surround = WAVBuilder.simple(
+            fmt: WAVBuilder.extensibleFmt(subformat: 3, channels: 6, bits: 32, validBits: 32),
+            samples: [UInt8](repeating: 0, count: 24))
         #expect(parseError(surround.data) == .multiChannel(channelCount: 6))
         #expect(throws: WAVError.multiChannel(channelCount: 2)) { try ChatMessageContent.fromWAVData(stereo.data) }
     }
@@ -266,18 +279,28 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         #expect(error(fmt: WAVBuilder.fmt(tag: 1, bits: 8)) == .unsupportedBitDepth(bitsPerSample: 8, isFloat: false))
         #expect(error(fmt: WAVBuilder.fmt(tag: 1, bits: 0, blockAlign: 2)) == .unsupportedBitDepth(bitsPerSample: 0, isFloat: false))
         // 12 valid bits left-justified in 2 bytes decode as 16-bit samples.
-        #expect(try WAVAudio(data: WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, bits: 12, blockAlign: 2),
-                                                     samples: WAVBuilder.le16(-16384)).data).samples == [-0.5])
+        #expect(
+            try WAVAudio(
+                data: WAVBuilder.simple(
+                    fmt: WAVBuilder.fmt(tag: 1, bits: 12, blockAlign: 2),
+                    samples: WAVBuilder.le16(-16384)
+                ).data
+            ).samples == [-0.5])
         #expect(error(fmt: WAVBuilder.fmt(tag: 1, bits: 40)) == .unsupportedBitDepth(bitsPerSample: 40, isFloat: false))
-        #expect(error(fmt: WAVBuilder.fmt(tag: 3, bits: 64), samples: [UInt8](repeating: 0, count: 8))
-            == .unsupportedBitDepth(bitsPerSample: 64, isFloat: true))
+        #expect(
+            error(fmt: WAVBuilder.fmt(tag: 3, bits: 64), samples: [UInt8](repeating: 0, count: 8))
+                == .unsupportedBitDepth(bitsPerSample: 64, isFloat: true))
         #expect(error(fmt: WAVBuilder.fmt(tag: 3, bits: 16)) == .unsupportedBitDepth(bitsPerSample: 16, isFloat: true))
         #expect(error(fmt: WAVBuilder.fmt(tag: 7, bits: 8)) == .unsupportedEncoding("mu-law (format tag 0x7)"))
         #expect(error(fmt: WAVBuilder.fmt(tag: 0x55, bits: 0)) == .unsupportedEncoding("MPEG Layer 3 (MP3) (format tag 0x55)"))
-        #expect(error(fmt: WAVBuilder.fmt(tag: 1, bits: 16, blockAlign: 4)) == .malformedFormatChunk(
-            "block alignment 4 does not match 16-bit mono samples (2 bytes per frame)"))
-        #expect(error(fmt: Array(WAVBuilder.fmt(tag: 1, bits: 16).prefix(14))) == .malformedFormatChunk(
-            "it has 14 bytes, fewer than the 16 of a PCM format"))
+        #expect(
+            error(fmt: WAVBuilder.fmt(tag: 1, bits: 16, blockAlign: 4))
+                == .malformedFormatChunk(
+                    "block alignment 4 does not match 16-bit mono samples (2 bytes per frame)"))
+        #expect(
+            error(fmt: Array(WAVBuilder.fmt(tag: 1, bits: 16).prefix(14)))
+                == .malformedFormatChunk(
+                    "it has 14 bytes, fewer than the 16 of a PCM format"))
 
         var noData = WAVBuilder()
         noData.add("fmt ", WAVBuilder.fmt(tag: 1, bits: 16))
@@ -292,12 +315,18 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         // The data chunk header starts after RIFF(12) + fmt(8 + 16).
         var hugeData = valid
         hugeData.replaceSubrange(40..<44, with: [0xFF, 0xFF, 0xFF, 0xFF])
-        #expect(parseError(Data(hugeData)) == .chunkSizeExceedsData(chunkID: "data", declaredSize: 0xFFFF_FFFF,
-                                                                    availableBytes: 4))
+        #expect(
+            parseError(Data(hugeData))
+                == .chunkSizeExceedsData(
+                    chunkID: "data", declaredSize: 0xFFFF_FFFF,
+                    availableBytes: 4))
         var hugeRIFF = valid
         hugeRIFF.replaceSubrange(4..<8, with: [0x00, 0x00, 0x00, 0x80])
-        #expect(parseError(Data(hugeRIFF)) == .chunkSizeExceedsData(chunkID: "RIFF", declaredSize: 0x8000_0000,
-                                                                    availableBytes: valid.count - 8))
+        #expect(
+            parseError(Data(hugeRIFF))
+                == .chunkSizeExceedsData(
+                    chunkID: "RIFF", declaredSize: 0x8000_0000,
+                    availableBytes: valid.count - 8))
         var tinyRIFF = valid
         tinyRIFF.replaceSubrange(4..<8, with: WAVBuilder.le32(2))
         #expect(parseError(Data(tinyRIFF)) == .truncated(structure: "RIFF header (its size 2 is below 4)"))
@@ -314,8 +343,10 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         for length in 0..<bytes.count {
             #expect(parseError(Data(bytes.prefix(length))) != nil, "a \(length)-byte prefix was accepted")
         }
-        #expect(parseError(Data(bytes.prefix(20))) == .chunkSizeExceedsData(
-            chunkID: "RIFF", declaredSize: bytes.count - 8, availableBytes: 12))
+        #expect(
+            parseError(Data(bytes.prefix(20)))
+                == .chunkSizeExceedsData(
+                    chunkID: "RIFF", declaredSize: bytes.count - 8, availableBytes: 12))
         #expect(parseError(Data(bytes.prefix(7))) == .truncated(structure: "RIFF header"))
     }
 

@@ -17,7 +17,9 @@ import Testing
 
     @Test(arguments: ["SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q8_0.gguf", "lfm2-tiny"])
     func decodeMatchesExactPrefill(_ name: String) throws {
-        let path = name == "lfm2-tiny" ? TestFixtures.path("models/lfm2-tiny.gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + name)
+        let path =
+            name == "lfm2-tiny"
+            ? TestFixtures.path("models/lfm2-tiny.gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + name)
         let model = try TransformerModel(path: path)
         let batch = InferenceSession(model: model, contextLength: 64)
         let exact = try batch.evaluateAllLogits(Self.tokens)
@@ -72,9 +74,13 @@ import Testing
         #expect(throws: ModelError.invalidBatch(count: 0, maximum: 512)) { try s.evaluate([]) }
         #expect(throws: ModelError.invalidToken(id: -1, vocabularySize: 49161)) { try s.evaluate([-1]) }
         #expect(throws: ModelError.invalidToken(id: 49161, vocabularySize: 49161)) { try s.evaluate([49161]) }
-        #expect(throws: ModelError.contextOverflow(position: 0, tokens: 9, contextLength: 8)) { try s.evaluate(Array(repeating: 1, count: 9)) }
+        #expect(throws: ModelError.contextOverflow(position: 0, tokens: 9, contextLength: 8)) {
+            try s.evaluate(Array(repeating: 1, count: 9))
+        }
         try s.evaluate([1, 2, 3])
-        #expect(throws: ModelError.contextOverflow(position: 3, tokens: 6, contextLength: 8)) { try s.evaluate(Array(repeating: 1, count: 6)) }
+        #expect(throws: ModelError.contextOverflow(position: 3, tokens: 6, contextLength: 8)) {
+            try s.evaluate(Array(repeating: 1, count: 6))
+        }
         #expect(s.position == 3, "a refused batch leaves the session as it was")
     }
 }

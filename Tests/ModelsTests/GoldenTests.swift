@@ -34,18 +34,22 @@ import Testing
         ("smollm2-q8_0", "SmolLM2-135M-Instruct.Q8_0.gguf", 0.04, 0.008, 1.5),
         ("smollm2-q4_0", "SmolLM2-135M-Instruct.Q4_0.gguf", 0.08, 0.01, 2.5),
         ("smollm2-q4_1", "SmolLM2-135M-Instruct.Q4_1.gguf", 0.04, 0.006, 1.5),
-        ("lfm2-tiny", "", 0.04, 0.006, 0.5),
+        ("lfm2-tiny", "", 0.04, 0.006, 0.5)
     ]
 
-    static let cases: [Case] = models.flatMap { m in
-        (m.name == "lfm2-tiny" ? ["plain", "chat", "lfm2chat", "long"] : ["plain", "chat", "long"]).map {
-            Case(model: m.name, prompt: $0, file: m.file, maxError: m.maxError, meanError: m.meanError, margin: m.margin)
+    static let cases: [Case] =
+        models.flatMap { m in
+            (m.name == "lfm2-tiny" ? ["plain", "chat", "lfm2chat", "long"] : ["plain", "chat", "long"]).map {
+                Case(model: m.name, prompt: $0, file: m.file, maxError: m.maxError, meanError: m.meanError, margin: m.margin)
+            }
         }
-    } + ["plain", "chat", "long"].map {
-        // The F16 attention cache (llama.cpp's default type) must keep the F32 model as
-        // close to llama.cpp as the F32 cache does (see docs/numerics.md).
-        Case(model: "smollm2-f32", prompt: $0, file: "SmolLM2-135M-Instruct.F32.gguf", maxError: 0.002, meanError: 0.0003, margin: 0.5, cache: .f16)
-    }
+        + ["plain", "chat", "long"].map {
+            // The F16 attention cache (llama.cpp's default type) must keep the F32 model as
+            // close to llama.cpp as the F32 cache does (see docs/numerics.md).
+            Case(
+                model: "smollm2-f32", prompt: $0, file: "SmolLM2-135M-Instruct.F32.gguf", maxError: 0.002, meanError: 0.0003, margin: 0.5,
+                cache: .f16)
+        }
 
     static func modelPath(_ c: Case) throws -> String {
         c.file.isEmpty ? TestFixtures.path("models/lfm2-tiny.gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + c.file)
@@ -64,7 +68,8 @@ import Testing
             count += 10
             meanRange += cmp.range
             #expect(cmp.maxError <= c.maxError * cmp.range, "\(what): max error \(cmp.maxError), range \(cmp.range)")
-            #expect(cmp.topOneAgrees(minimumMargin: c.margin), "\(what): top-1 \(cmp.ourBest) vs \(cmp.goldenBest), margin \(cmp.goldenMargin)")
+            #expect(
+                cmp.topOneAgrees(minimumMargin: c.margin), "\(what): top-1 \(cmp.ourBest) vs \(cmp.goldenBest), margin \(cmp.goldenMargin)")
         }
 
         let rows = try session.evaluateAllLogits(golden.tokens)
@@ -84,6 +89,8 @@ import Testing
         }
         let mean = sum / count, positions = Float(rows.count + golden.greedy.count)
         #expect(mean <= c.meanError * meanRange / positions, "mean error \(mean)")
-        print("golden \(c.model).\(c.prompt): max error \(worst * 100)% of range (bound \(c.maxError * 100)%), mean error \(mean) (range \(meanRange / positions))")
+        print(
+            "golden \(c.model).\(c.prompt): max error \(worst * 100)% of range (bound \(c.maxError * 100)%), mean error \(mean) (range \(meanRange / positions))"
+        )
     }
 }

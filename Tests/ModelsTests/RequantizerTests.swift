@@ -13,7 +13,7 @@ import Testing
         (.q4_0, "dc51cbdc90dfb5c74a00a173bbc5ff4609f0df10a2a535040d484246c347da16"),
         (.f32, "f0089e79d6755eb5fbbf61cf4a16ba6bd79641f199875d1dc38cef994afdd0fd"),
         (.f16, "fea43f3ffef83a020894679eb91b2ab0127287d657a7313b47ba9c411dd4d47f"),
-        (.q4_1, "42b682df08ad42cc02907bc95960bb0c516b785760005c449295be77ea2fed05"),
+        (.q4_1, "42b682df08ad42cc02907bc95960bb0c516b785760005c449295be77ea2fed05")
     ]
 
     @Test(arguments: expected.map { $0.0 })

@@ -12,7 +12,7 @@ struct ArithmeticExpressionTests {
         ("-7 % 3", -1), ("2 ^ 3 ^ 2", 512), ("-2 ^ 2", -4), ("(-2) ^ 2", 4), ("2 ^ -1", 0.5), ("--3", 3),
         ("-(4 - 6)", 2), ("+5", 5), ("1.5 * 4", 6), (".5 + .25", 0.75), ("47.50 * 0.15", 7.125),
         ("  ( ( 1 ) )  ", 1), ("2*3+4*5", 26), ("2 + 3 * 4 ^ 2 / 8", 8), ("9 ^ 0.5", 3), ("0 ^ 0", 1),
-        ("1 ^ 99999999999", 1), ("(-1) ^ 1000001", -1), ("10 ^ -400", 0),
+        ("1 ^ 99999999999", 1), ("(-1) ^ 1000001", -1), ("10 ^ -400", 0)
     ])
     func evaluates(expression: String, expected: Double) throws {
         #expect(try ArithmeticExpression.evaluate(expression) == expected)
@@ -25,7 +25,7 @@ struct ArithmeticExpressionTests {
         ("(-8) ^ 0.5", "not a real number"), ("2 +", "ends too early"), ("(1 + 2", "missing ')'"),
         ("1 + 2)", "unexpected ')'"), ("2 ** 3", "expected a number"), ("abc", "expected a number"),
         ("1.", "decimal point"), ("3 4", "unexpected '4'"), ("$47.50", "expected a number"),
-        ("__import__('os')", "expected a number"), ("1e5", "unexpected 'e'"),
+        ("__import__('os')", "expected a number"), ("1e5", "unexpected 'e'")
     ])
     func rejects(expression: String, message: String) {
         #expect {
@@ -41,7 +41,8 @@ struct ArithmeticExpressionTests {
     }
 
     @Test func nestingIsLimited() throws {
-        let ok = String(repeating: "(", count: ArithmeticExpression.maxDepth) + "1"
+        let ok =
+            String(repeating: "(", count: ArithmeticExpression.maxDepth) + "1"
             + String(repeating: ")", count: ArithmeticExpression.maxDepth)
         #expect(try ArithmeticExpression.evaluate(ok) == 1)
         let deep = String(repeating: "(", count: 400) + "1" + String(repeating: ")", count: 400)
@@ -93,12 +94,15 @@ struct DemoToolsTests {
         #expect(fahrenheit["temperature"]?.numberValue == (celsius * 9 / 5 + 32).rounded())
         // The line docs/function-calling.md shows.
         let call = ToolCall(toolName: "get_weather", arguments: ["city": "Paris", "unit": "fahrenheit"])
-        #expect("\(call) -> \(ToolResult.succeeded("get_weather", fahrenheit).messageText)"
-            == #"get_weather(city: "Paris", unit: "fahrenheit") -> {"city":"Paris","condition":"snow","humidity":80,"simulated":true,"temperature":28,"unit":"fahrenheit"}"#)
+        #expect(
+            "\(call) -> \(ToolResult.succeeded("get_weather", fahrenheit).messageText)"
+                == #"get_weather(city: "Paris", unit: "fahrenheit") -> {"city":"Paris","condition":"snow","humidity":80,"simulated":true,"temperature":28,"unit":"fahrenheit"}"#
+        )
         // Different cities are not all the same.
-        let temperatures = Set(try ["Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Quito"].map {
-            try DemoTools.weatherReport(["city": .string($0)])["temperature"]!
-        })
+        let temperatures = Set(
+            try ["Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Quito"].map {
+                try DemoTools.weatherReport(["city": .string($0)])["temperature"]!
+            })
         #expect(temperatures.count > 1)
         #expect(throws: DemoTools.ToolError.self) { try DemoTools.weatherReport([:]) }
         #expect(throws: DemoTools.ToolError.self) { try DemoTools.weatherReport(["city": "  "]) }
@@ -125,8 +129,11 @@ struct DemoToolsTests {
         #expect(function.parameters.map(\.optional) == [false, true])
         #expect(function.parameters[1].type == .string(StringType(enumValues: ["celsius", "fahrenheit"])))
         let types: [ToolParameterType] = [.string, .number, .integer, .boolean, .array(.number)]
-        #expect(types.map(\.leapType) == [.string(StringType()), .number(NumberType()), .integer(IntegerType()),
-                                          .boolean(BooleanType()), .array(ArrayType(itemType: .number(NumberType())))])
+        #expect(
+            types.map(\.leapType) == [
+                .string(StringType()), .number(NumberType()), .integer(IntegerType()),
+                .boolean(BooleanType()), .array(ArrayType(itemType: .number(NumberType())))
+            ])
     }
 
     @Test func registerAddsAllThree() async {
@@ -179,8 +186,11 @@ struct ToolValueTests {
         #expect(SDKError.from(LeapError.generationFailure("x")).code == .processingFailed)
         #expect(SDKError.from(LeapError.modelUnloaded).code == .notInitialized)
         #expect(SDKError.from(CancellationError()).code == .cancelled)
-        #expect(Set(SDKError.Code.allCases).isSuperset(of: [.notInitialized, .processingFailed, .invalidInput,
-                                                             .modelNotFound, .timeout]))
+        #expect(
+            Set(SDKError.Code.allCases).isSuperset(of: [
+                .notInitialized, .processingFailed, .invalidInput,
+                .modelNotFound, .timeout
+            ]))
     }
 
     @Test func generateWithoutModelIsNotInitialized() async throws {
@@ -221,16 +231,22 @@ struct LocalModelCacheTests {
         let single = try cache(["SmolLM2-135M-Instruct.Q4_1.gguf", "lfm2-tiny.gguf"])
         #expect(try single.path(forModelId: "smollm2-135m-instruct") == single.directory + "/SmolLM2-135M-Instruct.Q4_1.gguf")
         let several = try cache(["SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q8_0.gguf"])
-        #expect(throws: SDKError(.invalidInput, "the model id 'smollm2' matches several cached models: "
-            + "SmolLM2-135M-Instruct.Q4_1, SmolLM2-135M-Instruct.Q8_0; use one of these ids"))
-        {
+        #expect(
+            throws: SDKError(
+                .invalidInput,
+                "the model id 'smollm2' matches several cached models: "
+                    + "SmolLM2-135M-Instruct.Q4_1, SmolLM2-135M-Instruct.Q8_0; use one of these ids")
+        ) {
             try several.path(forModelId: "smollm2")
         }
     }
 
     @Test func unknownIdListsAvailableModels() throws {
         let cache = try cache(["lfm2-tiny.gguf"])
-        #expect(throws: SDKError(.modelNotFound, "no model 'llama-3.2-1b-instruct-q4' in the model cache \(cache.directory); available: lfm2-tiny")) {
+        #expect(
+            throws: SDKError(
+                .modelNotFound, "no model 'llama-3.2-1b-instruct-q4' in the model cache \(cache.directory); available: lfm2-tiny")
+        ) {
             try cache.path(forModelId: "llama-3.2-1b-instruct-q4")
         }
         let empty = LocalModelCache(directory: cache.directory + "/missing")

@@ -1,7 +1,7 @@
 import Foundation
 import LeapSDKCore
-import Testing
 import TestSupport
+import Testing
 
 @testable import RunAnywhere
 
@@ -14,9 +14,12 @@ struct ModelToolLoopTests {
     /// within a few tokens, and the call must be complete to be parsed.
     static let weather = ToolDefinition(
         name: "get_weather", description: "Get current weather for a city",
-        parameters: [ToolParameter(name: "city", type: .string, description: "City name", required: true,
-                                   enumValues: ["Paris", "Rome", "Lima"]),
-                     ToolParameter(name: "days", type: .integer, description: "Forecast days", required: false)])
+        parameters: [
+            ToolParameter(
+                name: "city", type: .string, description: "City name", required: true,
+                enumValues: ["Paris", "Rome", "Lima"]),
+            ToolParameter(name: "days", type: .integer, description: "Forecast days", required: false)
+        ])
 
     func loadedSession() async throws -> ToolCallingSession {
         let session = ToolCallingSession()
@@ -93,8 +96,9 @@ struct ModelToolLoopTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ra-models-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent("LFM2-Tiny.Q8_0.gguf").path,
-                                                   withDestinationPath: try TestFixtures.require(Self.tinyPath))
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.appendingPathComponent("LFM2-Tiny.Q8_0.gguf").path,
+            withDestinationPath: try TestFixtures.require(Self.tinyPath))
         let session = ToolCallingSession(modelCache: LocalModelCache(directory: directory.path))
         #expect(await !session.isModelLoaded)
         try await session.loadModel(modelId: "lfm2-tiny")

@@ -42,9 +42,9 @@ func seedBasicUsage() async throws -> ToolCallingResult {
         options: options
     )
 
-    print(result.text)        // "The weather in San Francisco is 72°F and sunny."
-    print(result.toolCalls)   // [ToolCall(toolName: "get_weather", ...)]
-    print(result.toolResults) // [ToolResult(success: true, ...)]
+    print(result.text)  // "The weather in San Francisco is 72°F and sunny."
+    print(result.toolCalls)  // [ToolCall(toolName: "get_weather", ...)]
+    print(result.toolResults)  // [ToolResult(success: true, ...)]
     return result
 }
 
@@ -87,7 +87,7 @@ func seedExamples() async throws {
         let conditions: [String: (Double, String)] = [
             "san francisco": (62.0, "foggy"),
             "new york": (45.0, "cloudy"),
-            "miami": (82.0, "sunny"),
+            "miami": (82.0, "sunny")
         ]
 
         let key = city.lowercased()

@@ -21,9 +21,10 @@ final class ScriptedGenerator: ToolRoundGenerator, @unchecked Sendable {
 
     var requests: [Request] { lock.withLock { recorded } }
 
-    func generateRound(appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
-                       onText: @escaping @Sendable (String) -> Void) async throws -> ToolRound
-    {
+    func generateRound(
+        appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
+        onText: @escaping @Sendable (String) -> Void
+    ) async throws -> ToolRound {
         let reply: ToolRound = lock.withLock {
             recorded.append(Request(messages: messages, functionNames: functions.map(\.name), options: options))
             return script.isEmpty ? ToolRound(text: "final answer", calls: []) : script.removeFirst()
@@ -47,8 +48,10 @@ struct HandlerFailure: Error, CustomStringConvertible {
 
 let weatherDefinition = ToolDefinition(
     name: "get_weather", description: "Get current weather for a city",
-    parameters: [ToolParameter(name: "city", type: .string, description: "City name", required: true),
-                 ToolParameter(name: "days", type: .integer, description: "Forecast days", required: false)])
+    parameters: [
+        ToolParameter(name: "city", type: .string, description: "City name", required: true),
+        ToolParameter(name: "days", type: .integer, description: "Forecast days", required: false)
+    ])
 
 func call(_ name: String, _ arguments: [String: Any?] = [:]) -> LeapFunctionCall {
     LeapFunctionCall(name: name, arguments: arguments)
@@ -65,10 +68,11 @@ struct ToolLoopTests {
         }
         let generator = ScriptedGenerator([
             ToolRound(text: "", calls: [call("get_weather", ["city": "Paris", "days": 3])]),
-            ToolRound(text: " It is 21.5 degrees in Paris. ", calls: []),
+            ToolRound(text: " It is 21.5 degrees in Paris. ", calls: [])
         ])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "weather?"), generator: generator,
-                                           options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "weather?"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         #expect(result.text == "It is 21.5 degrees in Paris.")
         #expect(result.toolCalls == [ToolCall(toolName: "get_weather", arguments: ["city": "Paris", "days": 3])])
         #expect(result.toolResults == [.succeeded("get_weather", ["city": "Paris", "temperature": 21.5])])
@@ -88,9 +92,10 @@ struct ToolLoopTests {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ in [:] }
         let generator = ScriptedGenerator([])
-        _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                  options: ToolCallingOptions(temperature: 0.25, maxTokens: 77, rngSeed: 9),
-                                  generationOptions: nil, onEvent: { _ in })
+        _ = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(temperature: 0.25, maxTokens: 77, rngSeed: 9),
+            generationOptions: nil, onEvent: { _ in })
         let options = try #require(generator.requests.first?.options)
         #expect(options.temperature == 0.25)
         #expect(options.maxOutputTokens == 77)
@@ -102,8 +107,9 @@ struct ToolLoopTests {
         await session.registerTool(weatherDefinition) { _ in ["ok": true] }
         await session.setFirstRoundCallMode(.required)
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "Oslo"])])])
-        _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                  options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        _ = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         #expect(generator.requests.map(\.options.functionCallMode) == [.required, .auto])
     }
 
@@ -111,8 +117,9 @@ struct ToolLoopTests {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ async throws -> [String: ToolValue] in throw HandlerFailure() }
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "Rome"])])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         let failure = try #require(result.toolResults.first)
         #expect(!failure.success)
         #expect(failure.result == nil)
@@ -133,9 +140,10 @@ struct ToolLoopTests {
         }
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "Lima"])])])
         let started = ContinuousClock.now
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(toolTimeout: .milliseconds(100)),
-                                           generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(toolTimeout: .milliseconds(100)),
+            generationOptions: nil, onEvent: { _ in })
         #expect(ContinuousClock.now - started < .seconds(10))
         #expect(result.toolResults == [.failed("get_weather", "tool 'get_weather' timed out after 0.1 s")])
         #expect(generator.requests[1].messages[0].textContent.contains("timed out"))
@@ -145,8 +153,9 @@ struct ToolLoopTests {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ in [:] }
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("launch_rocket", ["target": "moon"])])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         #expect(result.toolCalls.map(\.toolName) == ["launch_rocket"])
         #expect(result.toolResults == [.failed("launch_rocket", "unknown tool 'launch_rocket'; the available tools are: get_weather")])
         #expect(generator.requests[1].messages[0].textContent.contains("unknown tool 'launch_rocket'"))
@@ -155,13 +164,17 @@ struct ToolLoopTests {
     @Test func maxToolCallsBoundsExecutionAndForbidsFurtherCalls() async throws {
         let session = ToolCallingSession()
         let log = CallLog()
-        await session.registerTool(weatherDefinition) { args in log.record(args); return ["ok": true] }
+        await session.registerTool(weatherDefinition) { args in
+            log.record(args)
+            return ["ok": true]
+        }
         // The model keeps calling; two calls per reply.
         let calling = ToolRound(text: "", calls: [call("get_weather", ["city": "A"]), call("get_weather", ["city": "B"])])
         let generator = ScriptedGenerator([calling, calling, calling, calling])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(maxToolCalls: 3), generationOptions: nil,
-                                           onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(maxToolCalls: 3), generationOptions: nil,
+            onEvent: { _ in })
         #expect(log.all.count == 3)
         #expect(result.toolCalls.count == 6)
         #expect(result.toolResults.map(\.success) == [true, true, true, false, false, false])
@@ -177,9 +190,10 @@ struct ToolLoopTests {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ in [:] }
         let generator = ScriptedGenerator([ToolRound(text: "plain", calls: [])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(maxToolCalls: 0), generationOptions: nil,
-                                           onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(maxToolCalls: 0), generationOptions: nil,
+            onEvent: { _ in })
         #expect(generator.requests.map(\.options.functionCallMode) == [FunctionCallMode.none])
         #expect(result.text == "plain")
     }
@@ -187,11 +201,15 @@ struct ToolLoopTests {
     @Test func autoExecuteFalseReturnsCallsUnexecuted() async throws {
         let session = ToolCallingSession()
         let log = CallLog()
-        await session.registerTool(weatherDefinition) { args in log.record(args); return [:] }
+        await session.registerTool(weatherDefinition) { args in
+            log.record(args)
+            return [:]
+        }
         let generator = ScriptedGenerator([ToolRound(text: "calling", calls: [call("get_weather", ["city": "Kyiv"])])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(autoExecute: false), generationOptions: nil,
-                                           onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(autoExecute: false), generationOptions: nil,
+            onEvent: { _ in })
         #expect(log.all.isEmpty)
         #expect(result.toolCalls == [ToolCall(toolName: "get_weather", arguments: ["city": "Kyiv"])])
         #expect(result.toolResults.isEmpty)
@@ -207,8 +225,9 @@ struct ToolLoopTests {
         await session.clearTools()
         #expect(await session.registeredTools.isEmpty)
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "X"])])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         // With no tools the model is offered none and calls are not executed.
         #expect(generator.requests.first?.functionNames == [])
         #expect(generator.requests.first?.options.functionCallMode == nil)
@@ -221,36 +240,43 @@ struct ToolLoopTests {
         await session.registerTool(weatherDefinition) { _ in ["version": 2] }
         #expect(await session.registeredTools.count == 1)
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "X"])])])
-        let result = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                           options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+        let result = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
         #expect(result.toolResults.first?.result == ["version": 2])
     }
 
     @Test func eventsReportTextCallsAndResultsInOrder() async throws {
         let session = ToolCallingSession()
         await session.registerTool(weatherDefinition) { _ in ["t": 1] }
-        let generator = ScriptedGenerator([ToolRound(text: "a", calls: [call("get_weather", ["city": "X"])]),
-                                           ToolRound(text: "b", calls: [])])
+        let generator = ScriptedGenerator([
+            ToolRound(text: "a", calls: [call("get_weather", ["city": "X"])]),
+            ToolRound(text: "b", calls: [])
+        ])
         let events = EventLog()
-        _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: generator,
-                                  options: ToolCallingOptions(), generationOptions: nil, onEvent: { events.add($0) })
+        _ = try await session.run(
+            ChatMessage(role: .user, textContent: "hi"), generator: generator,
+            options: ToolCallingOptions(), generationOptions: nil, onEvent: { events.add($0) })
         #expect(events.all == ["text a", "call get_weather(city: \"X\")", "result get_weather {\"t\":1}", "text b"])
     }
 
     @Test func invalidOptionsAreRejected() async throws {
         let session = ToolCallingSession()
-        for options in [ToolCallingOptions(maxToolCalls: -1), ToolCallingOptions(maxTokens: 0),
-                        ToolCallingOptions(temperature: -1), ToolCallingOptions(temperature: .nan),
-                        ToolCallingOptions(toolTimeout: .zero)]
-        {
+        for options in [
+            ToolCallingOptions(maxToolCalls: -1), ToolCallingOptions(maxTokens: 0),
+            ToolCallingOptions(temperature: -1), ToolCallingOptions(temperature: .nan),
+            ToolCallingOptions(toolTimeout: .zero)
+        ] {
             await #expect(throws: SDKError.self) {
-                _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: ScriptedGenerator([]),
-                                          options: options, generationOptions: nil, onEvent: { _ in })
+                _ = try await session.run(
+                    ChatMessage(role: .user, textContent: "hi"), generator: ScriptedGenerator([]),
+                    options: options, generationOptions: nil, onEvent: { _ in })
             }
         }
         do {
-            _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: ScriptedGenerator([]),
-                                      options: ToolCallingOptions(maxToolCalls: -1), generationOptions: nil, onEvent: { _ in })
+            _ = try await session.run(
+                ChatMessage(role: .user, textContent: "hi"), generator: ScriptedGenerator([]),
+                options: ToolCallingOptions(maxToolCalls: -1), generationOptions: nil, onEvent: { _ in })
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .invalidInput)
@@ -259,16 +285,18 @@ struct ToolLoopTests {
 
     @Test func generationErrorsBecomeProcessingFailed() async throws {
         final class FailingGenerator: ToolRoundGenerator, @unchecked Sendable {
-            func generateRound(appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
-                               onText: @escaping @Sendable (String) -> Void) async throws -> ToolRound
-            {
+            func generateRound(
+                appending messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions,
+                onText: @escaping @Sendable (String) -> Void
+            ) async throws -> ToolRound {
                 throw LeapError.generationFailure("boom")
             }
         }
         let session = ToolCallingSession()
         do {
-            _ = try await session.run(ChatMessage(role: .user, textContent: "hi"), generator: FailingGenerator(),
-                                      options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
+            _ = try await session.run(
+                ChatMessage(role: .user, textContent: "hi"), generator: FailingGenerator(),
+                options: ToolCallingOptions(), generationOptions: nil, onEvent: { _ in })
             Issue.record("expected an error")
         } catch {
             #expect(error.code == .processingFailed)

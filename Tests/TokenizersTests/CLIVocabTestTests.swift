@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Tokenizers
 
 /// `leap-ref tokenize --vocab-test FILE.inp` prints `VocabTest.run`; its output must be

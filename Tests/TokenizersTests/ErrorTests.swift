@@ -1,7 +1,8 @@
 import Foundation
 import GGUF
-import Testing
 import TestSupport
+import Testing
+
 @testable import Tokenizers
 
 @Suite("errors")
@@ -33,9 +34,9 @@ struct ErrorTests {
     func tiny() throws {
         let t = try Tokenizer(metadata: ErrorTests.tinyBPE())
         #expect(t.encode("hello", addSpecial: false) == [259])
-        #expect(t.encode("hello hello", addSpecial: false) == [259, 32, 259]) // "Ġ" is byte 32's token (id 32 maps to U+0120)
+        #expect(t.encode("hello hello", addSpecial: false) == [259, 32, 259])  // "Ġ" is byte 32's token (id 32 maps to U+0120)
         #expect(t.decode([259, 32, 259]) == "hello hello")
-        #expect(t.endOfGenerationIDs.contains(260)) // <|end|> by its text
+        #expect(t.endOfGenerationIDs.contains(260))  // <|end|> by its text
         // The default BOS/EOS ids of a BPE vocabulary are 11 (llama.cpp).
         #expect(t.bosID == 11 && t.eosID == 11)
     }

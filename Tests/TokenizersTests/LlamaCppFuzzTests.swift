@@ -1,7 +1,8 @@
 import Foundation
 import GGUF
-import Testing
 import TestSupport
+import Testing
+
 @testable import Tokenizers
 
 /// llama.cpp's own results (through llama-cpp-python, `scripts/gen-llamacpp-fuzz.py`) for
@@ -73,7 +74,8 @@ struct LlamaCppFuzzTests {
         for (i, c) in vocab.cases.enumerated() where mismatches < 10 {
             let plain = tokenizer.encode(c.text, addSpecial: false, parseSpecial: false)
             let special = tokenizer.encode(c.text, addSpecial: true, parseSpecial: true)
-            let ok = plain == c.plain && special == c.special
+            let ok =
+                plain == c.plain && special == c.special
                 && tokenizer.decodeBytes(c.plain) == Self.bytes(c.detok)
                 && tokenizer.decodeBytes(c.special, renderSpecial: true) == Self.bytes(c.detok_special)
                 && tokenizer.decodeBytes(c.special, removeSpecial: true) == Self.bytes(c.detok_remove)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Tokenizers
 
 @Suite("BPE merges")
@@ -26,7 +27,7 @@ struct MergeTests {
             String(repeating: "abracadabra", count: 200),
             String(repeating: "🙂", count: 300),
             String(repeating: "=-", count: 700),
-            (0..<400).map { ["super", "cali", "fragilistic", "expi", "ali", "docious"][$0 % 6] }.joined(),
+            (0..<400).map { ["super", "cali", "fragilistic", "expi", "ali", "docious"][$0 % 6] }.joined()
         ]
         for sample in samples {
             var text = sample
@@ -68,7 +69,7 @@ struct SentencePieceTests {
         "Hello  world,\n\n  this is   a test 🚀 of words; 1234 and ▁ already-escaped ▁▁ text.",
         String(repeating: "The quick brown fox jumps over the lazy dog.  ", count: 50),
         " leading and trailing  ",
-        "数字 123 和 emoji 🙂🙂 and Ωmega",
+        "数字 123 和 emoji 🙂🙂 and Ωmega"
     ]
 
     @Test("word-by-word tokenization equals whole-text tokenization", arguments: [VocabFixture.llamaSPM, .phi3])

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Tokenizers
 
 /// The hand-written scanners against Python's `regex` module running llama.cpp's regexes
@@ -13,7 +14,9 @@ struct PreTokenizerTests {
     }
 
     static let entries: [Entry] = {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: TestFixtures.path("tokenizer/pretokenizer-pieces.json"))) else { return [] }
+        guard let data = try? Data(contentsOf: URL(fileURLWithPath: TestFixtures.path("tokenizer/pretokenizer-pieces.json"))) else {
+            return []
+        }
         return (try? JSONDecoder().decode([Entry].self, from: data)) ?? []
     }()
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Tokenizers
 
 /// Decoding gives the text back, and streaming decoding gives the same text without ever
@@ -77,8 +78,8 @@ struct RoundTripTests {
     func flushIncomplete() throws {
         let tokenizer = try VocabFixture.llamaSPM.tokenizer()
         var detokenizer = StreamingDetokenizer(tokenizer: tokenizer)
-        #expect(detokenizer.append(243) == "") // <0xF0>
-        #expect(detokenizer.append(162) == "") // <0x9F>
+        #expect(detokenizer.append(243) == "")  // <0xF0>
+        #expect(detokenizer.append(162) == "")  // <0x9F>
         #expect(detokenizer.finish() == "\u{FFFD}")
         // A stray continuation byte is not held (it can never become valid).
         #expect(detokenizer.append(162) == "\u{FFFD}")
@@ -120,7 +121,7 @@ struct RoundTripTests {
         #expect(tokenizer.decode(ids) == " Hello world")
         #expect(tokenizer.decode(ids, renderSpecial: true) == "<s> Hello world")
         #expect(tokenizer.decode(ids, removeSpecial: true) == " Hello world")
-        #expect(tokenizer.tokenBytes(13) == [0x0A]) // <0x0A>
+        #expect(tokenizer.tokenBytes(13) == [0x0A])  // <0x0A>
         #expect(tokenizer.tokenText(13) == "<0x0A>")
         #expect(tokenizer.tokenBytes(15043) == Array(" Hello".utf8))
     }
@@ -144,9 +145,9 @@ struct RoundTripTests {
         let tokenizer = try VocabFixture.gpt2.tokenizer()
         let all = tokenizer.allTokenBytes()
         #expect(all.count == 50257)
-        #expect(all[220] == [0x20]) // "Ġ"
-        #expect(all[198] == [0x0A]) // "Ċ"
-        #expect(all[50256].isEmpty) // <|endoftext|>, a control token
+        #expect(all[220] == [0x20])  // "Ġ"
+        #expect(all[198] == [0x0A])  // "Ċ"
+        #expect(all[50256].isEmpty)  // <|endoftext|>, a control token
         #expect(tokenizer.allTokenBytes(renderSpecial: true)[50256] == Array("<|endoftext|>".utf8))
         // Every one of the 256 bytes is some token's bytes.
         let singles = Set(all.filter { $0.count == 1 }.map { $0[0] })

@@ -1,7 +1,8 @@
 import Foundation
 import GGUF
-import Testing
 import TestSupport
+import Testing
+
 @testable import Tokenizers
 
 @Suite("special tokens")
@@ -25,10 +26,12 @@ struct SpecialTokenTests {
         let tokens: [TokenID]
     }
 
-    @Test("llama.cpp's prompt tokens of the golden files", arguments: [
-        "smollm2-q4_1.chat", "smollm2-q4_1.long", "smollm2-q4_1.plain",
-        "lfm2-tiny.chat", "lfm2-tiny.long", "lfm2-tiny.plain", "lfm2-tiny.lfm2chat",
-    ])
+    @Test(
+        "llama.cpp's prompt tokens of the golden files",
+        arguments: [
+            "smollm2-q4_1.chat", "smollm2-q4_1.long", "smollm2-q4_1.plain",
+            "lfm2-tiny.chat", "lfm2-tiny.long", "lfm2-tiny.plain", "lfm2-tiny.lfm2chat"
+        ])
     func golden(_ name: String) throws {
         let data = try Data(contentsOf: URL(fileURLWithPath: TestFixtures.path("tokenizer/golden/\(name).json")))
         let golden = try JSONDecoder().decode(Golden.self, from: data)
@@ -48,7 +51,7 @@ struct SpecialTokenTests {
         #expect(tokenizer.bosID == 49152)
         #expect(tokenizer.addBOS)
         #expect(tokenizer.encode("Hi", addSpecial: true).first == 49152)
-        #expect(tokenizer.isControl(49155)) // <|tool_call_start|>
+        #expect(tokenizer.isControl(49155))  // <|tool_call_start|>
     }
 
     @Test("BOS/EOS per metadata")
@@ -58,7 +61,7 @@ struct SpecialTokenTests {
         #expect(spm.encode("", addSpecial: true) == [1])
         #expect(spm.encode("", addSpecial: false) == [])
         let llama3 = try VocabFixture.llamaBPE.tokenizer()
-        #expect(llama3.addBOS) // the llama-bpe pre-tokenizer adds BOS by default
+        #expect(llama3.addBOS)  // the llama-bpe pre-tokenizer adds BOS by default
         #expect(llama3.encode("Hello", addSpecial: true) == [128000, 9906])
         let gpt2 = try VocabFixture.gpt2.tokenizer()
         #expect(gpt2.encode("Hello", addSpecial: true) == [15496])
@@ -68,13 +71,13 @@ struct SpecialTokenTests {
     func endOfGeneration() throws {
         let smol = try VocabFixture.smolLM2.tokenizer()
         #expect(smol.eosID == 2)
-        #expect(smol.eotID == 2) // <|im_end|>
+        #expect(smol.eotID == 2)  // <|im_end|>
         // <|endoftext|>, <|im_end|>, and <reponame>, which llama.cpp takes for the
         // fill-in-the-middle "repo" marker (Granite's spelling) and so for an end of generation.
         #expect(smol.endOfGenerationIDs == [0, 2, 4])
         #expect(smol.isEndOfGeneration(2) && !smol.isEndOfGeneration(1))
         let llama3 = try VocabFixture.llamaBPE.tokenizer()
-        #expect(llama3.eotID == 128009) // <|eot_id|>
+        #expect(llama3.eotID == 128009)  // <|eot_id|>
         #expect(llama3.endOfGenerationIDs == [128001, 128009])
         let qwen = try VocabFixture.qwen2.tokenizer()
         // <|endoftext|>, <|im_end|>, and the ordinary token "</s>" (128247), which llama.cpp
@@ -82,7 +85,7 @@ struct SpecialTokenTests {
         #expect(qwen.endOfGenerationIDs == [151643, 151645, 128247])
         #expect(qwen.isControl(128247))
         let phi3 = try VocabFixture.phi3.tokenizer()
-        #expect(phi3.eotID == 32007) // <|end|>
+        #expect(phi3.eotID == 32007)  // <|end|>
         #expect(phi3.endOfGenerationIDs == [2, 32000, 32007])
         let gpt2 = try VocabFixture.gpt2.tokenizer()
         #expect(gpt2.endOfGenerationIDs == [50256])
@@ -92,7 +95,7 @@ struct SpecialTokenTests {
     @Test("user-defined tokens are matched even without special parsing")
     func userDefined() throws {
         let qwen = try VocabFixture.qwen2.tokenizer()
-        #expect(qwen.tokenType(151646) == .userDefined) // [PAD151646]
+        #expect(qwen.tokenType(151646) == .userDefined)  // [PAD151646]
         let ids = qwen.encode("a[PAD151646]b", addSpecial: false, parseSpecial: false)
         #expect(ids.contains(151646))
         #expect(qwen.decode(ids) == "a[PAD151646]b")
@@ -148,6 +151,9 @@ struct SharingTests {
     @Test("description names the model and special tokens")
     func description() throws {
         let tokenizer = try VocabFixture.smolLM2.tokenizer()
-        #expect(tokenizer.description == #"Tokenizer(gpt2, pre-tokenizer smollm ('smollm'), 49152 tokens, BOS 1 "<|im_start|>", EOS 2 "<|im_end|>", EOT 2 "<|im_end|>", end of generation [0, 2, 4])"#)
+        #expect(
+            tokenizer.description
+                == #"Tokenizer(gpt2, pre-tokenizer smollm ('smollm'), 49152 tokens, BOS 1 "<|im_start|>", EOS 2 "<|im_end|>", EOT 2 "<|im_end|>", end of generation [0, 2, 4])"#
+        )
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import GGUF
 import TestSupport
+import Testing
+
 @testable import Tokenizers
 
 /// The vocabularies of `Tests/Fixtures/tokenizer` (llama.cpp's test vocabularies) and
@@ -32,11 +34,13 @@ enum VocabFixture: String, CaseIterable, Sendable {
     /// The test strings paired with their expected ids.
     var cases: [VocabCase] {
         guard let inp = try? String(contentsOfFile: inputPath, encoding: .utf8),
-              let out = try? String(contentsOfFile: outputPath, encoding: .utf8)
+            let out = try? String(contentsOfFile: outputPath, encoding: .utf8)
         else { return [] }
         let inputs = VocabTest.inputs(inp)
         let expected = VocabTest.expectedIDs(out)
-        return inputs.indices.map { VocabCase(vocab: self, index: $0, text: $0 < inputs.count ? inputs[$0] : "", expected: $0 < expected.count ? expected[$0] : []) }
+        return inputs.indices.map {
+            VocabCase(vocab: self, index: $0, text: $0 < inputs.count ? inputs[$0] : "", expected: $0 < expected.count ? expected[$0] : [])
+        }
     }
 
     /// The tokenizer, loaded once per test process.
@@ -73,5 +77,3 @@ final class TokenizerCache: @unchecked Sendable {
         return t
     }
 }
-
-import Testing

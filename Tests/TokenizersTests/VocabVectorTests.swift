@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Tokenizers
 
 /// Every test string of every vocabulary tokenizes to exactly llama.cpp's ids.

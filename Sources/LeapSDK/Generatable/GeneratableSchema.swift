@@ -111,7 +111,7 @@ public struct GeneratableSchema: Sendable, Equatable {
             if let description { object["description"] = .string(description) }
             object["anyOf"] = .array([
                 try schema.jsonValue(descriptionOverride: nil, resolving: &resolving),
-                .object(JSONObject([("type", .string("null"))])),
+                .object(JSONObject([("type", .string("null"))]))
             ])
         case .object(let properties):
             typed("object")

@@ -51,9 +51,11 @@ extension ChatMessage {
     /// A one-line account of a decoding error: what went wrong and at which key path.
     private static func explain(_ error: DecodingError) -> String {
         func path(_ keys: [CodingKey]) -> String {
-            keys.isEmpty ? "the top level" : keys.map { key in
-                key.intValue.map { "[\($0)]" } ?? key.stringValue
-            }.joined(separator: ".")
+            keys.isEmpty
+                ? "the top level"
+                : keys.map { key in
+                    key.intValue.map { "[\($0)]" } ?? key.stringValue
+                }.joined(separator: ".")
         }
         switch error {
         case .keyNotFound(let key, let context):

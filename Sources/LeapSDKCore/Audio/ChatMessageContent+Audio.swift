@@ -23,14 +23,29 @@ extension WAVAudio {
         var out = [UInt8]()
         out.reserveCapacity(58 + samples.count * 4)
         func put(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
-        func put16(_ v: UInt16) { out.append(UInt8(v & 0xFF)); out.append(UInt8(v >> 8)) }
+        func put16(_ v: UInt16) {
+            out.append(UInt8(v & 0xFF))
+            out.append(UInt8(v >> 8))
+        }
         func put32(_ v: UInt32) { for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8((v >> UInt32(shift)) & 0xFF)) } }
 
-        put("RIFF"); put32(riffSize); put("WAVE")
-        put("fmt "); put32(18)
-        put16(3); put16(channels); put32(rate); put32(byteRate); put16(blockAlign); put16(32); put16(0)
-        put("fact"); put32(4); put32(frames)
-        put("data"); put32(dataSize)
+        put("RIFF")
+        put32(riffSize)
+        put("WAVE")
+        put("fmt ")
+        put32(18)
+        put16(3)
+        put16(channels)
+        put32(rate)
+        put32(byteRate)
+        put16(blockAlign)
+        put16(32)
+        put16(0)
+        put("fact")
+        put32(4)
+        put32(frames)
+        put("data")
+        put32(dataSize)
         for sample in samples.prefix(Int(dataSize) / 4) { put32(sample.bitPattern) }
         return Data(out)
     }

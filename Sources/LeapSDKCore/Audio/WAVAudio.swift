@@ -115,12 +115,12 @@ public struct WAVAudio: Sendable, Equatable {
     /// The tail of the KSDATAFORMAT_SUBTYPE_PCM / _IEEE_FLOAT GUIDs after their first two
     /// bytes (which hold the format tag): 0000-0010-8000-00AA00389B71, as stored on disk.
     private static let extensibleGUIDTail: [UInt8] = [
-        0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71,
+        0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71
     ]
 
     private static func readFormatAndData(_ bytes: [UInt8]) throws(WAVError) -> FormatAndData {
         guard bytes.count >= 12, bytes[0..<4].elementsEqual(Array("RIFF".utf8)),
-              bytes[8..<12].elementsEqual(Array("WAVE".utf8))
+            bytes[8..<12].elementsEqual(Array("WAVE".utf8))
         else {
             if let detected = detectFormat(bytes) { throw .notWAV(detectedFormat: detected) }
             if !bytes.isEmpty, bytes.count < 12, Array("RIFF".utf8).starts(with: bytes.prefix(4)) {
@@ -288,7 +288,7 @@ public struct WAVAudio: Sendable, Equatable {
     private static func formatTagName(_ tag: Int) -> String {
         let known: [Int: String] = [
             0x0002: "Microsoft ADPCM", 0x0006: "A-law", 0x0007: "mu-law", 0x0011: "IMA ADPCM",
-            0x0050: "MPEG", 0x0055: "MPEG Layer 3 (MP3)", 0x00FF: "AAC", 0x1610: "AAC (MPEG-4)",
+            0x0050: "MPEG", 0x0055: "MPEG Layer 3 (MP3)", 0x00FF: "AAC", 0x1610: "AAC (MPEG-4)"
         ]
         let hex = "0x" + String(tag, radix: 16, uppercase: true)
         return known[tag].map { "\($0) (format tag \(hex))" } ?? "with format tag \(hex)"

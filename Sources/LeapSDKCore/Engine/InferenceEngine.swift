@@ -78,13 +78,15 @@ final class InferenceEngine: @unchecked Sendable {
             throw .modelLoadingFailure("\(path): the tokenizer cannot be read: \(error)")
         }
         let metadata = model.file.metadata
-        prompts = try PromptBuilder(tokenizer: tokenizer,
-                                    templateSource: try? metadata.string("tokenizer.chat_template"))
+        prompts = try PromptBuilder(
+            tokenizer: tokenizer,
+            templateSource: try? metadata.string("tokenizer.chat_template"))
         let trained = model.hyperparameters.trainedContextLength
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         defaults = InferenceEngine.samplingDefaults(metadata)
-        session = InferenceSession(model: model, contextLength: contextSize,
-                                   kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32)
+        session = InferenceSession(
+            model: model, contextLength: contextSize,
+            kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32)
     }
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
@@ -111,9 +113,10 @@ final class InferenceEngine: @unchecked Sendable {
 
     /// The prompt tokens of a conversation (what `generate` would process).
     func promptTokens(messages: [ChatMessage], functions: [LeapFunction], options: GenerationOptions) throws(LeapError) -> [Int] {
-        let text = try prompts.render(messages: messages, functions: functions,
-                                      callFormat: options.functionCallParser ?? LFMFunctionCallParser(),
-                                      enableThinking: options.enableThinking)
+        let text = try prompts.render(
+            messages: messages, functions: functions,
+            callFormat: options.functionCallParser ?? LFMFunctionCallParser(),
+            enableThinking: options.enableThinking)
         return prompts.tokenize(text)
     }
 
@@ -121,9 +124,10 @@ final class InferenceEngine: @unchecked Sendable {
 
     /// Runs one generation. Call on `queue`. `emit` receives chunks, reasoning and calls;
     /// the caller emits `.complete` from the outcome.
-    func generate(_ request: GenerationRequest, cancel: CancellationFlag,
-                  emit: (MessageResponse) -> Void) throws(LeapError) -> GenerationOutcome
-    {
+    func generate(
+        _ request: GenerationRequest, cancel: CancellationFlag,
+        emit: (MessageResponse) -> Void
+    ) throws(LeapError) -> GenerationOutcome {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let session else { throw .modelUnloaded }
         let options = request.options
@@ -138,8 +142,9 @@ final class InferenceEngine: @unchecked Sendable {
         var constraint: ActiveConstraint?
         var tools: ToolCallConstraint?
         if let schema = options.jsonSchemaConstraint {
-            constraint = ActiveConstraint(matcher: GrammarMatcher(grammar: try compiledSchema(schema)),
-                                          masks: maskComputer(literalSpecials: []), isToolCall: false)
+            constraint = ActiveConstraint(
+                matcher: GrammarMatcher(grammar: try compiledSchema(schema)),
+                masks: maskComputer(literalSpecials: []), isToolCall: false)
         } else if !request.functions.isEmpty, let parser = options.functionCallParser {
             tools = try toolCallConstraint(functions: request.functions, parser: parser)
         }
@@ -172,15 +177,22 @@ final class InferenceEngine: @unchecked Sendable {
         var finish = GenerationFinishReason.stop
         var cancelled = false
         while true {
-            if cancel.isCancelled { cancelled = true; break }
+            if cancel.isCancelled {
+                cancelled = true
+                break
+            }
             if let c = constraint, !c.isToolCall, !c.matcher.canContinue { break }  // the document is complete
             if let max = options.maxOutputTokens, generated >= max { break }
-            if tokens.count + generated >= limit { finish = .exceedContext; break }
+            if tokens.count + generated >= limit {
+                finish = .exceedContext
+                break
+            }
             let next: Int
             if let c = constraint {
                 let mask = c.masks.mask(for: c.matcher)
                 guard mask.allowedCount > 0 else {
-                    throw .generationFailure("the JSON Schema constraint allows no token here (output so far: \(output.text.debugDescription))")
+                    throw .generationFailure(
+                        "the JSON Schema constraint allows no token here (output so far: \(output.text.debugDescription))")
                 }
                 guard let id = withNextLogits({ sampler.sample($0, allowed: { mask[$0] }) }) else { break }
                 next = id
@@ -214,8 +226,14 @@ final class InferenceEngine: @unchecked Sendable {
             }
             for response in output.feed(delta) { emit(response) }
             if let max = options.maxOutputTokens, generated >= max { break }
-            if tokens.count + generated >= limit { finish = .exceedContext; break }
-            if cancel.isCancelled { cancelled = true; break }
+            if tokens.count + generated >= limit {
+                finish = .exceedContext
+                break
+            }
+            if cancel.isCancelled {
+                cancelled = true
+                break
+            }
             do {
                 sampleFromSnapshot = false
                 try session.evaluate([next])
@@ -339,7 +357,9 @@ final class InferenceEngine: @unchecked Sendable {
     /// The call-block grammars for the registered functions in the parser's syntax
     /// (Pythonic for `LFMFunctionCallParser`, JSON for `HermesFunctionCallParser`); nil for
     /// other parsers, whose syntax leap-ref does not know.
-    private func toolCallConstraint(functions: [LeapFunction], parser: LeapFunctionCallParserProtocol) throws(LeapError) -> ToolCallConstraint? {
+    private func toolCallConstraint(functions: [LeapFunction], parser: LeapFunctionCallParserProtocol) throws(LeapError)
+        -> ToolCallConstraint?
+    {
         let syntax: ToolCallSyntax
         switch parser {
         case is LFMFunctionCallParser: syntax = .pythonic(start: parser.callStartMarker, end: parser.callEndMarker)

@@ -68,7 +68,8 @@ struct OutputAssembler {
                 functionCalls += parsed
                 out.append(.functionCall(parsed))
             case .malformed(let raw, let error):
-                let warning = "leap-ref: warning: the model's function-call text could not be parsed (\(error)); it is passed through as text"
+                let warning =
+                    "leap-ref: warning: the model's function-call text could not be parsed (\(error)); it is passed through as text"
                 warnings.append(warning)
                 FileHandle.standardError.write(Data((warning + "\n").utf8))
                 text += raw
@@ -80,8 +81,9 @@ struct OutputAssembler {
 
     /// The assembled assistant message.
     var message: ChatMessage {
-        ChatMessage(role: .assistant, content: [.text(text)],
-                    reasoningContent: sawReasoning ? reasoningText : nil,
-                    functionCalls: functionCalls.isEmpty ? nil : functionCalls)
+        ChatMessage(
+            role: .assistant, content: [.text(text)],
+            reasoningContent: sawReasoning ? reasoningText : nil,
+            functionCalls: functionCalls.isEmpty ? nil : functionCalls)
     }
 }

@@ -28,14 +28,16 @@ struct PromptBuilder: Sendable {
     }
 
     /// The prompt text for `messages` followed by the assistant's generation prompt.
-    func render(messages: [ChatMessage], functions: [LeapFunction], callFormat: LeapFunctionCallParserProtocol,
-                enableThinking: Bool?) throws(LeapError) -> String
-    {
+    func render(
+        messages: [ChatMessage], functions: [LeapFunction], callFormat: LeapFunctionCallParserProtocol,
+        enableThinking: Bool?
+    ) throws(LeapError) -> String {
         var rendered: [JSONValue] = []
         var toolsInSystem: String?
         let tools = functions.map(\.toolJSON)
         if !tools.isEmpty, !templateReadsTools {
-            toolsInSystem = "List of tools: <|tool_list_start|>["
+            toolsInSystem =
+                "List of tools: <|tool_list_start|>["
                 + tools.map { $0.serialized(.python) }.joined(separator: ", ") + "]<|tool_list_end|>\n"
                 + "To call tools, reply with \(callFormat.formatCalls([LeapFunctionCall(name: "tool_name", arguments: ["argument": "value"])]))."
         }
@@ -45,9 +47,12 @@ struct PromptBuilder: Sendable {
                 switch part {
                 case .text(let t): text += t
                 case .image:
-                    throw .unsupportedContent("this model has no vision encoder, so it cannot read image content; send text only, or load a vision model with its mmproj file")
+                    throw .unsupportedContent(
+                        "this model has no vision encoder, so it cannot read image content; send text only, or load a vision model with its mmproj file"
+                    )
                 case .audio:
-                    throw .unsupportedContent("this model has no audio encoder, so it cannot hear audio content; send text only, or load an audio-capable model")
+                    throw .unsupportedContent(
+                        "this model has no audio encoder, so it cannot hear audio content; send text only, or load an audio-capable model")
                 }
             }
             if message.role == .assistant, let calls = message.functionCalls, !calls.isEmpty {

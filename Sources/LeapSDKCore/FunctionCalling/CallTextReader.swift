@@ -117,7 +117,10 @@ struct CallTextReader {
         pos += 1
         var items: [JSONValue] = []
         skipWhitespace()
-        if current == close { pos += 1; return items }
+        if current == close {
+            pos += 1
+            return items
+        }
         while true {
             skipWhitespace()
             guard !atEnd else { throw fail("unterminated \(what) starting at byte \(start)", at: start) }
@@ -127,10 +130,16 @@ struct CallTextReader {
             if c == UInt8(ascii: ",") {
                 pos += 1
                 skipWhitespace()
-                if current == close { pos += 1; return items }  // trailing comma
+                if current == close {
+                    pos += 1
+                    return items
+                }  // trailing comma
                 continue
             }
-            if c == close { pos += 1; return items }
+            if c == close {
+                pos += 1
+                return items
+            }
             throw fail("expected ',' or '\(Character(Unicode.Scalar(close)))' in \(what), found \(describeCurrent())")
         }
     }
@@ -142,7 +151,10 @@ struct CallTextReader {
         pos += 1
         var object = JSONObject()
         skipWhitespace()
-        if current == UInt8(ascii: "}") { pos += 1; return object }
+        if current == UInt8(ascii: "}") {
+            pos += 1
+            return object
+        }
         while true {
             skipWhitespace()
             guard let c = current else { throw fail("unterminated dict starting at byte \(start)", at: start) }
@@ -164,10 +176,16 @@ struct CallTextReader {
             if next == UInt8(ascii: ",") {
                 pos += 1
                 skipWhitespace()
-                if current == UInt8(ascii: "}") { pos += 1; return object }  // trailing comma
+                if current == UInt8(ascii: "}") {
+                    pos += 1
+                    return object
+                }  // trailing comma
                 continue
             }
-            if next == UInt8(ascii: "}") { pos += 1; return object }
+            if next == UInt8(ascii: "}") {
+                pos += 1
+                return object
+            }
             throw fail("expected ',' or '}' in dict, found \(describeCurrent())")
         }
     }
@@ -181,8 +199,15 @@ struct CallTextReader {
         while true {
             guard pos < bytes.count else { throw fail("unterminated string starting at byte \(start)", at: start) }
             let c = bytes[pos]
-            if c == quote { pos += 1; break }
-            if c != UInt8(ascii: "\\") { out.append(c); pos += 1; continue }
+            if c == quote {
+                pos += 1
+                break
+            }
+            if c != UInt8(ascii: "\\") {
+                out.append(c)
+                pos += 1
+                continue
+            }
             let escapeStart = pos
             pos += 1
             guard pos < bytes.count else { throw fail("unterminated string starting at byte \(start)", at: start) }
@@ -206,7 +231,7 @@ struct CallTextReader {
                 let digits = e == UInt8(ascii: "x") ? 2 : e == UInt8(ascii: "u") ? 4 : 8
                 var scalar = try readHex(digits, escapeStart: escapeStart)
                 if e == UInt8(ascii: "u"), (0xD800..<0xDC00).contains(scalar), pos + 6 <= bytes.count,
-                   bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
+                    bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
                 {
                     // A JSON-style surrogate pair.
                     let save = pos
@@ -266,11 +291,17 @@ struct CallTextReader {
         var integerDigits = 0
         var fractionDigits = 0
         var isInteger = true
-        while let c = current, Self.isDigit(c) { pos += 1; integerDigits += 1 }
+        while let c = current, Self.isDigit(c) {
+            pos += 1
+            integerDigits += 1
+        }
         if current == UInt8(ascii: ".") {
             isInteger = false
             pos += 1
-            while let c = current, Self.isDigit(c) { pos += 1; fractionDigits += 1 }
+            while let c = current, Self.isDigit(c) {
+                pos += 1
+                fractionDigits += 1
+            }
         }
         guard integerDigits + fractionDigits > 0 else { throw fail("invalid number", at: start) }
         if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {

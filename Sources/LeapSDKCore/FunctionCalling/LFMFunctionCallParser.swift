@@ -68,10 +68,16 @@ public struct LFMFunctionCallParser: LeapFunctionCallParserProtocol {
                     if c == UInt8(ascii: ",") {
                         reader.pos += 1
                         reader.skipWhitespace()
-                        if reader.current == UInt8(ascii: "]") { reader.pos += 1; break }
+                        if reader.current == UInt8(ascii: "]") {
+                            reader.pos += 1
+                            break
+                        }
                         continue
                     }
-                    if c == UInt8(ascii: "]") { reader.pos += 1; break }
+                    if c == UInt8(ascii: "]") {
+                        reader.pos += 1
+                        break
+                    }
                     throw reader.fail("expected ',' or ']' between calls, found \(reader.describeCurrent())")
                 }
             }
@@ -167,7 +173,10 @@ extension CallTextReader {
         pos += 1
         var arguments = JSONObject()
         skipWhitespace()
-        if current == UInt8(ascii: ")") { pos += 1; return LeapFunctionCall(name: name, argumentsJSON: arguments) }
+        if current == UInt8(ascii: ")") {
+            pos += 1
+            return LeapFunctionCall(name: name, argumentsJSON: arguments)
+        }
         while true {
             skipWhitespace()
             guard !atEnd else { throw fail("unterminated call to '\(name)': missing ')' for the '(' at byte \(open)") }
@@ -192,10 +201,16 @@ extension CallTextReader {
             if c == UInt8(ascii: ",") {
                 pos += 1
                 skipWhitespace()
-                if current == UInt8(ascii: ")") { pos += 1; break }
+                if current == UInt8(ascii: ")") {
+                    pos += 1
+                    break
+                }
                 continue
             }
-            if c == UInt8(ascii: ")") { pos += 1; break }
+            if c == UInt8(ascii: ")") {
+                pos += 1
+                break
+            }
             throw fail("expected ',' or ')' after the argument '\(keyword)' in the call to '\(name)', found \(describeCurrent())")
         }
         return LeapFunctionCall(name: name, argumentsJSON: arguments)
@@ -238,7 +253,9 @@ extension CallTextReader {
                 inner.skipWhitespace()
                 if !inner.atEnd { throw inner.fail("unexpected \(inner.describeCurrent()) after the arguments object") }
             } catch {
-                throw fail("the \"arguments\" string of '\(name)' is not a JSON object: \(error.message) (at byte \(error.offset) of the string)", at: offset)
+                throw fail(
+                    "the \"arguments\" string of '\(name)' is not a JSON object: \(error.message) (at byte \(error.offset) of the string)",
+                    at: offset)
             }
             guard case .object(let arguments) = parsed else {
                 throw fail("the \"arguments\" string of '\(name)' must hold a JSON object", at: offset)
@@ -267,7 +284,11 @@ enum PythonLiteral {
         case .bool(let b): out += b ? "True" : "False"
         case .integer(let i): out += String(i)
         case .double(let d):
-            if d.isNaN { out += "NaN" } else if d.isInfinite { out += d < 0 ? "-Infinity" : "Infinity" } else {
+            if d.isNaN {
+                out += "NaN"
+            } else if d.isInfinite {
+                out += d < 0 ? "-Infinity" : "Infinity"
+            } else {
                 out += JSONValue.pythonFloatRepr(d)
             }
         case .string(let s): writeString(s, into: &out, escapingAngleBrackets: escapingAngleBrackets)

@@ -6,11 +6,12 @@ extension LeapFunction {
     ///
     ///     {"name": ..., "description": ..., "parameters": {"type": "object", "properties": {...}, "required": [...]}}
     public var toolJSON: JSONValue {
-        .object(JSONObject([
-            ("name", .string(name)),
-            ("description", .string(description)),
-            ("parameters", parametersSchema),
-        ]))
+        .object(
+            JSONObject([
+                ("name", .string(name)),
+                ("description", .string(description)),
+                ("parameters", parametersSchema)
+            ]))
     }
 
     /// The JSON Schema of the arguments: `{"type": "object", "properties": {...},
@@ -26,11 +27,12 @@ extension LeapFunction {
             properties[parameter.name] = parameter.type.schema(description: parameter.description.isEmpty ? nil : parameter.description)
         }
         let required = parameters.filter { !$0.optional }.map { JSONValue.string($0.name) }
-        return .object(JSONObject([
-            ("type", "object"),
-            ("properties", .object(properties)),
-            ("required", .array(required)),
-        ]))
+        return .object(
+            JSONObject([
+                ("type", "object"),
+                ("properties", .object(properties)),
+                ("required", .array(required))
+            ]))
     }
 
     /// The `tools` list for a chat template: each function's `toolJSON`, in order.

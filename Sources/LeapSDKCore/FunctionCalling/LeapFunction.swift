@@ -97,9 +97,10 @@ public indirect enum LeapFunctionParameterType: Codable, Equatable, Sendable {
     }
 
     /// An object with the given properties, of which `required` must be present.
-    public static func LeapObj(properties: [String: LeapFunctionParameterType], required: [String] = [],
-                               description: String? = nil) -> LeapFunctionParameterType
-    {
+    public static func LeapObj(
+        properties: [String: LeapFunctionParameterType], required: [String] = [],
+        description: String? = nil
+    ) -> LeapFunctionParameterType {
         .object(ObjectType(properties: properties, required: required, description: description))
     }
 

@@ -32,9 +32,10 @@ extension ChatMessageContent {
                 throw .serializationFailure("an image_url part needs \"image_url\": {\"url\": \"data:image/jpeg;base64,...\"}")
             }
             guard let comma = url.firstIndex(of: ","), url.hasPrefix("data:"), url[..<comma].hasSuffix(";base64"),
-                  let data = Data(base64Encoded: String(url[url.index(after: comma)...]))
+                let data = Data(base64Encoded: String(url[url.index(after: comma)...]))
             else {
-                throw .serializationFailure("an image_url must be a base64 data URL (data:image/jpeg;base64,...); remote URLs are not fetched")
+                throw .serializationFailure(
+                    "an image_url must be a base64 data URL (data:image/jpeg;base64,...); remote URLs are not fetched")
             }
             self = .image(data)
         case "input_audio":
@@ -109,8 +110,9 @@ extension ChatMessage {
                 calls?.append(LeapFunctionCall(name: name, argumentsJSON: arguments))
             }
         }
-        self.init(role: role, content: content, reasoningContent: json["reasoning_content"]?.stringValue,
-                  functionCalls: calls)
+        self.init(
+            role: role, content: content, reasoningContent: json["reasoning_content"]?.stringValue,
+            functionCalls: calls)
     }
 
     /// The message in OpenAI's chat-completions form, keys in a fixed order.
@@ -126,11 +128,16 @@ extension ChatMessage {
         }
         if let reasoningContent { o["reasoning_content"] = .string(reasoningContent) }
         if let functionCalls, !functionCalls.isEmpty {
-            o["tool_calls"] = .array(functionCalls.map { call in
-                ["type": "function",
-                 "function": ["name": .string(call.name),
-                              "arguments": .string(call.argumentsJSONString())]]
-            })
+            o["tool_calls"] = .array(
+                functionCalls.map { call in
+                    [
+                        "type": "function",
+                        "function": [
+                            "name": .string(call.name),
+                            "arguments": .string(call.argumentsJSONString())
+                        ]
+                    ]
+                })
         }
         return .object(o)
     }
