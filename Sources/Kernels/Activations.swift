@@ -37,7 +37,8 @@ public final class QuantizedActivations {
     /// which case only float weight types can use these activations).
     public private(set) var blockCount: Int = 0
     /// Whether the float copy of the values is current (false after a batch
-    /// ``quantizeRows(_:rows:cols:pool:)`` of several rows, which keeps only the blocks).
+    /// ``quantizeRows(_:rows:cols:keepingFloats:pool:)`` of several rows that keeps only
+    /// the blocks).
     public private(set) var holdsFloats = true
 
     let x: UnsafeMutablePointer<Float>
@@ -124,11 +125,48 @@ public final class QuantizedActivations {
         holdsFloats = true
     }
 
-    /// Sets the size for a batch quantized block by block elsewhere (no float copy).
-    func setBatch(count: Int) {
-        self.count = count
-        blockCount = count / 32
-        holdsFloats = false
+    /// Quantizes `rows` rows of `cols` floats (row-major at `src`, `rows * cols` at most
+    /// `capacity`): row `t`'s blocks are blocks `t * cols / 32 ..< (t + 1) * cols / 32`,
+    /// each quantized exactly as ``quantize(_:count:)`` quantizes it, so that a row's
+    /// products do not depend on the other rows. Split over `pool` by rows. The floats are
+    /// copied too when `keepingFloats` (or `rows == 1`), for the F32/F16/BF16 weights of
+    /// ``WeightMatrix/matvec(_:rows:into:pool:)``; `cols` must be a multiple of 32 unless
+    /// they are kept (then, as for ``quantize(_:count:)``, only the floats are held).
+    public func quantizeRows(_ src: UnsafePointer<Float>, rows: Int, cols: Int, keepingFloats: Bool = false, pool: ThreadPool? = nil) {
+        precondition(rows >= 0 && cols >= 0, "quantizeRows: negative size")
+        if rows == 1 {
+            quantize(src, count: cols)
+            return
+        }
+        precondition(cols % 32 == 0 || keepingFloats, "quantizeRows: \(cols) columns are not whole blocks of 32")
+        let total = rows * cols
+        precondition(total <= capacity, "QuantizedActivations: \(total) values exceed capacity \(capacity)")
+        count = total
+        blockCount = cols % 32 == 0 ? total / 32 : 0
+        holdsFloats = keepingFloats
+        if keepingFloats { x.update(from: src, count: total) }
+        guard blockCount > 0 else { return }
+        let nb = cols / 32
+        let body: (Range<Int>) -> Void = { range in
+            for t in range {
+                for i in (t * nb)..<((t + 1) * nb) {
+                    #if LEAP_X86_AVX2
+                    Self.quantizeBlockAVX2(src + 32 * i, i, self)
+                    #else
+                    Self.quantizeBlockReference(src + 32 * i, i, self)
+                    #endif
+                    for k in 0..<4 {
+                        self.d4[4 * i + k] = self.d[i]
+                        self.s4[4 * i + k] = self.s[i]
+                    }
+                }
+            }
+        }
+        if let pool, pool.threads > 1, rows >= 8 {
+            pool.parallelFor(count: rows, minChunk: 4, body)
+        } else {
+            body(0..<rows)
+        }
     }
 
     static func quantizeBlockReference(_ x: UnsafePointer<Float>, _ i: Int, _ a: QuantizedActivations) {
@@ -216,5 +254,17 @@ struct ActivationView {
         self.bsums = UnsafePointer(bsums)
         self.d4 = UnsafePointer(d4)
         self.s4 = UnsafePointer(s4)
+    }
+
+    /// The view of row `t` of activations quantized in rows of `cols` values
+    /// (``QuantizedActivations/quantizeRows(_:rows:cols:keepingFloats:pool:)``).
+    @inline(__always)
+    func row(_ t: Int, cols: Int) -> ActivationView {
+        let blocks = t * cols / 32
+        return ActivationView(
+            x: UnsafeMutablePointer(mutating: x + t * cols), qs: UnsafeMutablePointer(mutating: qs + 32 * blocks),
+            d: UnsafeMutablePointer(mutating: d + blocks), s: UnsafeMutablePointer(mutating: s + blocks),
+            bsums: UnsafeMutablePointer(mutating: bsums + 2 * blocks),
+            d4: UnsafeMutablePointer(mutating: d4 + 4 * blocks), s4: UnsafeMutablePointer(mutating: s4 + 4 * blocks))
     }
 }

@@ -30,9 +30,9 @@
 // (8 x cols bytes and scales, 10-15 KB) stays in L1 while every activation row of a chunk
 // of 64 (in L2) is multiplied with it.
 //
-// Without VNNI (AVX2-only or portable builds) `matmul(_:count:...)` on quantized
-// activations runs the decode kernels row by row; the engine keeps using the F32 sgemm
-// path there (see `hasIntegerMatmul`).
+// Without VNNI (AVX2-only or portable builds) `matmul` on quantized activations runs the
+// decode kernels (the multi-row `matvec`); the engine's prefill keeps using the F32
+// sgemm path there (see `hasIntegerMatmul`).
 
 import GGUF
 
@@ -370,46 +370,6 @@ enum IntegerMatmul {
     #endif
 }
 
-extension QuantizedActivations {
-    /// Quantizes `rows` rows of `cols` floats (row-major at `src`; `cols` a multiple of 32,
-    /// `rows * cols` at most `capacity`) for ``WeightMatrix/matmul(_:rows:into:scratch:scratchBytes:pool:)``:
-    /// row `t`'s blocks are blocks `t * cols / 32 ..< (t + 1) * cols / 32`, each quantized
-    /// exactly as ``quantize(_:count:)`` quantizes it. Split over `pool` by rows. The float
-    /// copy is kept only when `rows == 1`, so these activations feed the integer weight
-    /// types (float-typed matvecs need ``quantize(_:count:)``).
-    public func quantizeRows(_ src: UnsafePointer<Float>, rows: Int, cols: Int, pool: ThreadPool? = nil) {
-        precondition(rows >= 0 && cols >= 0 && cols % 32 == 0, "quantizeRows: \(cols) columns are not whole blocks of 32")
-        let total = rows * cols
-        precondition(total <= capacity, "QuantizedActivations: \(total) values exceed capacity \(capacity)")
-        if rows == 1 {
-            quantize(src, count: cols)
-            return
-        }
-        setBatch(count: total)
-        let nb = cols / 32
-        let body: (Range<Int>) -> Void = { range in
-            for t in range {
-                for i in (t * nb)..<((t + 1) * nb) {
-                    #if LEAP_X86_AVX2
-                    Self.quantizeBlockAVX2(src + 32 * i, i, self)
-                    #else
-                    Self.quantizeBlockReference(src + 32 * i, i, self)
-                    #endif
-                    for k in 0..<4 {
-                        self.d4[4 * i + k] = self.d[i]
-                        self.s4[4 * i + k] = self.s[i]
-                    }
-                }
-            }
-        }
-        if let pool, pool.threads > 1, rows >= 8 {
-            pool.parallelFor(count: rows, minChunk: 4, body)
-        } else {
-            body(0..<rows)
-        }
-    }
-}
-
 extension WeightMatrix {
     /// Whether ``matmul(_:rows:into:scratch:scratchBytes:pool:)`` multiplies this matrix
     /// with 8-bit integer products in this build (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights on
@@ -427,52 +387,58 @@ extension WeightMatrix {
     }
 
     /// `Y = X Wᵀ` for `count` activation rows quantized by
-    /// ``QuantizedActivations/quantizeRows(_:rows:cols:pool:)`` (`x` holds `count x cols`
-    /// values); `y` receives `count x rows` floats, row-major. Each product equals
-    /// ``GGMLType/dotReference(_:_:)`` of the weight row with the activation row up to
-    /// float summation order. With ``hasIntegerMatmul`` the weights are packed into
-    /// `scratch` (at least ``integerMatmulScratchBytes(rows:)`` bytes; allocated per call
-    /// when nil or too small) and multiplied with VNNI, split over `pool` by groups of 8
-    /// weight rows; otherwise each activation row goes through ``matvec(_:into:pool:)``'s
-    /// kernels.
+    /// ``QuantizedActivations/quantizeRows(_:rows:cols:keepingFloats:pool:)`` (`x` holds
+    /// `count x cols` values); `y` receives `count x rows` floats, row-major. The same as
+    /// ``matmul(_:rows:into:scratch:scratchBytes:pool:)-(_,Range<Int>,_,_,_,_)`` over rows `0..<count`.
     public func matmul(
         _ x: QuantizedActivations, rows count: Int, into y: UnsafeMutablePointer<Float>,
         scratch: UnsafeMutableRawPointer? = nil, scratchBytes: Int = 0, pool: ThreadPool? = nil
     ) {
         precondition(count >= 0 && x.count == count * cols, "matmul: \(x.count) activations for \(count) rows of \(cols)")
+        matmul(x, rows: 0..<count, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
+    }
+
+    /// `Y = X Wᵀ` for the activation rows `rows` of `x` (quantized by
+    /// ``QuantizedActivations/quantizeRows(_:rows:cols:keepingFloats:pool:)`` in rows of
+    /// `cols`): activation row `t`'s products go to `y + t * self.rows`. Each product
+    /// equals ``GGMLType/dotReference(_:_:)`` of the weight row with the activation row up
+    /// to float summation order, and a row's results do not depend on the other rows of
+    /// the call (how many, or where). With ``hasIntegerMatmul`` the weights are packed
+    /// into `scratch` (at least ``integerMatmulScratchBytes(rows:)`` bytes for
+    /// `rows.count`; allocated per call when nil or too small) and multiplied with VNNI,
+    /// split over `pool` by groups of 8 weight rows; otherwise the rows go through
+    /// ``matvec(_:rows:into:pool:)``.
+    public func matmul(
+        _ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutableRawPointer? = nil, scratchBytes: Int = 0, pool: ThreadPool? = nil
+    ) {
+        precondition(
+            rows.lowerBound >= 0 && x.count >= rows.upperBound * cols, "matmul: \(x.count) activations for rows \(rows) of \(cols)")
         precondition(type.usesQuantizedActivations, "matmul: \(type) weights multiply float activations")
         precondition(x.blockCount * 32 == x.count, "matmul: activations are not whole blocks of 32")
-        if count == 0 || rows == 0 { return }
-        let nb = cols / 32
-        let a = x.view
+        if rows.isEmpty || self.rows == 0 { return }
         guard hasIntegerMatmul else {
-            // Row by row through the decode kernels: activation row t's blocks are the
-            // view's blocks t * nb ..< (t + 1) * nb.
-            let t = type, base = data, stride = rowBytes, outputs = rows, blocks = cols / type.blockSize
-            let body: (Range<Int>) -> Void = { range in
-                for tok in range {
-                    let v = a.advanced(blocks: tok * nb)
-                    dotRows(t, base, rowBytes: stride, rows: 0..<outputs, nb: blocks, v, y + tok * outputs)
-                }
-            }
-            if let pool, pool.threads > 1 { pool.parallelFor(count: count, body) } else { body(0..<count) }
+            matvec(x, rows: rows, into: y, pool: pool)
             return
         }
         #if LEAP_X86_AVX512VNNI
+        let count = rows.count, nb = cols / 32
+        let a = x.view.row(rows.lowerBound, cols: cols)
+        let y = y + rows.lowerBound * self.rows
         let needed = integerMatmulScratchBytes(rows: count)
         let owned: UnsafeMutableRawPointer? =
             (scratch == nil || scratchBytes < needed)
             ? .allocate(byteCount: needed, alignment: 64) : nil
         defer { owned?.deallocate() }
         let packed = owned ?? scratch!
-        let groups = (rows + IntegerMatmul.groupRows - 1) / IntegerMatmul.groupRows
+        let groups = (self.rows + IntegerMatmul.groupRows - 1) / IntegerMatmul.groupRows
         var offsets: UnsafePointer<Int32>? = nil
         if let c = IntegerMatmul.symmetricOffset(type) {
             let o = (packed + groups * nb * IntegerMatmul.groupBlockBytes).bindMemory(to: Int32.self, capacity: count * nb)
             for k in 0..<(count * nb) { o[k] = -c * (Int32(a.bsums[2 * k]) + Int32(a.bsums[2 * k + 1])) }
             offsets = UnsafePointer(o)
         }
-        let t = type, base = data, stride = rowBytes, weightRows = rows, offs = offsets
+        let t = type, base = data, stride = rowBytes, weightRows = self.rows, offs = offsets
         let body: (Range<Int>) -> Void = { range in
             for g in range {
                 let r0 = g * IntegerMatmul.groupRows
@@ -490,16 +456,5 @@ extension WeightMatrix {
             body(0..<groups)
         }
         #endif
-    }
-}
-
-extension ActivationView {
-    /// The view starting `blocks` blocks further on (the next rows of a batch).
-    func advanced(blocks: Int) -> ActivationView {
-        ActivationView(
-            x: UnsafeMutablePointer(mutating: x), qs: UnsafeMutablePointer(mutating: qs + 32 * blocks),
-            d: UnsafeMutablePointer(mutating: d + blocks), s: UnsafeMutablePointer(mutating: s + blocks),
-            bsums: UnsafeMutablePointer(mutating: bsums + 2 * blocks),
-            d4: UnsafeMutablePointer(mutating: d4 + 4 * blocks), s4: UnsafeMutablePointer(mutating: s4 + 4 * blocks))
     }
 }

@@ -144,9 +144,14 @@ public struct WeightMatrix: @unchecked Sendable {
     /// thread when `pool` is nil). `x` must hold `cols` values; `y` room for `rows`.
     public func matvec(_ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
         precondition(x.count == cols, "matvec: \(x.count) activations for \(cols) columns")
+        matvec(x.view, x, into: y, pool: pool)
+    }
+
+    /// The matvec of one activation row, `view` (of `x`).
+    @inline(__always)
+    private func matvec(_ view: ActivationView, _ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool?) {
         type.checkActivations(x)
         precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
-        let view = x.view
         let nb = cols / type.blockSize
         let t = type, base = data, stride = rowBytes
         guard let pool, pool.threads > 1, rows > 1 else {
@@ -159,6 +164,47 @@ public struct WeightMatrix: @unchecked Sendable {
         pool.parallelFor(count: rows, minChunk: minChunk) { range in
             dotRows(t, base, rowBytes: stride, rows: range, nb: nb, view, y)
         }
+    }
+
+    /// `y_t = W x_t` for the activation rows `rows` of `x` (quantized by
+    /// ``QuantizedActivations/quantizeRows(_:rows:cols:keepingFloats:pool:)`` in rows of
+    /// `cols`, the floats kept for F32/F16/BF16 weights): row `t`'s result goes to
+    /// `y + t * self.rows`. Each row's result is bit-identical to ``matvec(_:into:pool:)``
+    /// of that row alone, whatever the other rows: the same kernel runs on every (weight
+    /// row, activation row) pair. The weights are read from memory once for all rows: each
+    /// thread takes tiles of weight rows (about 16 KB, which stay in its L1 cache) and
+    /// multiplies every activation row with a tile before the next. This is how several
+    /// sequences decode in one step.
+    public func matvec(_ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
+        precondition(
+            rows.lowerBound >= 0 && x.count >= rows.upperBound * cols, "matvec: \(x.count) activations for rows \(rows) of \(cols)")
+        if rows.count == 1 {
+            matvec(x.view.row(rows.lowerBound, cols: cols), x, into: y + rows.lowerBound * self.rows, pool: pool)
+            return
+        }
+        type.checkActivations(x)
+        precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
+        if rows.isEmpty || self.rows == 0 { return }
+        let base = x.view, columns = cols, outputs = self.rows
+        let nb = cols / type.blockSize
+        let t = type, weights = data, stride = rowBytes
+        // Tiles of whole groups of 8 rows (the kernels reduce 8 rows at once).
+        let tile = Swift.max(8, 16_384 / Swift.max(1, rowBytes) / 8 * 8)
+        let body: (Range<Int>) -> Void = { range in
+            var r0 = range.lowerBound
+            while r0 < range.upperBound {
+                let r1 = Swift.min(range.upperBound, r0 + tile)
+                for row in rows {
+                    dotRows(t, weights, rowBytes: stride, rows: r0..<r1, nb: nb, base.row(row, cols: columns), y + row * outputs)
+                }
+                r0 = r1
+            }
+        }
+        guard let pool, pool.threads > 1, outputs > 1 else {
+            body(0..<outputs)
+            return
+        }
+        pool.parallelFor(count: outputs, minChunk: Swift.max(1, 16_384 / Swift.max(1, rowBytes)), body)
     }
 
     /// Quantizes `x` (`cols` floats) into `scratch`, then runs ``matvec(_:into:pool:)``.
@@ -219,4 +265,8 @@ public enum KernelBuild {
         return "portable Swift (LEAP_REF_PORTABLE or a CPU/OS without the x86 fast paths)"
         #endif
     }
+
+    /// Whether this build multiplies batches of Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 weights with
+    /// the 8-bit integer matmul (x86 with AVX-512 VNNI; see ``WeightMatrix/hasIntegerMatmul``).
+    public static var hasIntegerMatmul: Bool { IntegerMatmul.isAvailable }
 }
