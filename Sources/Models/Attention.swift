@@ -49,7 +49,7 @@ struct Attention: Sendable {
         let v = f.project(wv, input, into: f.v)
 
         let rotations = f.rotations(for: rope), pairs = rope.dimensions / 2, style = rope.style
-        let cache = f.sequence.kv, start = f.start, layer = layer, qkNorm = queryKeyNorm
+        let segments = f.segments, positions = f.positions, rowSegment = f.rowSegment, layer = layer, qkNorm = queryKeyNorm
         f.inParallel(rows: n) { rows in
             for i in rows {
                 if let qkNorm {
@@ -59,45 +59,50 @@ struct Attention: Sendable {
                 let angles = rotations + i * rope.dimensions
                 Elementwise.rope(q[i], heads: heads, headDim: hd, cache: angles, pairs: pairs, style: style)
                 Elementwise.rope(k[i], heads: kvHeads, headDim: hd, cache: angles, pairs: pairs, style: style)
+                // Append k, v to the row's sequence's cache at the row's position.
+                let cache = segments[rowSegment[i]].sequence.kv
                 for g in 0..<kvHeads {
-                    cache.store(layer: layer, head: g, position: start + i, key: k[i] + g * hd, value: v[i] + g * hd)
+                    cache.store(layer: layer, head: g, position: positions[i], key: k[i] + g * hd, value: v[i] + g * hd)
                 }
             }
         }
 
+        // Each sequence's queries over its own cache.
         let o = Rows(base: f.attended, count: n, width: heads * hd)
-        if n == 1 {
-            attendOne(q, into: o, f)
-        } else {
-            attendCausal(q, into: o, f)
-        }
+        if f.singleRows > 0 { attendOne(q, into: o, f) }
+        for segment in f.segments[f.singleRows...] { attendCausal(q, into: o, segment, f) }
         return f.project(wo, f.quantize(o, for: wo), into: out)
     }
 
-    /// One new token over the cache, one KV head (and the query heads of its group) per
-    /// task on the pool.
+    /// The one-token sequences of the pass (rows `0..<singleRows`), each over its cache:
+    /// one KV head (and the query heads of its group) per task on the pool, for every
+    /// sequence in turn.
     private func attendOne(_ q: Rows, into o: Rows, _ f: ForwardPass) {
-        let hd = headDim, span = f.start + 1, group = heads / kvHeads, layer = layer, scale = scale
-        let cache = f.sequence.kv, scratch = f.kvScratch, scores = f.scores, ctxFloats = f.contextLength * hd
+        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale, context = f.contextLength
+        let segments = f.segments, sequences = f.singleRows, scratch = f.kvScratch, scores = f.scores, ctxFloats = context * hd
         f.pool.parallelFor(count: kvHeads) { range in
             for g in range {
-                let keys = cache.rows(keys: true, layer: layer, head: g, count: span, scratch: scratch + 2 * g * ctxFloats)
-                let values = cache.rows(keys: false, layer: layer, head: g, count: span, scratch: scratch + (2 * g + 1) * ctxFloats)
-                for h in (g * group)..<((g + 1) * group) {
-                    CausalAttention.query(
-                        q[0] + h * hd, keys: keys, values: values, span: span, headDim: hd, scale: scale,
-                        scores: scores + h * span, out: o[0] + h * hd)
+                for s in 0..<sequences {
+                    let cache = segments[s].sequence.kv, span = segments[s].start + 1
+                    let keys = cache.rows(keys: true, layer: layer, head: g, count: span, scratch: scratch + 2 * g * ctxFloats)
+                    let values = cache.rows(keys: false, layer: layer, head: g, count: span, scratch: scratch + (2 * g + 1) * ctxFloats)
+                    for h in (g * group)..<((g + 1) * group) {
+                        CausalAttention.query(
+                            q[s] + h * hd, keys: keys, values: values, span: span, headDim: hd, scale: scale,
+                            scores: scores + h * context, out: o[s] + h * hd)
+                    }
                 }
             }
         }
     }
 
-    /// A batch of queries over the cache, one query head per task on the pool, each head
-    /// through single-threaded OpenBLAS in its own region of `scores`.
-    private func attendCausal(_ q: Rows, into o: Rows, _ f: ForwardPass) {
-        let n = q.count, hd = headDim, group = heads / kvHeads, layer = layer, scale = scale
-        let start = f.start, total = start + n, ctxFloats = f.contextLength * hd
-        let cache = f.sequence.kv, scratch = f.kvScratch, scores = f.scores, scoreStride = f.scoreRowsPerHead * f.contextLength
+    /// A chunk of one sequence's queries over its cache, one query head per task on the
+    /// pool, each head through single-threaded OpenBLAS in its own region of `scores`.
+    private func attendCausal(_ q: Rows, into o: Rows, _ segment: ForwardPass.Segment, _ f: ForwardPass) {
+        let n = segment.rows.count, first = segment.rows.lowerBound
+        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale
+        let start = segment.start, total = start + n, ctxFloats = f.contextLength * hd
+        let cache = segment.sequence.kv, scratch = f.kvScratch, scores = f.scores, scoreStride = f.scoreRowsPerHead * f.contextLength
         // An F16 cache is converted once per KV head (the heads of a group share it).
         if cache.type == .f16 {
             f.pool.parallelFor(count: kvHeads) { range in
@@ -121,9 +126,9 @@ struct Attention: Sendable {
                         ? cache.rows(keys: false, layer: layer, head: g, count: total, scratch: scratch)
                         : UnsafePointer(scratch + (2 * g + 1) * ctxFloats)
                     CausalAttention.causal(
-                        queries: q[0] + h * hd, queryStride: q.width, count: n, start: start,
+                        queries: q[first] + h * hd, queryStride: q.width, count: n, start: start,
                         keys: keys, values: values, headDim: hd, scale: scale,
-                        scores: scores + h * scoreStride, out: o[0] + h * hd, outStride: o.width)
+                        scores: scores + h * scoreStride, out: o[first] + h * hd, outStride: o.width)
                 }
             }
         }

@@ -1,18 +1,40 @@
 import Kernels
 
+/// One sequence's tokens for a pass.
+struct PassInput {
+    let sequence: SequenceState
+    let tokens: UnsafeBufferPointer<Int>
+}
+
 /// The fast forward pass: every buffer a pass of up to `maxRows` tokens needs (allocated
 /// once), the operations the blocks call on them, and the layer loop.
 ///
 /// ```
 /// x      = embed(tokens)                 [n, d]
 /// x      = layer(x) for every layer      (the architecture's DecoderLayer)
-/// logits = output(RMSNorm(x_last))       [vocab]  (or every row's, when asked)
+/// logits = output(RMSNorm(x_last))       [vocab] per sequence (or every row's, when asked)
 /// ```
 ///
-/// The products pick their kernels by the number of rows (`project`): one row (decode)
-/// runs the quantized matrix-vector kernels with 8-bit activations; several rows (prefill)
-/// run the 8-bit integer matmul for the legacy quantized types on VNNI builds, else
-/// OpenBLAS sgemm over the weights dequantized to F32.
+/// A pass evaluates tokens of one or more sequences (`PassInput`s): each sequence's rows
+/// are a `Segment` with its own caches and positions. The sequences of one token (decode)
+/// come first, then those of several (prompt chunks). Attention and the convolution run
+/// per segment over its own caches; element-wise work is per row. The products
+/// (`project`) read each weight once per pass:
+///
+/// - the one-token rows go together through the multi-row matvec (8-bit activations;
+///   each row's result bit-identical to the matvec of that row alone);
+/// - each chunk goes through the prefill product on its own rows: the 8-bit integer
+///   matmul for the legacy quantized types on VNNI builds, else OpenBLAS sgemm over the
+///   weights dequantized to F32;
+/// - with `batchedProducts` (several sequences: `BatchedSession`), a matrix that has the
+///   integer matmul multiplies every row of the pass in one integer matmul, one-token
+///   rows included: its per-row arithmetic does not depend on the other rows either, and
+///   it packs the weights once for all of them, which costs far less than a matvec per
+///   row once there are a few. Without it (`InferenceSession`), a one-token pass keeps
+///   the matvec, the fastest kernel for one row.
+///
+/// So a sequence's results depend only on its own tokens and on how its prompt was cut
+/// into chunks, never on the other sequences of the pass.
 ///
 /// Not thread-safe: one pass at a time (its owner serializes them).
 final class ForwardPass {
@@ -24,12 +46,35 @@ final class ForwardPass {
     /// Positions the caches hold (sizes the attention scratch).
     let contextLength: Int
 
+    /// Most sequences whose logits one pass computes.
+    let maxSequences: Int
+    /// Whether the one-token rows of a matrix with the integer matmul go through it (with
+    /// the chunks) rather than through the matvec: see the type's description.
+    let batchedProducts: Bool
+
+    /// One sequence's rows in the current pass.
+    struct Segment {
+        let sequence: SequenceState
+        /// Its rows in the pass.
+        let rows: Range<Int>
+        /// The position of its first row.
+        let start: Int
+        /// Which `PassInput` it is (its logits are row `input` of `logits`).
+        let input: Int
+    }
+
     // The pass being run.
-    private var current: SequenceState?
-    /// The sequence whose tokens the current pass evaluates.
-    var sequence: SequenceState { current! }
-    /// Position of the current pass's first row.
-    private(set) var start = 0
+    /// Its segments: first the one-token ones (rows `0..<singleRows`, segment `i` is row
+    /// `i`), then those of several rows.
+    private(set) var segments: [Segment] = []
+    /// Rows of one-token segments.
+    private(set) var singleRows = 0
+    /// Rows in the pass.
+    private(set) var rowCount = 0
+    /// Per row of the pass: its position and its segment.
+    let positions: UnsafeMutablePointer<Int>
+    let rowSegment: UnsafeMutablePointer<Int>
+    private let tokens: UnsafeMutablePointer<Int>
 
     // Activations, `maxRows` rows each.
     let x: UnsafeMutablePointer<Float>  // the residual stream [n][d]
@@ -44,7 +89,7 @@ final class ForwardPass {
     /// Per-row room for what a layer needs beyond the above (`DecoderLayer.scratchWidth`:
     /// LFM2's B, C, x̃).
     let scratch: UnsafeMutablePointer<Float>
-    let logits: UnsafeMutablePointer<Float>  // [vocab]
+    let logits: UnsafeMutablePointer<Float>  // [maxSequences][vocab]
 
     // Attention.
     /// Query rows per head in `scores`: a query block in a batch, one row in decode.
@@ -72,17 +117,23 @@ final class ForwardPass {
     private let packedWeights: UnsafeMutableRawPointer?
     private let packedWeightsBytes: Int
 
-    init(model: TransformerModel, maxRows: Int, contextLength: Int, kvCacheType: KVCacheType) {
+    init(model: TransformerModel, maxRows: Int, maxSequences: Int, batchedProducts: Bool, contextLength: Int, kvCacheType: KVCacheType) {
         let hp = model.hyperparameters, weights = model.weights
         self.model = model
         self.hp = hp
         self.pool = model.pool
         self.maxRows = maxRows
+        self.maxSequences = maxSequences
+        self.batchedProducts = batchedProducts
         self.contextLength = contextLength
+        segments.reserveCapacity(maxSequences)
+        positions = .allocate(capacity: maxRows)
+        rowSegment = .allocate(capacity: maxRows)
+        tokens = .allocate(capacity: maxRows)
         let n = maxRows, d = hp.embeddingLength, qw = hp.headCount * hp.headDim
         let kvWidth = hp.headCountKV.max()! * hp.headDim
         x = .allocate(capacity: n * d)
-        normed = .allocate(capacity: n * d)
+        normed = .allocate(capacity: max(n, maxSequences) * d)  // also the head's rows, one per sequence
         mixed = .allocate(capacity: n * d)
         q = .allocate(capacity: n * qw)
         k = .allocate(capacity: n * max(1, kvWidth))
@@ -92,7 +143,7 @@ final class ForwardPass {
         up = .allocate(capacity: n * hp.feedForwardLength)
         let scratchWidth = weights.layers.map(\.scratchWidth).max() ?? 0
         scratch = .allocate(capacity: max(1, n * scratchWidth))
-        logits = .allocate(capacity: hp.vocabularySize)
+        logits = .allocate(capacity: maxSequences * hp.vocabularySize)
 
         scoreRowsPerHead = max(1, min(n, CausalAttention.queryBlock))
         scores = .allocate(capacity: hp.headCount * scoreRowsPerHead * contextLength)
@@ -105,7 +156,7 @@ final class ForwardPass {
         let heads = Set([weights.output.name, weights.tokenEmbedding.name])
         let products = model.linears.filter { !heads.contains($0.name) }
         let widest = products.map(\.cols).max() ?? d
-        activations = QuantizedActivations(capacity: n * max(widest, d))
+        activations = QuantizedActivations(capacity: max(n, maxSequences) * max(widest, d))
         let floatProducts = products.filter { !$0.hasIntegerMatmul }
         floatTileCapacity = floatProducts.isEmpty ? 0 : max(1 << 20, floatProducts.map(\.elementCount).max()!)
         floatTile = floatTileCapacity > 0 ? .allocate(capacity: floatTileCapacity) : nil
@@ -116,42 +167,79 @@ final class ForwardPass {
     deinit {
         for p in [x, normed, mixed, q, k, v, attended, gate, up, scratch, logits, scores, kvScratch] { p.deallocate() }
         for p in rotationTables { p.deallocate() }
+        positions.deallocate()
+        rowSegment.deallocate()
+        tokens.deallocate()
         floatTile?.deallocate()
         packedWeights?.deallocate()
     }
 
     // MARK: - The layer loop
 
-    /// Runs `tokens` (at most `maxRows`) at the sequence's next positions, appending them
-    /// to its caches, and leaves the last row's logits in `logits` (and passes every
-    /// row's to `allLogits` when given).
-    func run(_ tokens: UnsafeBufferPointer<Int>, in sequence: SequenceState, allLogits: ((UnsafeBufferPointer<Float>) -> Void)?) {
-        let n = tokens.count, d = hp.embeddingLength, w = model.weights
-        precondition(n >= 1 && n <= maxRows && sequence.position + n <= contextLength)
-        current = sequence
-        start = sequence.position
-        defer { current = nil }
+    /// Runs every input's tokens at its sequence's next positions (at most `maxRows` tokens
+    /// in all, at most `maxSequences` inputs, each sequence once), appending them to its
+    /// caches, and leaves the logits of each input's last token in row `i` of `logits`.
+    /// With `allLogits` (one input only), passes every row's logits to it instead, in order.
+    func run(_ inputs: [PassInput], allLogits: ((UnsafeBufferPointer<Float>) -> Void)? = nil) {
+        let d = hp.embeddingLength, w = model.weights, vocab = hp.vocabularySize
+        layOut(inputs)
+        precondition(allLogits == nil || inputs.count == 1, "every row's logits: one sequence per pass")
+        let n = rowCount
 
         // x = embed(tokens)
         let x = Rows(base: self.x, count: n, width: d)
-        for (i, t) in tokens.enumerated() { w.tokenEmbedding.row(t, into: x[i]) }
+        for i in 0..<n { w.tokenEmbedding.row(tokens[i], into: x[i]) }
         for (rope, table) in zip(rotaryEmbeddings, rotationTables) {
             let scale = rope.thetaScale
             for i in 0..<n {
-                Elementwise.ropeCache(position: start + i, thetaScale: scale, pairs: rope.dimensions / 2, into: table + i * rope.dimensions)
+                Elementwise.ropeCache(
+                    position: positions[i], thetaScale: scale, pairs: rope.dimensions / 2, into: table + i * rope.dimensions)
             }
         }
 
         for layer in w.layers { layer(x, self) }
 
-        // logits = output(RMSNorm(x)) for the last row, or every row when asked
-        let vocab = hp.vocabularySize
-        for i in (allLogits == nil ? n - 1 : 0)..<n {
-            let normedRow = w.outputNorm(Rows(base: x[i], count: 1, width: d), into: normed, self)
-            _ = project(w.output, quantize(normedRow, for: w.output), into: logits)
-            allLogits?(UnsafeBufferPointer(start: logits, count: vocab))
+        // logits = output(RMSNorm(x)) for the last row of each input, or every row when asked
+        if let allLogits {
+            for i in 0..<n {
+                let normedRow = w.outputNorm(Rows(base: x[i], count: 1, width: d), into: normed, self)
+                _ = project(w.output, quantize(normedRow, eachRowAlone: true, for: w.output), into: logits)
+                allLogits(UnsafeBufferPointer(start: logits, count: vocab))
+            }
+        } else {
+            // Row j of `normed` is the last row of input j.
+            for segment in segments {
+                let last = Rows(base: x[segment.rows.upperBound - 1], count: 1, width: d)
+                _ = w.outputNorm(last, into: normed + segment.input * d, self)
+            }
+            let lastRows = Rows(base: normed, count: inputs.count, width: d)
+            _ = project(w.output, quantize(lastRows, eachRowAlone: true, for: w.output), into: logits)
         }
-        sequence.position += n
+        for segment in segments { segment.sequence.position += segment.rows.count }
+        segments.removeAll(keepingCapacity: true)
+    }
+
+    /// Orders the inputs' rows (the one-token inputs first, each group in input order) and
+    /// fills `segments`, `tokens`, `positions` and `rowSegment`.
+    private func layOut(_ inputs: [PassInput]) {
+        precondition(!inputs.isEmpty && inputs.count <= maxSequences, "\(inputs.count) sequences in a pass of at most \(maxSequences)")
+        segments.removeAll(keepingCapacity: true)
+        var row = 0
+        func add(_ index: Int) {
+            let input = inputs[index], count = input.tokens.count, start = input.sequence.position
+            precondition(row + count <= maxRows && start + count <= contextLength, "a pass beyond its rows or the context")
+            for i in 0..<count {
+                tokens[row + i] = input.tokens[i]
+                positions[row + i] = start + i
+                rowSegment[row + i] = segments.count
+            }
+            segments.append(Segment(sequence: input.sequence, rows: row..<(row + count), start: start, input: index))
+            row += count
+        }
+        for i in inputs.indices where inputs[i].tokens.count == 1 { add(i) }
+        singleRows = row
+        for i in inputs.indices where inputs[i].tokens.count > 1 { add(i) }
+        rowCount = row
     }
 
     /// The `(cos, sin)` table of `rope` for the current pass's rows (`[n][dims]`).
@@ -175,41 +263,66 @@ final class ForwardPass {
         inParallel(rows: x.count) { r in Elementwise.add(y[r.lowerBound], into: x[r.lowerBound], count: r.count * d) }
     }
 
-    /// The input of one or more matrix products: the rows, and whether `activations`
-    /// holds their 8-bit form (the products' choice of kernel decides which they read).
+    /// The input of one or more matrix products: the rows, which of them go through the
+    /// matvec one by one (the first `matvecRows`; the others are the pass's segments of
+    /// several rows), whether every row goes through the integer matmul instead (for the
+    /// matrices that have it), and how many rows `activations` holds in 8 bits.
     struct ProductInput {
         let rows: Rows
-        let quantized: Bool
+        let matvecRows: Int
+        let allRowsInteger: Bool
+        let quantizedRows: Int
         let stamp: Int
     }
 
     /// Prepares `x` as the input of products with `a` (and `b`, `c`, which read the same
-    /// input): quantizes it to 8 bits when one of them will read it so (one row always:
-    /// the matvec kernels read the activations' copy of the floats too; a batch when a
-    /// matrix uses the integer matmul). The result is valid until the next `quantize`.
-    func quantize(_ x: Rows, for a: Linear, _ b: Linear? = nil, _ c: Linear? = nil) -> ProductInput {
-        let needed =
-            x.count == 1 || a.hasIntegerMatmul || (b?.hasIntegerMatmul ?? false) || (c?.hasIntegerMatmul ?? false)
-        guard needed else { return ProductInput(rows: x, quantized: false, stamp: 0) }
+    /// input): quantizes to 8 bits the rows the products will read so. `x` is a pass's
+    /// rows (its one-token rows go through the matvec, its chunks through the prefill
+    /// product), or, with `eachRowAlone`, rows that each go through the matvec (the
+    /// output head's). The result is valid until the next `quantize`.
+    func quantize(_ x: Rows, eachRowAlone: Bool = false, for a: Linear, _ b: Linear? = nil, _ c: Linear? = nil) -> ProductInput {
+        precondition(eachRowAlone || x.count == rowCount, "a product input of the pass's rows")
+        let k = eachRowAlone ? x.count : singleRows
+        let integerMatrix = a.hasIntegerMatmul || b?.hasIntegerMatmul == true || c?.hasIntegerMatmul == true
+        let allRowsInteger = batchedProducts && !eachRowAlone && integerMatrix
+        // The matvec reads the 8-bit rows (and, for F32/F16/BF16 weights, the floats kept
+        // beside them); the chunks read them only through the integer matmul.
+        let integerRows = allRowsInteger || (k < x.count && integerMatrix)
+        let floats =
+            !a.type.usesQuantizedActivations || b?.type.usesQuantizedActivations == false || c?.type.usesQuantizedActivations == false
+        let count = integerRows ? x.count : k
+        guard count > 0 else { return ProductInput(rows: x, matvecRows: 0, allRowsInteger: false, quantizedRows: 0, stamp: 0) }
         activationsStamp += 1
-        activations.quantizeRows(x.base, rows: x.count, cols: x.width, pool: pool)
-        return ProductInput(rows: x, quantized: true, stamp: activationsStamp)
+        activations.quantizeRows(x.base, rows: count, cols: x.width, keepingFloats: floats && k > 0, pool: pool)
+        return ProductInput(rows: x, matvecRows: k, allRowsInteger: allRowsInteger, quantizedRows: count, stamp: activationsStamp)
     }
 
-    /// `out = input · Wᵀ` (`[n, w.cols]` to `[n, w.rows]`): one row through the quantized
-    /// matvec, a batch through the integer matmul or OpenBLAS sgemm.
+    /// `out = input · Wᵀ` (`[n, w.cols]` to `[n, w.rows]`): the one-token rows through the
+    /// multi-row matvec, each chunk through the integer matmul or OpenBLAS sgemm; or, in
+    /// batched passes, every row through the integer matmul when `w` has it.
     @inline(__always)
     func project(_ w: Linear, _ input: ProductInput, into out: UnsafeMutablePointer<Float>) -> Rows {
-        let n = input.rows.count
-        if n == 1 || w.hasIntegerMatmul {
-            precondition(input.quantized && input.stamp == activationsStamp, "product input was not quantized, or quantized over")
+        let n = input.rows.count, k = input.matvecRows
+        if k > 0 || (k < n && w.hasIntegerMatmul) {
+            precondition(input.stamp == activationsStamp, "product input quantized over")
         }
-        if n == 1 {
-            w.apply(activations, out, pool: pool)
-        } else if w.hasIntegerMatmul {
-            w.apply(batch: activations, count: n, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
-        } else {
-            w.apply(batch: input.rows.base, count: n, out, tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool)
+        if input.allRowsInteger && w.hasIntegerMatmul {
+            w.apply(batch: activations, rows: 0..<n, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+            return Rows(base: out, count: n, width: w.rows)
+        }
+        if k > 0 { w.apply(activations, rows: 0..<k, out, pool: pool) }
+        if k < n {
+            for segment in segments[singleRows...] {
+                let rows = segment.rows
+                if w.hasIntegerMatmul {
+                    precondition(input.quantizedRows >= rows.upperBound)
+                    w.apply(batch: activations, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+                } else {
+                    w.apply(
+                        batch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows,
+                        tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool)
+                }
+            }
         }
         return Rows(base: out, count: n, width: w.rows)
     }

@@ -16,6 +16,8 @@ public final class InferenceSession: @unchecked Sendable {
 
     let forward: ForwardPass
     let sequence: SequenceState
+    /// The one input of each pass, kept so that a pass allocates nothing.
+    private var input: [PassInput]
 
     /// Creates the caches and buffers. `contextLength` defaults to the model's trained
     /// context, capped at 4096 tokens to bound memory (pass more if you need it).
@@ -25,8 +27,11 @@ public final class InferenceSession: @unchecked Sendable {
         self.model = model
         self.contextLength = max(1, contextLength ?? min(hp.trainedContextLength, 4096))
         self.maxBatch = max(1, maxBatch)
-        forward = ForwardPass(model: model, maxRows: self.maxBatch, contextLength: self.contextLength, kvCacheType: kvCacheType)
+        forward = ForwardPass(
+            model: model, maxRows: self.maxBatch, maxSequences: 1, batchedProducts: false, contextLength: self.contextLength,
+            kvCacheType: kvCacheType)
         sequence = SequenceState(model: model, contextLength: self.contextLength, kvCacheType: kvCacheType)
+        input = [PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: nil, count: 0))]
     }
 
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
@@ -75,7 +80,8 @@ public final class InferenceSession: @unchecked Sendable {
         while start < tokens.count {
             let end = min(tokens.count, start + maxBatch)
             tokens.withUnsafeBufferPointer { buf in
-                forward.run(UnsafeBufferPointer(rebasing: buf[start..<end]), in: sequence, allLogits: allLogits)
+                input[0] = PassInput(sequence: sequence, tokens: UnsafeBufferPointer(rebasing: buf[start..<end]))
+                forward.run(input, allLogits: allLogits)
             }
             start = end
         }

@@ -135,11 +135,11 @@ struct ShortConv: Sendable {
         let bcx = f.project(inProj, f.quantize(x, for: inProj), into: f.scratch)
         // x's rows are no longer needed: y takes their place.
         let y = x
-        let cache = f.sequence.conv, start = f.start
+        let segments = f.segments, positions = f.positions, rowSegment = f.rowSegment
         kernel.withUnsafeBufferPointer { kernel in
             for i in 0..<x.count {
                 let b = bcx[i], c = bcx[i] + d, xt = bcx[i] + 2 * d
-                let p = start + i
+                let cache = segments[rowSegment[i]].sequence.conv, p = positions[i]
                 let z = cache.row(layer: layer, position: p)
                 for ch in 0..<d { z[ch] = b[ch] * xt[ch] }
                 let yi = y[i]

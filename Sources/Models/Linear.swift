@@ -33,9 +33,11 @@ public struct Linear: Sendable {
         matrix.dequantize(rows: r..<(r + 1), into: out)
     }
 
-    /// `y = W x` for one vector whose activations are already quantized: the decode path.
-    func apply(_ x: QuantizedActivations, _ y: UnsafeMutablePointer<Float>, pool: ThreadPool) {
-        matrix.matvec(x, into: y, pool: pool)
+    /// `y_t = W x_t` for activation rows `rows` of `x` (already quantized; row `t`'s output
+    /// at `y + t * rows`): the decode path, one matvec per row with the weights read once
+    /// for all of them (`WeightMatrix.matvec(_:rows:into:pool:)`).
+    func apply(_ x: QuantizedActivations, rows: Range<Int>, _ y: UnsafeMutablePointer<Float>, pool: ThreadPool) {
+        matrix.matvec(x, rows: rows, into: y, pool: pool)
     }
 
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
@@ -54,13 +56,14 @@ public struct Linear: Sendable {
     /// Bytes of scratch the integer matmul needs for `n` rows.
     func integerScratchBytes(rows n: Int) -> Int { matrix.integerMatmulScratchBytes(rows: n) }
 
-    /// `Y = X Wᵀ` for `n` rows already quantized into `x` (`QuantizedActivations.quantizeRows`):
-    /// the prefill path for the integer formats, 8-bit products with the weights' levels.
+    /// `Y = X Wᵀ` for activation rows `rows` of `x` (already quantized,
+    /// `QuantizedActivations.quantizeRows`; row `t`'s output at `y + t * rows`): the
+    /// prefill path for the integer formats, 8-bit products with the weights' levels.
     func apply(
-        batch x: QuantizedActivations, count n: Int, _ y: UnsafeMutablePointer<Float>,
+        batch x: QuantizedActivations, rows: Range<Int>, _ y: UnsafeMutablePointer<Float>,
         scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool
     ) {
-        matrix.matmul(x, rows: n, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
+        matrix.matmul(x, rows: rows, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
     }
 
     /// Floats of tile that hold the whole matrix.

@@ -19,6 +19,12 @@ public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidToken(id: Int, vocabularySize: Int)
     /// A forward call was given no tokens, or more than one batch can hold.
     case invalidBatch(count: Int, maximum: Int)
+    /// Every slot of a `BatchedSession` holds an open sequence.
+    case noFreeSlot(slots: Int)
+    /// A `BatchedSession.Sequence` that was closed (or belongs to another session).
+    case unknownSequence(slot: Int)
+    /// A step named the same sequence twice.
+    case repeatedSequence(slot: Int)
 
     public var description: String {
         switch self {
@@ -40,6 +46,12 @@ public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
             return "token id \(id) is outside the vocabulary (0..<\(vocabularySize))."
         case .invalidBatch(let count, let maximum):
             return "a forward batch must hold 1 to \(maximum) tokens, got \(count)."
+        case .noFreeSlot(let slots):
+            return "all \(slots) slots hold an open sequence; close one or create the session with more slots."
+        case .unknownSequence(let slot):
+            return "the sequence in slot \(slot) is closed (or belongs to another session)."
+        case .repeatedSequence(let slot):
+            return "a step names the sequence in slot \(slot) more than once; give each sequence its tokens in one input."
         }
     }
 }

@@ -1,0 +1,207 @@
+import Kernels
+
+/// Several independent sequences evaluated by one model in shared forward passes: decoding
+/// a token for each of B sequences reads every weight once per step instead of B times.
+///
+/// Each sequence lives in a slot with its own caches (attention keys and values, LFM2's
+/// convolution inputs) and position, allocated once when the session is created. A
+/// sequence is opened in a free slot (`open`), fed through `step` (one new token, or a
+/// chunk of prompt, for any subset of the open sequences), and closed when it is done or
+/// cancelled (`close`), which frees the slot for the next `open`.
+///
+/// ```swift
+/// let batch = BatchedSession(model: model, slots: 4, contextLength: 2048)
+/// let a = try batch.open(), b = try batch.open()
+/// try batch.step([.init(a, promptA)])              // prefill a (a chunk of at most maxStepTokens)
+/// try batch.step([.init(b, promptB)])              // prefill b
+/// var next = [a: argmax(try batch.logits(of: a)), b: argmax(try batch.logits(of: b))]
+/// while ... {
+///     try batch.step([.init(a, [next[a]!]), .init(b, [next[b]!])])   // one shared step
+///     next[a] = argmax(try batch.logits(of: a)); next[b] = argmax(try batch.logits(of: b))
+/// }
+/// try batch.close(a)                                // b goes on; a's slot is free again
+/// ```
+///
+/// Results: a sequence's logits are bitwise identical whether it is stepped alone or with
+/// others, in any slot, joined at any step. Every kernel a step uses computes a row the
+/// same way whatever the other rows (`ForwardPass`): the one-token rows share one
+/// multi-row matvec (on VNNI builds, one 8-bit integer matmul for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1
+/// matrices, which packs the weights once for all rows), chunks run through the prefill
+/// product on their own rows, attention and the convolution run per sequence over its own
+/// caches, element-wise work runs per row. A sequence's results depend only on its tokens
+/// and on how its prompt was cut into chunks. They equal an `InferenceSession`'s fed the
+/// same pieces bit for bit, except on VNNI builds, where `InferenceSession` decodes one
+/// token with the matvec instead of the integer matmul (the same 8-bit activations and
+/// integer products; float sums in another order, about 1e-6 of a logit apart).
+///
+/// Memory: every slot holds `cacheByteCountPerSlot` bytes of caches (pages are touched
+/// only as positions fill; a closed slot keeps its touched pages for the next sequence),
+/// plus the shared buffers of one pass of `maxStepTokens` rows and `slots` rows of logits.
+///
+/// Not thread-safe: one call at a time (a scheduler serializes the steps of all its
+/// sequences). The model may be shared with other sessions; its thread pool runs one
+/// session's pass at a time.
+public final class BatchedSession: @unchecked Sendable {
+    // @unchecked: mutable state, used by one caller at a time (see above).
+
+    /// A sequence of this session: the slot it occupies. A handle stays valid until the
+    /// sequence is closed; after that, using it is an error (`ModelError.unknownSequence`),
+    /// even when its slot holds a new sequence.
+    public struct Sequence: Hashable, Sendable, CustomStringConvertible {
+        /// The slot, `0..<slots`.
+        public let slot: Int
+        let generation: Int
+        public var description: String { "sequence in slot \(slot)" }
+    }
+
+    /// The tokens one sequence evaluates in a step.
+    public struct Input: Sendable {
+        public var sequence: Sequence
+        public var tokens: [Int]
+        public init(_ sequence: Sequence, _ tokens: [Int]) {
+            self.sequence = sequence
+            self.tokens = tokens
+        }
+    }
+
+    public let model: TransformerModel
+    /// Number of slots: the most sequences open at once.
+    public let slotCount: Int
+    /// Capacity of each sequence's caches in tokens.
+    public let contextLength: Int
+    /// Most tokens in one step, all sequences together.
+    public let maxStepTokens: Int
+
+    let forward: ForwardPass
+    let slots: [SequenceState]
+    /// Per slot: the generation of the sequence in it, and whether it is open.
+    private var generations: [Int]
+    private var isOpen: [Bool]
+    /// Per slot: the logits of its sequence's last evaluated token.
+    private let slotLogits: UnsafeMutablePointer<Float>
+    /// A step's tokens, input after input, and its pass inputs (kept: a step allocates
+    /// nothing but what the caller passes).
+    private let stepTokens: UnsafeMutablePointer<Int>
+    private var pass: [PassInput] = []
+    /// Per slot: the last step that named it (to refuse a sequence twice in one step).
+    private var lastStep: [Int]
+    private var stepCount = 0
+
+    /// Creates `slots` slots of caches for `contextLength` tokens each (default: the
+    /// model's trained context, capped at 4096) and the buffers of a step of up to
+    /// `maxStepTokens` tokens. `kvCacheType` `.f16` halves the attention caches.
+    public init(model: TransformerModel, slots: Int, contextLength: Int? = nil, maxStepTokens: Int = 512, kvCacheType: KVCacheType = .f32) {
+        let hp = model.hyperparameters
+        self.model = model
+        self.slotCount = max(1, slots)
+        self.contextLength = max(1, contextLength ?? min(hp.trainedContextLength, 4096))
+        self.maxStepTokens = max(1, maxStepTokens)
+        forward = ForwardPass(
+            model: model, maxRows: self.maxStepTokens, maxSequences: slotCount, batchedProducts: true, contextLength: self.contextLength,
+            kvCacheType: kvCacheType)
+        let context = self.contextLength
+        self.slots = (0..<slotCount).map { _ in SequenceState(model: model, contextLength: context, kvCacheType: kvCacheType) }
+        generations = Array(repeating: 0, count: slotCount)
+        isOpen = Array(repeating: false, count: slotCount)
+        slotLogits = .allocate(capacity: slotCount * hp.vocabularySize)
+        slotLogits.initialize(repeating: 0, count: slotCount * hp.vocabularySize)
+        stepTokens = .allocate(capacity: self.maxStepTokens)
+        pass.reserveCapacity(slotCount)
+        lastStep = Array(repeating: 0, count: slotCount)
+    }
+
+    deinit {
+        slotLogits.deallocate()
+        stepTokens.deallocate()
+    }
+
+    /// Bytes of caches each slot holds (their capacity).
+    public var cacheByteCountPerSlot: Int { slots[0].byteCount }
+
+    /// Slots free for `open`.
+    public var freeSlots: Int { isOpen.lazy.filter { !$0 }.count }
+
+    /// Starts an empty sequence in a free slot (the lowest).
+    public func open() throws(ModelError) -> Sequence {
+        guard let slot = isOpen.firstIndex(of: false) else { throw .noFreeSlot(slots: slotCount) }
+        isOpen[slot] = true
+        generations[slot] += 1
+        slots[slot].position = 0
+        let vocab = model.hyperparameters.vocabularySize
+        (slotLogits + slot * vocab).update(repeating: 0, count: vocab)
+        return Sequence(slot: slot, generation: generations[slot])
+    }
+
+    /// Ends a sequence (finished or cancelled) and frees its slot. The other sequences are
+    /// not affected.
+    public func close(_ sequence: Sequence) throws(ModelError) {
+        try check(sequence)
+        isOpen[sequence.slot] = false
+    }
+
+    /// Tokens in the sequence's caches; its next token is evaluated at this position.
+    public func position(of sequence: Sequence) throws(ModelError) -> Int {
+        try check(sequence)
+        return slots[sequence.slot].position
+    }
+
+    /// Forgets the sequence's tokens from `newPosition` on, keeping the caches of the prefix.
+    public func truncate(_ sequence: Sequence, to newPosition: Int) throws(ModelError) {
+        try check(sequence)
+        let state = slots[sequence.slot]
+        state.position = max(0, min(state.position, newPosition))
+    }
+
+    /// The logits of the sequence's last evaluated token (`vocabularySize` floats), valid
+    /// until its next step. Zeros before its first step.
+    public func logits(of sequence: Sequence) throws(ModelError) -> UnsafeBufferPointer<Float> {
+        try check(sequence)
+        let vocab = model.hyperparameters.vocabularySize
+        return UnsafeBufferPointer(start: slotLogits + sequence.slot * vocab, count: vocab)
+    }
+
+    /// Evaluates each input's tokens at its sequence's next positions in one forward pass
+    /// (each sequence at most once; `maxStepTokens` tokens at most in all), appends them to
+    /// the sequences' caches, and leaves each one's last logits in `logits(of:)`. A refused
+    /// step (a closed sequence, a token outside the vocabulary, a sequence past its
+    /// context, too many tokens) throws and changes nothing.
+    public func step(_ inputs: [Input]) throws(ModelError) {
+        let vocab = model.hyperparameters.vocabularySize
+        stepCount += 1
+        var total = 0
+        for input in inputs {
+            try check(input.sequence)
+            let slot = input.sequence.slot
+            guard lastStep[slot] != stepCount else { throw .repeatedSequence(slot: slot) }
+            lastStep[slot] = stepCount
+            guard !input.tokens.isEmpty else { throw .invalidBatch(count: 0, maximum: maxStepTokens) }
+            let position = slots[slot].position
+            guard position + input.tokens.count <= contextLength else {
+                throw .contextOverflow(position: position, tokens: input.tokens.count, contextLength: contextLength)
+            }
+            for t in input.tokens where t < 0 || t >= vocab { throw .invalidToken(id: t, vocabularySize: vocab) }
+            total += input.tokens.count
+        }
+        guard total > 0, total <= maxStepTokens else { throw .invalidBatch(count: total, maximum: maxStepTokens) }
+
+        pass.removeAll(keepingCapacity: true)
+        var offset = 0
+        for input in inputs {
+            let count = input.tokens.count
+            input.tokens.withUnsafeBufferPointer { (stepTokens + offset).update(from: $0.baseAddress!, count: count) }
+            pass.append(
+                PassInput(sequence: slots[input.sequence.slot], tokens: UnsafeBufferPointer(start: stepTokens + offset, count: count)))
+            offset += count
+        }
+        forward.run(pass)
+        pass.removeAll(keepingCapacity: true)
+        for (i, input) in inputs.enumerated() {
+            (slotLogits + input.sequence.slot * vocab).update(from: forward.logits + i * vocab, count: vocab)
+        }
+    }
+
+    private func check(_ sequence: Sequence) throws(ModelError) {
+        guard sequence.slot >= 0, sequence.slot < slotCount, isOpen[sequence.slot], generations[sequence.slot] == sequence.generation
+        else { throw .unknownSequence(slot: sequence.slot) }
+    }
+}
