@@ -40,6 +40,7 @@ HAND_WRITTEN = [
     "日本語のテキストと😀🚀👨‍👩‍👧",
     "  leading spaces", "trailing spaces  ", " ", "", "\n", "▁literal▁marks▁",
     "<start_of_turn><start_of_turn>user", "<<start_of_turn>>", "<end_of_turn\n>",
+    "<p> </p> a> </b x>  </y >> <</", "→ ← ⟩ ⟨ >\u00a0</",
 ]
 
 

@@ -100,6 +100,26 @@ struct GemmaTokenizerTests {
         }
     }
 
+    @Test("word-by-word tokenization equals whole-text tokenization, around Gemma's `>▁</` token")
+    func chunking() throws {
+        let tokenizer = try Self.tokenizer()
+        let spm = try #require(tokenizer.spm)
+        // `>▁</` is the only token with a `▁` after another character: the text is cut
+        // before every `▁` except one that follows `>`.
+        #expect(spm.charactersBeforeInnerSpace == [Array(">".utf8)])
+        #expect(spm.splitsAtWords)
+        let samples = SentencePieceTests.samples + ["<p> </p> a> </b", "x>  </y", "> </", ">> <</", "→ ← ⟩ ⟨"]
+        for sample in try samples + Self.fixture().cases.map(\.text) {
+            let escaped = Array(sample.utf8.flatMap { $0 == 0x20 ? [0xE2, 0x96, 0x81] : [$0] })
+            var whole: [TokenID] = []
+            escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
+            var cache = WordCache()
+            var chunked: [TokenID] = []
+            spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+            #expect(whole == chunked, "\(sample.debugDescription)")
+        }
+    }
+
     @Test("turn markers are single control tokens, hidden unless rendered")
     func controlTokens() throws {
         let tokenizer = try Self.tokenizer()
