@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
-        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),

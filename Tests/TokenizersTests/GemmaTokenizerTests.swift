@@ -110,12 +110,7 @@ struct GemmaTokenizerTests {
         #expect(spm.splitsAtWords)
         let samples = SentencePieceTests.samples + ["<p> </p> a> </b", "x>  </y", "> </", ">> <</", "→ ← ⟩ ⟨"]
         for sample in try samples + Self.fixture().cases.map(\.text) {
-            let escaped = Array(sample.utf8.flatMap { $0 == 0x20 ? [0xE2, 0x96, 0x81] : [$0] })
-            var whole: [TokenID] = []
-            escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
-            var cache = WordCache()
-            var chunked: [TokenID] = []
-            spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+            let (whole, chunked) = SentencePieceTests.wholeAndChunked(spm, tokenizer, sample)
             #expect(whole == chunked, "\(sample.debugDescription)")
         }
     }
