@@ -6,12 +6,13 @@ import Testing
 @testable import LeapSDK
 @testable import LeapSDKCore
 
-/// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template) once.
+/// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template), with a
+/// default seed so that requests without `rngSeed` are reproducible too.
 enum TinyModel {
     static let path = TestFixtures.path("models/lfm2-tiny.gguf")
 
     static func load(contextSize: Int? = 512) async throws -> LiquidInferenceEngineRunner {
-        let runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: contextSize))
+        let runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: contextSize, defaultRNGSeed: 1))
         return try #require(runner as? LiquidInferenceEngineRunner)
     }
 }
@@ -114,6 +115,22 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         #expect(a == b)
         #expect(!a.isEmpty)
         #expect(a != c)
+    }
+
+    @Test func defaultSeedMakesUnseededRequestsReproducible() async throws {
+        let runner = try await TinyModel.load()
+        #expect(runner.defaultRNGSeed == 1)
+        func reply(seed: UInt64?) async throws -> String {
+            try await collect(
+                runner.createConversation().generateResponse(
+                    userTextMessage: "Tell me a story",
+                    generationOptions: GenerationOptions(temperature: 1.0, rngSeed: seed, maxOutputTokens: 16))
+            ).text
+        }
+        let unseeded = try await reply(seed: nil)
+        #expect(!unseeded.isEmpty)
+        #expect(try await reply(seed: nil) == unseeded)
+        #expect(try await reply(seed: 1) == unseeded, "an unseeded request uses the default seed")
     }
 
     @Test func sequenceLengthEndsWithExceedContext() async throws {
