@@ -262,3 +262,42 @@ import Testing
         #expect(conversation.history.count == 3)
     }
 }
+
+// The example runner of docs/leap-sdk.md ("Your own ModelRunner"), as written there; the
+// test below runs it.
+final class EchoRunner: ModelRunner {
+    let modelId = "echo"
+    func unload() async {}
+
+    /// The echo is instant: there is nothing to stop.
+    struct Handler: GenerationHandler { func stop() {} }
+
+    func generate(
+        _ request: GenerationRequest,  // messages (answered last), functions, options
+        onResponse: @escaping @Sendable (MessageResponse) -> Void,
+        onError: @escaping @Sendable (LeapError) -> Void
+    ) -> GenerationHandler {
+        let text = request.messages.last?.textContent ?? ""
+        DispatchQueue.global().async {
+            onResponse(.chunk(text))
+            onResponse(
+                .complete(
+                    MessageCompletion(
+                        message: ChatMessage(role: .assistant, textContent: text), finishReason: .stop, stats: nil)))
+        }
+        return Handler()
+    }
+}
+
+extension ConversationTests {
+    @MainActor @Test func theDocumentedEchoRunnerStreamsAndCallsBack() async throws {
+        let conversation = EchoRunner().createConversation(systemPrompt: nil)  // streams and callbacks work
+        let streamed = try await collect(conversation.generateResponse(userTextMessage: "hello"))
+        #expect(streamed.text == "hello")
+        let recorder = CallbackRecorder()
+        _ = conversation.generateResponse(message: ChatMessage(role: .user, textContent: "again")) { recorder.record($0) }
+        try await recorder.waitUntilDelivered(conversation)
+        #expect(recorder.text == "again")
+        #expect(conversation.history.map(\.textContent) == ["hello", "hello", "again", "again"])
+    }
+}
