@@ -1,5 +1,5 @@
 // The element-wise operations of a transformer layer: RMS normalization, rotary position
-// embedding, softmax (with a vector `exp`), SiLU gating, and the vector add, dot and axpy
+// embedding, softmax (with a vector `exp`), SiLU and GELU gating, and the vector add, dot and axpy
 // that the residual stream and attention use. They are memory-light (a few thousand
 // floats per token), so they are written once with Swift's portable SIMD16 and keep no
 // architecture-specific path. Their scalar reference is the formula itself:
@@ -195,6 +195,31 @@ public enum Elementwise {
         while i < n {
             let g = gate[i]
             gate[i] = g / (1 + expf(-g)) * up[i]
+            i += 1
+        }
+    }
+
+    /// GEGLU gating (Shazeer, 2020) with GELU in its tanh form (Hendrycks & Gimpel, 2016):
+    /// `gate[i] = gelu(gate[i]) * up[i]`, with
+    /// `gelu(g) = 0.5 g (1 + tanh(√(2/π) (g + 0.044715 g³)))`, computed as the equal
+    /// `g / (1 + e^(-2u))` for `u = √(2/π) (g + 0.044715 g³)` (so one vector `exp`, and
+    /// `g` itself for large `g`, 0 for very negative `g`).
+    @inlinable
+    public static func geluTanhMultiply(_ gate: UnsafeMutablePointer<Float>, _ up: UnsafePointer<Float>, count n: Int) {
+        let c: Float = -2 * 0.797_884_560_802_865_4  // -2 √(2/π)
+        let a: Float = 0.044_715
+        var i = 0
+        let gr = UnsafeMutableRawPointer(gate), ur = UnsafeRawPointer(up)
+        while i + 16 <= n {
+            let g = gr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let u = ur.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let e = exp(c * g * (1 + a * g * g))
+            gr.storeBytes(of: g / (1 + e) * u, toByteOffset: i * 4, as: SIMD16<Float>.self)
+            i += 16
+        }
+        while i < n {
+            let g = gate[i]
+            gate[i] = g / (1 + expf(c * g * (1 + a * g * g))) * up[i]
             i += 1
         }
     }

@@ -54,6 +54,23 @@ import Testing
         }
     }
 
+    /// GEGLU's GELU (tanh form) against the formula in Double, over the range where it
+    /// bends (and past the points where ggml switches to 0 and to the identity, ±10).
+    @Test(arguments: [7, 32, 100, 2048])
+    func geluTanhMultiplyMatchesTheFormula(_ n: Int) {
+        let gate = (0..<n).map { Float(-12 + 24 * Double($0) / Double(max(1, n - 1))) }
+        let up = (0..<n).map { Float(1 + sin(Double($0))) }
+        var y = gate
+        up.withUnsafeBufferPointer { u in
+            y.withUnsafeMutableBufferPointer { Elementwise.geluTanhMultiply($0.baseAddress!, u.baseAddress!, count: n) }
+        }
+        for i in 0..<n {
+            let g = Double(gate[i]), u = Double(up[i])
+            let expected = 0.5 * g * (1 + tanh((2 / Double.pi).squareRoot() * (g + 0.044715 * g * g * g))) * u
+            #expect(abs(Double(y[i]) - expected) <= 1e-6 * max(1, abs(expected)), "gelu(\(g)) * \(u)")
+        }
+    }
+
     @Test func ropeRotatesPairsByPositionTimesFrequency() {
         let dims = 8, pairs = 4, position = 5
         let scale = Elementwise.ropeThetaScale(base: 10000, dimensions: dims)
