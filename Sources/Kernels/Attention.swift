@@ -1,10 +1,12 @@
 // Causal attention of one head over its cached keys and values:
 //
-//   out_i = Σ_j softmax_j(q_i · k_j · scale) v_j     for j = 0 ... start + i
+//   out_i = Σ_j softmax_j(q_i · k_j · scale) v_j     for j = max(0, p_i - window + 1) ... p_i
 //
-// where query i sits at position `start + i` and sees every earlier position and its own.
-// Three forms: `query` for one new token (decode: dot products, softmax, axpy), `causal`
-// for a batch of queries (prefill: blocks of queries through two OpenBLAS products), and
+// where query i sits at position `p_i = start + i` and sees its own position and the ones
+// before it: all of them (no window), or with a sliding window of `window` positions only
+// the `window - 1` latest (Gemma 3's local layers; Beltagy et al., 2020). Three forms:
+// `query` for one new token (decode: dot products, softmax, axpy), `causal` for a batch
+// of queries (prefill: blocks of queries through two OpenBLAS products), and
 // `causalReference`, plain loops that both are tested against.
 
 #if canImport(Glibc)
@@ -16,7 +18,7 @@ import Darwin
 /// Causal softmax attention of one head (the keys and values of one KV head, F32,
 /// row-major `[position][headDim]`).
 public enum CausalAttention {
-    /// Queries per block in ``causal(queries:queryStride:count:start:keys:values:headDim:scale:scores:out:outStride:)``:
+    /// Queries per block in ``causal(queries:queryStride:count:start:keys:values:keyStart:window:headDim:scale:scores:out:outStride:)``:
     /// its `scores` scratch holds `queryBlock` rows of the longest span.
     public static let queryBlock = 64
 
@@ -35,63 +37,88 @@ public enum CausalAttention {
     }
 
     /// `count` queries at positions `start ..< start + count` (query `i` at
-    /// `queries + i * queryStride`), each over keys `0 ... start + i`; output row `i` at
-    /// `out + i * outStride`. Runs blocks of ``queryBlock`` queries through OpenBLAS sgemm
-    /// (`S = scale · Q Kᵀ`, a causal softmax of each row, `O = S V`) on the calling thread's
-    /// share of OpenBLAS (see ``BLAS/withOneThread(when:_:)`` for running heads in parallel).
-    /// `scores` is scratch for `min(count, queryBlock) * (start + count)` floats.
+    /// `queries + i * queryStride`), each over the keys it sees: positions
+    /// `max(0, start + i - window + 1) ... start + i` (every earlier one when `window` is
+    /// nil). `keys` and `values` hold positions `keyStart ..< start + count`, row by row;
+    /// `keyStart` may be past 0 only for the positions no query sees (a sliding window's
+    /// older keys). Output row `i` at `out + i * outStride`. Runs blocks of ``queryBlock``
+    /// queries through OpenBLAS sgemm (`S = scale · Q Kᵀ` over the keys the block sees, a
+    /// causal softmax of each row over its visible keys, `O = S V`) on the calling thread's
+    /// share of OpenBLAS (see ``BLAS/withOneThread(when:_:)`` for running heads in
+    /// parallel). `scores` is scratch for `min(count, queryBlock) * (start + count - keyStart)`
+    /// floats.
     public static func causal(
         queries q: UnsafePointer<Float>, queryStride: Int, count n: Int, start: Int,
-        keys: UnsafePointer<Float>, values: UnsafePointer<Float>, headDim hd: Int, scale: Float,
-        scores: UnsafeMutablePointer<Float>, out: UnsafeMutablePointer<Float>, outStride: Int
+        keys: UnsafePointer<Float>, values: UnsafePointer<Float>, keyStart: Int = 0, window: Int? = nil, headDim hd: Int,
+        scale: Float, scores: UnsafeMutablePointer<Float>, out: UnsafeMutablePointer<Float>, outStride: Int
     ) {
+        precondition(keyStart >= 0 && keyStart <= firstVisible(start, window), "keys from \(keyStart) miss what position \(start) sees")
         var i0 = 0
         while i0 < n {
             let m = min(queryBlock, n - i0)
-            let span = start + i0 + m  // keys visible to the last query of the block
-            // S[m][span] = scale · Q[i0..<i0+m] · K[0..<span]ᵀ
+            // Keys seen by some query of the block: from the first query's first visible
+            // key to the last query's own position.
+            let low = firstVisible(start + i0, window), span = start + i0 + m - low
+            let blockKeys = keys + (low - keyStart) * hd, blockValues = values + (low - keyStart) * hd
+            // S[m][span] = scale · Q[i0..<i0+m] · K[low..<low+span]ᵀ
             BLAS.sgemm(
                 transB: true, m: m, n: span, k: hd, alpha: scale,
-                a: q + i0 * queryStride, lda: queryStride, b: keys, ldb: hd, c: scores, ldc: span)
+                a: q + i0 * queryStride, lda: queryStride, b: blockKeys, ldb: hd, c: scores, ldc: span)
             for r in 0..<m {
-                let visible = start + i0 + r + 1
+                let position = start + i0 + r
+                let first = firstVisible(position, window) - low, end = position + 1 - low
                 let row = scores + r * span
-                Elementwise.softmax(row, count: visible)
-                for j in visible..<span { row[j] = 0 }
+                for j in 0..<first { row[j] = 0 }
+                Elementwise.softmax(row + first, count: end - first)
+                for j in end..<span { row[j] = 0 }
             }
-            // O[i0..<i0+m] = S · V[0..<span]
+            // O[i0..<i0+m] = S · V[low..<low+span]
             BLAS.sgemm(
-                m: m, n: hd, k: span, a: scores, lda: span, b: values, ldb: hd,
+                m: m, n: hd, k: span, a: scores, lda: span, b: blockValues, ldb: hd,
                 c: out + i0 * outStride, ldc: outStride)
             i0 += m
         }
     }
 
-    /// The scalar reference of ``causal(queries:queryStride:count:start:keys:values:headDim:scale:scores:out:outStride:)``
+    /// The first position a query at `position` sees: 0, or with a sliding window of
+    /// `window` positions, `position - window + 1` when that is later.
+    @inlinable
+    public static func firstVisible(_ position: Int, _ window: Int?) -> Int {
+        guard let window, position >= window else { return 0 }
+        return position - window + 1
+    }
+
+    /// The scalar reference of ``causal(queries:queryStride:count:start:keys:values:keyStart:window:headDim:scale:scores:out:outStride:)``
     /// (and of ``query(_:keys:values:span:headDim:scale:scores:out:)`` with `count` 1):
-    /// one query at a time, plain loops, `exp` from the C library, sums in Double.
+    /// one query at a time, plain loops, `exp` from the C library, sums in Double. `keys`
+    /// and `values` hold positions `keyStart ..< start + count`.
     public static func causalReference(
         queries q: UnsafePointer<Float>, queryStride: Int, count n: Int, start: Int,
-        keys: UnsafePointer<Float>, values: UnsafePointer<Float>, headDim hd: Int, scale: Float,
-        out: UnsafeMutablePointer<Float>, outStride: Int
+        keys: UnsafePointer<Float>, values: UnsafePointer<Float>, keyStart: Int = 0, window: Int? = nil, headDim hd: Int,
+        scale: Float, out: UnsafeMutablePointer<Float>, outStride: Int
     ) {
         for i in 0..<n {
-            let qi = q + i * queryStride, span = start + i + 1
-            var s = [Double](repeating: 0, count: span)
-            for j in 0..<span {
+            let qi = q + i * queryStride, position = start + i
+            // The positions query i sees, as rows of `keys`.
+            var visible = Array(0...position)
+            if let window { visible = visible.filter { position - $0 < window } }
+            precondition(visible.first! >= keyStart, "position \(visible.first!) is not among the keys")
+            let rows = visible.map { $0 - keyStart }
+            var s = [Double](repeating: 0, count: rows.count)
+            for (j, row) in rows.enumerated() {
                 var dot: Double = 0
-                for c in 0..<hd { dot += Double(qi[c]) * Double(keys[j * hd + c]) }
+                for c in 0..<hd { dot += Double(qi[c]) * Double(keys[row * hd + c]) }
                 s[j] = dot * Double(scale)
             }
             let top = s.max()!
             var total: Double = 0
-            for j in 0..<span {
+            for j in s.indices {
                 s[j] = exp(s[j] - top)
                 total += s[j]
             }
             for c in 0..<hd {
                 var acc: Double = 0
-                for j in 0..<span { acc += s[j] / total * Double(values[j * hd + c]) }
+                for (j, row) in rows.enumerated() { acc += s[j] / total * Double(values[row * hd + c]) }
                 out[i * outStride + c] = Float(acc)
             }
         }

@@ -71,6 +71,61 @@ import Testing
         #expect(abs(scores.reduce(0, +) - 1) <= 1e-5, "the probabilities sum to 1")
     }
 
+    /// A sliding window of `window` positions (Gemma 3's local layers): the keys start at
+    /// the first position the first query sees, as a ring cache hands them over.
+    struct WindowCase: Sendable, CustomTestStringConvertible {
+        let shape: Shape
+        let window: Int
+        var testDescription: String { "\(shape.testDescription), window \(window)" }
+        var keyStart: Int { CausalAttention.firstVisible(shape.start, window) }
+    }
+
+    /// Windows inside one block and across blocks (the first block starting at 0), a
+    /// window of one position (each query sees itself), one longer than the sequence.
+    static let windows = [
+        WindowCase(shape: Shape(start: 10, count: 5, headDim: 16), window: 4),
+        WindowCase(shape: Shape(start: 3, count: CausalAttention.queryBlock + 9, headDim: 32), window: 20),
+        WindowCase(shape: Shape(start: 100, count: 70, headDim: 16), window: 1),
+        WindowCase(shape: Shape(start: 7, count: 3, headDim: 64), window: 100),
+        WindowCase(shape: Shape(start: 40, count: 1, headDim: 16), window: 8)
+    ]
+
+    @Test(arguments: windows)
+    func windowedAttentionMatchesReference(_ c: WindowCase) {
+        let s = c.shape, stride = s.headDim + 4
+        var rng = SeededRandom(seed: 11)
+        let keyCount = s.start + s.count - c.keyStart
+        let q = rng.normal(s.count * stride), k = rng.normal(keyCount * s.headDim), v = rng.normal(keyCount * s.headDim)
+        let scale: Float = 0.4
+        var expected = [Float](repeating: .nan, count: s.count * s.headDim)
+        CausalAttention.causalReference(
+            queries: q, queryStride: stride, count: s.count, start: s.start, keys: k, values: v, keyStart: c.keyStart, window: c.window,
+            headDim: s.headDim, scale: scale, out: &expected, outStride: s.headDim)
+        var out = [Float](repeating: .nan, count: s.count * stride)
+        var scores = [Float](repeating: .nan, count: min(s.count, CausalAttention.queryBlock) * keyCount)
+        CausalAttention.causal(
+            queries: q, queryStride: stride, count: s.count, start: s.start, keys: k, values: v, keyStart: c.keyStart, window: c.window,
+            headDim: s.headDim, scale: scale, scores: &scores, out: &out, outStride: stride)
+        for i in 0..<s.count {
+            for d in 0..<s.headDim {
+                #expect(abs(out[i * stride + d] - expected[i * s.headDim + d]) <= 1e-5, "query \(i) dim \(d)")
+            }
+        }
+
+        // The reference's window is the definition: each query attends, without a window,
+        // over exactly the keys from its first visible position to its own.
+        for i in 0..<s.count {
+            let position = s.start + i, first = CausalAttention.firstVisible(position, c.window) - c.keyStart
+            let seen = position + 1 - c.keyStart - first
+            var alone = [Float](repeating: .nan, count: s.headDim)
+            CausalAttention.causalReference(
+                queries: Array(q[(i * stride)...]), queryStride: stride, count: 1, start: seen - 1,
+                keys: Array(k[(first * s.headDim)...]), values: Array(v[(first * s.headDim)...]), headDim: s.headDim, scale: scale,
+                out: &alone, outStride: s.headDim)
+            #expect(alone == Array(expected[(i * s.headDim)..<((i + 1) * s.headDim)]), "query \(i)")
+        }
+    }
+
     /// The reference is the definition: with one key, the output is that value; a query
     /// that matches one key far better than the others returns (almost) its value; and the
     /// first query of a batch starting at 0 never sees the later keys.
