@@ -21,9 +21,12 @@ struct RotaryEmbedding: Sendable, Equatable {
 /// q, k    = RMSNorm(q_h), RMSNorm(k_g)       per head, when the architecture has q/k norms
 /// q, k    = RoPE(q, p), RoPE(k, p)           p: the row's position
 /// K, V   += k, v                             the cache of this layer
-/// o_h     = softmax(q_h K_gᵀ · scale, causal) V_g          scale = 1/sqrt(hd)
+/// o_h     = softmax(q_h K_gᵀ · scale, causal) V_g          scale = 1/sqrt(hd) unless the architecture says
 /// out     = o W_oᵀ                           [n, d]
 /// ```
+///
+/// With a sliding `window` (Gemma 3's local layers), the query at position `p` sees
+/// positions `p - window + 1 ... p` only, and the layer's cache keeps just those.
 struct Attention: Sendable {
     let layer: Int  // index of this layer's cache
     let wq: Linear  // [heads·hd, d]    blk.i.attn_q
@@ -37,9 +40,15 @@ struct Attention: Sendable {
     let kvHeads: Int
     let headDim: Int
     let scale: Float
+    /// The sliding window in positions (each query sees its own and the `window - 1`
+    /// before it), or nil: every earlier position.
+    let window: Int?
 
     var linears: [Linear] { [wq, wk, wv, wo] }
-    var cache: LayerCache { .keysAndValues(kvHeads: kvHeads, headDim: headDim) }
+    var cache: LayerCache {
+        guard let window else { return .keysAndValues(kvHeads: kvHeads, headDim: headDim) }
+        return .windowedKeysAndValues(kvHeads: kvHeads, headDim: headDim, window: window)
+    }
 
     func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
         let n = x.count, hd = headDim, heads = heads, kvHeads = kvHeads
@@ -78,14 +87,16 @@ struct Attention: Sendable {
     /// one KV head (and the query heads of its group) per task on the pool, for every
     /// sequence in turn.
     private func attendOne(_ q: Rows, into o: Rows, _ f: ForwardPass) {
-        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale, context = f.contextLength
+        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale, window = window, context = f.contextLength
         let segments = f.segments, sequences = f.singleRows, scratch = f.kvScratch, scores = f.scores, ctxFloats = context * hd
         f.pool.parallelFor(count: kvHeads) { range in
             for g in range {
                 for s in 0..<sequences {
-                    let cache = segments[s].sequence.kv, span = segments[s].start + 1
-                    let keys = cache.rows(keys: true, layer: layer, head: g, count: span, scratch: scratch + 2 * g * ctxFloats)
-                    let values = cache.rows(keys: false, layer: layer, head: g, count: span, scratch: scratch + (2 * g + 1) * ctxFloats)
+                    let cache = segments[s].sequence.kv, position = segments[s].start
+                    let first = CausalAttention.firstVisible(position, window), span = position + 1 - first
+                    let keys = cache.rows(keys: true, layer: layer, head: g, from: first, count: span, scratch: scratch + 2 * g * ctxFloats)
+                    let values = cache.rows(
+                        keys: false, layer: layer, head: g, from: first, count: span, scratch: scratch + (2 * g + 1) * ctxFloats)
                     for h in (g * group)..<((g + 1) * group) {
                         CausalAttention.query(
                             q[s] + h * hd, keys: keys, values: values, span: span, headDim: hd, scale: scale,
@@ -100,15 +111,18 @@ struct Attention: Sendable {
     /// pool, each head through single-threaded OpenBLAS in its own region of `scores`.
     private func attendCausal(_ q: Rows, into o: Rows, _ segment: ForwardPass.Segment, _ f: ForwardPass) {
         let n = segment.rows.count, first = segment.rows.lowerBound
-        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale
-        let start = segment.start, total = start + n, ctxFloats = f.contextLength * hd
+        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale, window = window
+        let start = segment.start, ctxFloats = f.contextLength * hd
+        // The keys some query of the chunk sees.
+        let keyStart = CausalAttention.firstVisible(start, window), keyCount = start + n - keyStart
         let cache = segment.sequence.kv, scratch = f.kvScratch, scores = f.scores, scoreStride = f.scoreRowsPerHead * f.contextLength
         // An F16 cache is converted once per KV head (the heads of a group share it).
         if cache.type == .f16 {
             f.pool.parallelFor(count: kvHeads) { range in
                 for g in range {
-                    _ = cache.rows(keys: true, layer: layer, head: g, count: total, scratch: scratch + 2 * g * ctxFloats)
-                    _ = cache.rows(keys: false, layer: layer, head: g, count: total, scratch: scratch + (2 * g + 1) * ctxFloats)
+                    _ = cache.rows(keys: true, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch + 2 * g * ctxFloats)
+                    _ = cache.rows(
+                        keys: false, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch + (2 * g + 1) * ctxFloats)
                 }
             }
         }
@@ -119,15 +133,15 @@ struct Attention: Sendable {
                     let g = h / group
                     let keys =
                         cache.type == .f32
-                        ? cache.rows(keys: true, layer: layer, head: g, count: total, scratch: scratch)
+                        ? cache.rows(keys: true, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
                         : UnsafePointer(scratch + 2 * g * ctxFloats)
                     let values =
                         cache.type == .f32
-                        ? cache.rows(keys: false, layer: layer, head: g, count: total, scratch: scratch)
+                        ? cache.rows(keys: false, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
                         : UnsafePointer(scratch + (2 * g + 1) * ctxFloats)
                     CausalAttention.causal(
                         queries: q[first] + h * hd, queryStride: q.width, count: n, start: start,
-                        keys: keys, values: values, headDim: hd, scale: scale,
+                        keys: keys, values: values, keyStart: keyStart, window: window, headDim: hd, scale: scale,
                         scores: scores + h * scoreStride, out: o[first] + h * hd, outStride: o.width)
                 }
             }

@@ -100,7 +100,10 @@ public final class BatchedSession: @unchecked Sendable {
             model: model, maxRows: self.maxStepTokens, maxSequences: slotCount, batchedProducts: true, contextLength: self.contextLength,
             kvCacheType: kvCacheType)
         let context = self.contextLength
-        self.slots = (0..<slotCount).map { _ in SequenceState(model: model, contextLength: context, kvCacheType: kvCacheType) }
+        let chunk = self.maxStepTokens
+        self.slots = (0..<slotCount).map { _ in
+            SequenceState(model: model, contextLength: context, maxRows: chunk, kvCacheType: kvCacheType)
+        }
         generations = Array(repeating: 0, count: slotCount)
         isOpen = Array(repeating: false, count: slotCount)
         slotLogits = .allocate(capacity: slotCount * hp.vocabularySize)
@@ -126,7 +129,7 @@ public final class BatchedSession: @unchecked Sendable {
         guard let slot = isOpen.firstIndex(of: false) else { throw .noFreeSlot(slots: slotCount) }
         isOpen[slot] = true
         generations[slot] += 1
-        slots[slot].position = 0
+        slots[slot].reset()
         let vocab = model.hyperparameters.vocabularySize
         (slotLogits + slot * vocab).update(repeating: 0, count: vocab)
         return Sequence(slot: slot, generation: generations[slot])
@@ -145,11 +148,15 @@ public final class BatchedSession: @unchecked Sendable {
         return slots[sequence.slot].position
     }
 
-    /// Forgets the sequence's tokens from `newPosition` on, keeping the caches of the prefix.
-    public func truncate(_ sequence: Sequence, to newPosition: Int) throws(ModelError) {
+    /// Forgets the sequence's tokens from `newPosition` on, keeping the caches of the prefix,
+    /// and returns the position it goes on from: `newPosition` (clamped to
+    /// `0...position`), or 0 when a sliding-window layer has overwritten part of the window
+    /// the prefix needs (see `InferenceSession.truncate(to:)`; here the ring keeps
+    /// `window - 1 + maxStepTokens` positions).
+    @discardableResult
+    public func truncate(_ sequence: Sequence, to newPosition: Int) throws(ModelError) -> Int {
         try check(sequence)
-        let state = slots[sequence.slot]
-        state.position = max(0, min(state.position, newPosition))
+        return slots[sequence.slot].truncate(to: newPosition)
     }
 
     /// The logits of the sequence's last evaluated token (`vocabularySize` floats), valid

@@ -21,7 +21,7 @@ struct RMSNorm: Sendable {
     }
 
     /// Normalizes each of `heads` consecutive vectors of `weight.count` floats at `p` in
-    /// place (LFM2's per-head q/k norm).
+    /// place (the per-head q/k norm of LFM2 and Gemma 3).
     @inline(__always)
     func normalize(heads: Int, at p: UnsafeMutablePointer<Float>) {
         let hd = weight.count
@@ -46,12 +46,22 @@ struct SwiGLU: Sendable {
     var linears: [Linear] { [gate, up, down] }
 
     func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
-        let input = f.quantize(x, for: gate, up)
-        let g = f.project(gate, input, into: f.gate)
-        let u = f.project(up, input, into: f.up)
-        f.inParallel(rows: x.count) { rows in
-            for i in rows { Elementwise.siluMultiply(g[i], u[i], count: g.width) }
-        }
-        return f.project(down, f.quantize(g, for: down), into: out)
+        gatedFeedForward(x, gate: gate, up: up, down: down, into: out, f) { Elementwise.siluMultiply($0, $1, count: $2) }
     }
+}
+
+/// `out = (act(x W_gateᵀ) ⊙ x W_upᵀ) W_downᵀ`: the gated feed-forward blocks (SwiGLU,
+/// Gemma's GEGLU), which differ only in `activateAndMultiply(g, u, count)`, which leaves
+/// `act(g) ⊙ u` in `g`.
+func gatedFeedForward(
+    _ x: Rows, gate: Linear, up: Linear, down: Linear, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass,
+    _ activateAndMultiply: (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
+) -> Rows {
+    let input = f.quantize(x, for: gate, up)
+    let g = f.project(gate, input, into: f.gate)
+    let u = f.project(up, input, into: f.up)
+    f.inParallel(rows: x.count) { rows in
+        for i in rows { activateAndMultiply(g[i], u[i], g.width) }
+    }
+    return f.project(down, f.quantize(g, for: down), into: out)
 }

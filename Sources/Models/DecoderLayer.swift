@@ -1,5 +1,5 @@
 /// One decoder layer of an architecture: its weights, and what it does to the residual
-/// stream. Each architecture defines its own (`LlamaLayer`, `LFM2Layer`) from the shared
+/// stream. Each architecture defines its own (`LlamaLayer`, `LFM2Layer`, `Gemma3Layer`) from the shared
 /// blocks (`RMSNorm`, `Attention`, `SwiGLU`) and its own (`ShortConv`), so that the
 /// layer's `callAsFunction` reads like the paper's block equations; the engine
 /// (`ForwardPass`) runs the layers in order and owns every buffer they write.
@@ -25,6 +25,9 @@ extension DecoderLayer {
 enum LayerCache: Equatable {
     /// Attention keys and values of every position, `kvHeads` heads of `headDim`.
     case keysAndValues(kvHeads: Int, headDim: Int)
+    /// Attention keys and values of the latest `window` positions only (a sliding-window
+    /// layer, which never looks further back): a ring whatever the context length.
+    case windowedKeysAndValues(kvHeads: Int, headDim: Int, window: Int)
     /// The `width` inputs of a causal convolution at every position (LFM2).
     case convolutionInputs(width: Int)
 }
@@ -45,13 +48,18 @@ struct Rows {
 /// small copies in F32):
 ///
 /// ```
-/// x      = embed(tokens)                 // token_embd       [vocab, d]
-/// x      = layer_l(x), l = 0 ..< L       // blk.l.*
-/// logits = output(RMSNorm(x))            // output_norm, output (or token_embd when tied)
+/// x      = embed(tokens) · embeddingScale  // token_embd       [vocab, d]
+/// x      = layer_l(x), l = 0 ..< L         // blk.l.*
+/// logits = output(RMSNorm(x))              // output_norm, output (or token_embd when tied)
+/// logits = c · tanh(logits / c)            // only with a final soft cap c
 /// ```
 struct TransformerWeights: Sendable {
     var tokenEmbedding: Linear  // [vocab, d]
     var layers: [any DecoderLayer]
     var outputNorm: RMSNorm  // [d]
     var output: Linear  // [vocab, d] (the embedding itself when tied)
+    /// What the embedding rows are multiplied by (Gemma: `sqrt(d)`).
+    var embeddingScale: Float = 1
+    /// The final logit soft cap `c` (Gemma 2 style; nil: none).
+    var finalLogitSoftcap: Float? = nil
 }

@@ -1,5 +1,11 @@
 import Kernels
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One sequence's tokens for a pass.
 struct PassInput {
     let sequence: SequenceState
@@ -186,9 +192,10 @@ final class ForwardPass {
         precondition(allLogits == nil || inputs.count == 1, "every row's logits: one sequence per pass")
         let n = rowCount
 
-        // x = embed(tokens)
+        // x = embed(tokens) · embeddingScale
         let x = Rows(base: self.x, count: n, width: d)
         for i in 0..<n { w.tokenEmbedding.row(tokens[i], into: x[i]) }
+        if w.embeddingScale != 1 { scale(x.base, by: w.embeddingScale, count: n * d) }
         for (rope, table) in zip(rotaryEmbeddings, rotationTables) {
             let scale = rope.thetaScale
             for i in 0..<n {
@@ -204,6 +211,7 @@ final class ForwardPass {
             for i in 0..<n {
                 let normedRow = w.outputNorm(Rows(base: x[i], count: 1, width: d), into: normed, self)
                 _ = project(w.output, quantize(normedRow, eachRowAlone: true, for: w.output), into: logits)
+                if let cap = w.finalLogitSoftcap { softcap(logits, cap: cap, count: vocab) }
                 allLogits(UnsafeBufferPointer(start: logits, count: vocab))
             }
         } else {
@@ -214,8 +222,9 @@ final class ForwardPass {
             }
             let lastRows = Rows(base: normed, count: inputs.count, width: d)
             _ = project(w.output, quantize(lastRows, eachRowAlone: true, for: w.output), into: logits)
+            if let cap = w.finalLogitSoftcap { softcap(logits, cap: cap, count: inputs.count * vocab) }
         }
-        for segment in segments { segment.sequence.position += segment.rows.count }
+        for segment in segments { segment.sequence.advance(by: segment.rows.count) }
         segments.removeAll(keepingCapacity: true)
     }
 
@@ -255,6 +264,16 @@ final class ForwardPass {
     @inline(__always)
     func inParallel(rows n: Int, _ body: (Range<Int>) -> Void) {
         if n > 1 { pool.parallelFor(count: n, minChunk: 8, body) } else { body(0..<n) }
+    }
+
+    /// `x *= factor` over `count` floats (the embedding scale).
+    private func scale(_ x: UnsafeMutablePointer<Float>, by factor: Float, count: Int) {
+        for i in 0..<count { x[i] *= factor }
+    }
+
+    /// `x = cap · tanh(x / cap)` over `count` floats (a final logit soft cap).
+    private func softcap(_ x: UnsafeMutablePointer<Float>, cap: Float, count: Int) {
+        for i in 0..<count { x[i] = cap * tanhf(x[i] / cap) }
     }
 
     /// `x += y`, row by row (the residual connection).

@@ -30,7 +30,7 @@ public final class InferenceSession: @unchecked Sendable {
         forward = ForwardPass(
             model: model, maxRows: self.maxBatch, maxSequences: 1, batchedProducts: false, contextLength: self.contextLength,
             kvCacheType: kvCacheType)
-        sequence = SequenceState(model: model, contextLength: self.contextLength, kvCacheType: kvCacheType)
+        sequence = SequenceState(model: model, contextLength: self.contextLength, maxRows: self.maxBatch, kvCacheType: kvCacheType)
         input = [PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: nil, count: 0))]
     }
 
@@ -45,12 +45,18 @@ public final class InferenceSession: @unchecked Sendable {
     public var cacheByteCount: Int { sequence.byteCount }
 
     /// Forgets every token (an empty sequence).
-    public func reset() { sequence.position = 0 }
+    public func reset() { sequence.reset() }
 
     /// Forgets the tokens from `newPosition` on, keeping the caches of the prefix: the next
     /// evaluation continues from there exactly as if the later tokens were never seen.
-    public func truncate(to newPosition: Int) {
-        sequence.position = max(0, min(sequence.position, newPosition))
+    /// Returns the position the session goes on from: `newPosition` (clamped to
+    /// `0...position`), or 0 when a sliding-window layer (Gemma 3) has overwritten part of
+    /// the window the prefix needs. Its ring keeps the latest `window - 1 + maxBatch`
+    /// positions, so going back at most `maxBatch` tokens always works; going back
+    /// further may empty the session, and the caller evaluates the prefix again.
+    @discardableResult
+    public func truncate(to newPosition: Int) -> Int {
+        sequence.truncate(to: newPosition)
     }
 
     /// Evaluates `tokens` at the current position, appending them to the caches, and

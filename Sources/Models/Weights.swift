@@ -35,19 +35,30 @@ struct WeightLoader {
         RMSNorm(weight: try vector(name, count: count ?? hp.embeddingLength), epsilon: hp.rmsEpsilon)
     }
 
+    /// `blk.i.ffn_gate`, `ffn_up`, `ffn_down`: the matrices of a gated feed-forward block.
+    func feedForward(_ i: Int) throws(ModelError) -> (gate: Linear, up: Linear, down: Linear) {
+        let d = hp.embeddingLength, ff = hp.feedForwardLength
+        return (
+            try linear("blk.\(i).ffn_gate.weight", rows: ff, cols: d),
+            try linear("blk.\(i).ffn_up.weight", rows: ff, cols: d),
+            try linear("blk.\(i).ffn_down.weight", rows: d, cols: ff)
+        )
+    }
+
     /// `blk.i.ffn_gate`, `ffn_up`, `ffn_down` as a SwiGLU block.
     func swiGLU(_ i: Int) throws(ModelError) -> SwiGLU {
-        let d = hp.embeddingLength, ff = hp.feedForwardLength
-        return SwiGLU(
-            gate: try linear("blk.\(i).ffn_gate.weight", rows: ff, cols: d),
-            up: try linear("blk.\(i).ffn_up.weight", rows: ff, cols: d),
-            down: try linear("blk.\(i).ffn_down.weight", rows: d, cols: ff))
+        let (gate, up, down) = try feedForward(i)
+        return SwiGLU(gate: gate, up: up, down: down)
     }
 
     /// `blk.i.attn_q`, `attn_k`, `attn_v`, `attn_output` (and `attn_q_norm`, `attn_k_norm`
-    /// when `queryKeyNorm`) as an attention block with `kvHeads` key/value heads and the
-    /// file's RoPE base and dimensions.
-    func attention(_ i: Int, kvHeads: Int, queryKeyNorm: Bool, ropeStyle: Elementwise.RopeStyle) throws(ModelError) -> Attention {
+    /// when `queryKeyNorm`) as an attention block with `kvHeads` key/value heads, RoPE over
+    /// the file's dimensions with base `ropeBase` (default: the file's), the query scale
+    /// `scale` (default `1/sqrt(head width)`), and a sliding `window` (default: none).
+    func attention(
+        _ i: Int, kvHeads: Int, queryKeyNorm: Bool, ropeStyle: Elementwise.RopeStyle, ropeBase: Float? = nil, scale: Float? = nil,
+        window: Int? = nil
+    ) throws(ModelError) -> Attention {
         let d = hp.embeddingLength, hd = hp.headDim
         return Attention(
             layer: i,
@@ -57,8 +68,8 @@ struct WeightLoader {
             wo: try linear("blk.\(i).attn_output.weight", rows: d, cols: hp.headCount * hd),
             queryKeyNorm: queryKeyNorm
                 ? (try norm("blk.\(i).attn_q_norm.weight", count: hd), try norm("blk.\(i).attn_k_norm.weight", count: hd)) : nil,
-            rope: RotaryEmbedding(base: hp.ropeFreqBase, dimensions: hp.ropeDimensions, style: ropeStyle),
-            heads: hp.headCount, kvHeads: kvHeads, headDim: hd, scale: 1 / Float(hd).squareRoot())
+            rope: RotaryEmbedding(base: ropeBase ?? hp.ropeFreqBase, dimensions: hp.ropeDimensions, style: ropeStyle),
+            heads: hp.headCount, kvHeads: kvHeads, headDim: hd, scale: scale ?? 1 / Float(hd).squareRoot(), window: window)
     }
 
     /// The output head: `output.weight`, or the token embedding when the model ties them.

@@ -259,17 +259,17 @@ final class InferenceEngine: @unchecked Sendable {
         if reuseCache {
             while reused < min(cachedTokens.count, tokens.count), cachedTokens[reused] == tokens[reused] { reused += 1 }
         }
-        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty {
+        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty, session.truncate(to: reused) == reused {
             // The whole prompt is cached and its logits were kept.
-            session.truncate(to: reused)
             cachedTokens.removeSubrange(reused...)
             sampleFromSnapshot = true
             return reused
         }
         // Evaluate at least two tokens, so that the prompt's last token always goes through
         // the batch (prefill) path, as it does in a cold run.
-        reused = max(0, min(reused, tokens.count - 2))
-        session.truncate(to: reused)
+        // A sliding-window layer's ring may no longer hold the window the prefix needs (the
+        // sequence went too far past it): then the session is emptied and nothing is reused.
+        reused = session.truncate(to: max(0, min(reused, tokens.count - 2)))
         cachedTokens.removeSubrange(reused...)
         do {
             try session.evaluate(Array(tokens[reused...]))
