@@ -35,6 +35,18 @@ public final class ReferenceForward {
     let finalNorm: String
     /// LFM2's short-convolution length `L` (0 without convolution layers).
     let convolutionLength: Int
+    /// What the embedding rows are multiplied by (Gemma 3: `sqrt(d)`).
+    var embeddingScale: Float = 1
+    /// Gemma 3: each block's output is RMS-normalized too (`post_attention_norm`,
+    /// `post_ffw_norm`), and the gated feed-forward block uses GELU instead of SiLU.
+    var gemmaBlocks = false
+    /// Per layer: the RoPE base, and the sliding window (positions a query sees; nil: all).
+    var ropeBases: [Float]
+    var windows: [Int?]
+    /// What query-key dot products are multiplied by (default `1/sqrt(hd)`).
+    var queryScale: Float
+    /// The final logit soft cap `c` (`logits = c · tanh(logits / c)`), or nil.
+    var finalLogitSoftcap: Float?
 
     // The state: per layer, one row per position.
     var keys: [[[Float]]]  // [layer][position][kvHeads·hd]
@@ -43,17 +55,29 @@ public final class ReferenceForward {
     /// Tokens seen; the next token is evaluated at this position.
     public private(set) var position = 0
 
-    /// A reference forward pass over the weights of `model` (llama or lfm2).
+    /// A reference forward pass over the weights of `model` (llama, lfm2 or gemma3).
     public init(model: TransformerModel) {
         self.model = model
-        hp = model.hyperparameters
+        let hp = model.hyperparameters
+        self.hp = hp
+        ropeBases = Array(repeating: hp.ropeFreqBase, count: hp.layerCount)
+        windows = Array(repeating: nil, count: hp.layerCount)
+        queryScale = 1 / Float(hp.headDim).squareRoot()
         switch hp.architecture {
         case Llama.name:
             (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (false, false, "output_norm.weight", 0)
         case LFM2.name:
             let L = hp.headCountKV.contains(0) ? try! LFM2.convolutionLength(model.file.metadata) : 0
             (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "token_embd_norm.weight", L)
-        // gemma3: query scale, sliding windows, the post-norms and GELU go here and below.
+        case Gemma3.name:
+            (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "output_norm.weight", 0)
+            let settings = try! Gemma3.settings(model.file.metadata, hp)  // the model loaded, so they are valid
+            embeddingScale = Float(hp.embeddingLength).squareRoot()
+            gemmaBlocks = true
+            ropeBases = (0..<hp.layerCount).map { settings.ropeBase($0, hp) }
+            windows = settings.windows
+            queryScale = settings.queryScale
+            finalLogitSoftcap = settings.finalLogitSoftcap
         default:
             preconditionFailure("ReferenceForward has no \(hp.architecture)")
         }
@@ -64,21 +88,38 @@ public final class ReferenceForward {
 
     /// Evaluates `token` at the next position and returns the logits (`vocabularySize`).
     public func next(_ token: Int) -> [Float] {
+        let x = layers(token)
+        // logits = output(RMSNorm(x)), the head tied to the embedding without output.weight
+        let head = model.file.tensor(named: "output.weight") == nil ? "token_embd.weight" : "output.weight"
+        var logits = matmul(head, rmsNorm(x, finalNorm))
+        if let cap = finalLogitSoftcap { logits = logits.map { cap * tanh($0 / cap) } }
+        return logits
+    }
+
+    /// Evaluates `token` at the next position without its logits (the output head is the
+    /// largest product of a model with a large vocabulary): to reach a long position fast.
+    public func skip(_ token: Int) {
+        _ = layers(token)
+    }
+
+    /// The residual stream after every layer for `token` at the next position, which it
+    /// appends to the caches.
+    func layers(_ token: Int) -> [Float] {
         let d = hp.embeddingLength
-        var x = row("token_embd.weight", token)  // [d]
+        var x = row("token_embd.weight", token).map { $0 * embeddingScale }  // [d]
         for l in 0..<hp.layerCount {
-            // h = x + Mixer(RMSNorm(x))
+            // h = x + Mixer(RMSNorm(x))     (Gemma: x + RMSNorm(Attention(RMSNorm(x))))
             let input = rmsNorm(x, "blk.\(l).attn_norm.weight")
-            let mixed = hp.headCountKV[l] == 0 ? shortConvolution(input, layer: l) : attention(input, layer: l)
+            var mixed = hp.headCountKV[l] == 0 ? shortConvolution(input, layer: l) : attention(input, layer: l)
+            if gemmaBlocks { mixed = rmsNorm(mixed, "blk.\(l).post_attention_norm.weight") }
             for i in 0..<d { x[i] += mixed[i] }
-            // out = h + SwiGLU(RMSNorm(h))
-            let ffnOut = swiGLU(rmsNorm(x, "blk.\(l).ffn_norm.weight"), layer: l)
+            // out = h + SwiGLU(RMSNorm(h))  (Gemma: h + RMSNorm(GEGLU(RMSNorm(h))))
+            var ffnOut = gatedFeedForward(rmsNorm(x, "blk.\(l).ffn_norm.weight"), layer: l)
+            if gemmaBlocks { ffnOut = rmsNorm(ffnOut, "blk.\(l).post_ffw_norm.weight") }
             for i in 0..<d { x[i] += ffnOut[i] }
         }
         position += 1
-        // logits = output(RMSNorm(x)), the head tied to the embedding without output.weight
-        let head = model.file.tensor(named: "output.weight") == nil ? "token_embd.weight" : "output.weight"
-        return matmul(head, rmsNorm(x, finalNorm))
+        return x
     }
 
     /// Forgets every token.
@@ -92,6 +133,7 @@ public final class ReferenceForward {
     // MARK: - The blocks
 
     /// Grouped-query causal self-attention with RoPE; appends this position's key and value.
+    /// A sliding-window layer sees only the latest `window` positions.
     func attention(_ x: [Float], layer l: Int) -> [Float] {
         let hd = hp.headDim, heads = hp.headCount, kvHeads = hp.headCountKV[l], group = heads / kvHeads
         var q = matmul("blk.\(l).attn_q.weight", x)  // [heads·hd]
@@ -101,24 +143,25 @@ public final class ReferenceForward {
             for h in 0..<heads { normalizeHead(&q, h * hd, "blk.\(l).attn_q_norm.weight") }
             for h in 0..<kvHeads { normalizeHead(&k, h * hd, "blk.\(l).attn_k_norm.weight") }
         }
-        rope(&q, heads: heads)
-        rope(&k, heads: kvHeads)
+        rope(&q, heads: heads, base: ropeBases[l])
+        rope(&k, heads: kvHeads, base: ropeBases[l])
         keys[l].append(k)
         values[l].append(v)
 
+        // The positions this query sees: every one so far, or the window's.
+        let seen = windows[l].map { max(0, position - $0 + 1) } ?? 0
         var out = [Float](repeating: 0, count: heads * hd)
-        let scale = 1 / Float(hd).squareRoot()
         for h in 0..<heads {
             let g = h / group  // the KV head this query head reads
-            // scores_t = q_h · k_t / sqrt(hd) for every position t up to this one
-            var scores = keys[l].map { key in
+            // scores_t = q_h · k_t · scale for every position t seen
+            var scores = keys[l][seen...].map { key in
                 var s: Float = 0
                 for i in 0..<hd { s += q[h * hd + i] * key[g * hd + i] }
-                return s * scale
+                return s * queryScale
             }
             softmax(&scores)
             // out_h = Σ_t softmax(scores)_t v_t
-            for (t, value) in values[l].enumerated() {
+            for (t, value) in values[l][seen...].enumerated() {
                 for i in 0..<hd { out[h * hd + i] += scores[t] * value[g * hd + i] }
             }
         }
@@ -142,11 +185,17 @@ public final class ReferenceForward {
         return matmul("blk.\(l).shortconv.out_proj.weight", y)
     }
 
-    /// `down(SiLU(gate x) ⊙ up x)`.
-    func swiGLU(_ x: [Float], layer l: Int) -> [Float] {
+    /// `down(act(gate x) ⊙ up x)`: SwiGLU (`act` = SiLU), or Gemma's GEGLU (`act` = GELU
+    /// in its tanh form).
+    func gatedFeedForward(_ x: [Float], layer l: Int) -> [Float] {
         let gate = matmul("blk.\(l).ffn_gate.weight", x), up = matmul("blk.\(l).ffn_up.weight", x)
-        let hidden = zip(gate, up).map { g, u in g / (1 + exp(-g)) * u }
+        let hidden = zip(gate, up).map { g, u in gemmaBlocks ? gelu(g) * u : g / (1 + exp(-g)) * u }
         return matmul("blk.\(l).ffn_down.weight", hidden)
+    }
+
+    /// `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+    func gelu(_ x: Float) -> Float {
+        0.5 * x * (1 + tanh(0.797_884_56 * (x + 0.044715 * x * x * x)))
     }
 
     // MARK: - The operations
@@ -168,11 +217,11 @@ public final class ReferenceForward {
 
     /// Rotates the first `ropeDimensions` dimensions of each head, in pairs, by
     /// `θ_i = position · base^(-2i/dims)`.
-    func rope(_ v: inout [Float], heads: Int) {
+    func rope(_ v: inout [Float], heads: Int, base: Float) {
         let hd = hp.headDim, dims = hp.ropeDimensions, half = dims / 2
         for h in 0..<heads {
             for i in 0..<half {
-                let theta = Float(position) * powf(hp.ropeFreqBase, -2 * Float(i) / Float(dims))
+                let theta = Float(position) * powf(base, -2 * Float(i) / Float(dims))
                 let (a, b) = ropeRotatesHalves ? (h * hd + i, h * hd + i + half) : (h * hd + 2 * i, h * hd + 2 * i + 1)
                 let (x0, x1) = (v[a], v[b])
                 v[a] = x0 * cos(theta) - x1 * sin(theta)
@@ -196,8 +245,12 @@ public final class ReferenceForward {
     func matmul(_ name: String, _ x: [Float]) -> [Float] {
         let t = tensor(name)
         precondition(x.count == t.rowLength, "\(name): \(x.count) inputs for rows of \(t.rowLength)")
+        let data = model.file.data(for: t).baseAddress!, rowBytes = t.type.rowBytes(count: t.rowLength)!
+        var w = [Float](repeating: 0, count: t.rowLength)  // the current row
         return (0..<t.rowCount).map { r in
-            let w = row(name, r)
+            w.withUnsafeMutableBufferPointer {
+                t.type.dequantizeRowReference(data + r * rowBytes, into: $0.baseAddress!, count: t.rowLength)
+            }
             var sum: Float = 0
             for i in 0..<x.count { sum += w[i] * x[i] }
             return sum
