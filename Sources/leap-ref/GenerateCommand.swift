@@ -54,9 +54,7 @@ struct Generate: AsyncParsableCommand {
             BLAS.setThreads(threadCount)
             let lm = try TransformerModel(path: path, threads: threadCount)
             let tokenizer = try Tokenizer(gguf: lm.file)
-            var ids = tokenizer.encode(prompt, addSpecial: true, parseSpecial: true).map(Int.init)
-            if ids.isEmpty, let bos = tokenizer.bosID { ids = [Int(bos)] }
-            guard !ids.isEmpty else { throw CLIError("the prompt is empty and the model has no BOS token") }
+            let ids = try Generate.promptTokens(prompt, tokenizer)
             let context = contextLength ?? (ids.count + n)
             guard ids.count < context else {
                 throw CLIError("the prompt has \(ids.count) tokens, more than the context length \(context); raise --ctx")
@@ -66,28 +64,54 @@ struct Generate: AsyncParsableCommand {
                 SamplingParameters(
                     temperature: temp, topK: topK, topP: topP, minP: minP,
                     repetitionPenalty: repeatPenalty, seed: seed))
-            for t in ids { sampler.accept(t) }
-            var detok = StreamingDetokenizer(tokenizer: tokenizer)
             writeOut(prompt)
             let t0 = DispatchTime.now().uptimeNanoseconds
-            try session.evaluate(ids)
-            let t1 = DispatchTime.now().uptimeNanoseconds
-            var generated = 0
-            while generated < n, session.position < context {
-                guard let next = sampler.sample(session.logits) else { break }
-                if tokenizer.isEndOfGeneration(TokenID(next)) { break }
-                sampler.accept(next)
-                writeOut(detok.append(TokenID(next)))
-                generated += 1
-                if generated == n || session.position >= context { break }
-                try session.evaluate([next])
-            }
-            writeOut(detok.finish() + "\n")
+            var t1 = t0
+            let generated = try Generate.continuation(of: ids, in: session, count: n, sampler: &sampler, tokenizer: tokenizer) {
+                t1 = DispatchTime.now().uptimeNanoseconds
+            } emit: {
+                writeOut($0)
+            }.count
+            writeOut("\n")
             let t2 = DispatchTime.now().uptimeNanoseconds
             let pp = Double(ids.count) / (Double(t1 - t0) / 1e9)
             let tg = generated > 0 ? Double(generated) / (Double(t2 - t1) / 1e9) : 0
             FileHandle.standardError.write(
                 Data(String(format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", ids.count, pp, generated, tg).utf8))
         }
+    }
+
+    /// The prompt's tokens: special tokens parsed, and the model's BOS added when its
+    /// tokenizer says so (the BOS alone for an empty prompt).
+    static func promptTokens(_ prompt: String, _ tokenizer: Tokenizer) throws -> [Int] {
+        var ids = tokenizer.encode(prompt, addSpecial: true, parseSpecial: true).map(Int.init)
+        if ids.isEmpty, let bos = tokenizer.bosID { ids = [Int(bos)] }
+        guard !ids.isEmpty else { throw CLIError("the prompt is empty and the model has no BOS token") }
+        return ids
+    }
+
+    /// Evaluates `prompt` in `session` (then calls `promptDone`) and generates up to `count`
+    /// tokens with `sampler`, stopping early at an end-of-generation token or the end of
+    /// the context; `emit` gets the text as it forms. Returns the generated tokens.
+    static func continuation(
+        of prompt: [Int], in session: InferenceSession, count: Int, sampler: inout Sampler, tokenizer: Tokenizer,
+        promptDone: () -> Void = {}, emit: (String) -> Void
+    ) throws -> [Int] {
+        for t in prompt { sampler.accept(t) }
+        var detok = StreamingDetokenizer(tokenizer: tokenizer)
+        try session.evaluate(prompt)
+        promptDone()
+        var generated: [Int] = []
+        while generated.count < count, session.position < session.contextLength {
+            guard let next = sampler.sample(session.logits) else { break }
+            if tokenizer.isEndOfGeneration(TokenID(next)) { break }
+            sampler.accept(next)
+            emit(detok.append(TokenID(next)))
+            generated.append(next)
+            if generated.count == count || session.position >= session.contextLength { break }
+            try session.evaluate([next])
+        }
+        emit(detok.finish())
+        return generated
     }
 }
