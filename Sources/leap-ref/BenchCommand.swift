@@ -11,7 +11,9 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             pp N: one batch of N tokens evaluated from an empty cache (tokens/s over the batch). \
             tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N). \
-            Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times.
+            Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times. \
+            With -d N, each test runs after N tokens already in the cache (llama-bench's -d): \
+            the N tokens are evaluated before the test, untimed, and kept between runs.
             """
     )
 
@@ -30,17 +32,29 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Repetitions of each test.")
     var repetitions = 3
 
+    @Option(name: .shortAndLong, help: "Tokens already in the cache before each test (llama-bench's -d).")
+    var depth = 0
+
     func run() async throws {
         try await runReportingErrors {
-            guard prompt >= 0, n >= 0, repetitions >= 1 else { throw CLIError("-p and -n must be >= 0 and -r >= 1") }
+            guard prompt >= 0, n >= 0, depth >= 0, repetitions >= 1 else { throw CLIError("-p, -n and -d must be >= 0 and -r >= 1") }
             let path = try ModelCache.resolve(model)
             let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
             BLAS.setThreads(threadCount)
             let lm = try TransformerModel(path: path, threads: threadCount)
             let hp = lm.hyperparameters
-            let session = InferenceSession(model: lm, contextLength: max(prompt, n) + 1)
+            let session = InferenceSession(model: lm, contextLength: depth + max(prompt, n) + 1)
             var rng = SplitMix64(seed: 42)
             let tokens = (0..<max(prompt, n)).map { _ in Int(rng.next() % UInt64(hp.vocabularySize)) }
+            let depthTokens = (0..<depth).map { _ in Int(rng.next() % UInt64(hp.vocabularySize)) }
+            // The session at `depth`: the depth tokens kept from the last run when its caches
+            // still hold them (a sliding-window ring may not), else evaluated again. Untimed.
+            func atDepth() throws {
+                if depth > 0, session.position >= depth, session.truncate(to: depth) == depth { return }
+                session.reset()
+                if depth > 0 { try session.evaluate(depthTokens) }
+            }
+            let suffix = depth > 0 ? " @ d\(depth)" : ""
 
             let sizeText = formatBytes(lm.file.fileSize).replacingOccurrences(of: " ", with: " ")
             let params = String(format: "%.2f M", Double(lm.parameterCount) / 1e6)
@@ -55,24 +69,24 @@ struct Bench: AsyncParsableCommand {
             if prompt > 0 {
                 var rates: [Double] = []
                 for rep in 0...repetitions {
-                    session.reset()
+                    try atDepth()
                     let t0 = DispatchTime.now().uptimeNanoseconds
                     try session.evaluate(Array(tokens[0..<prompt]))
                     let dt = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
                     if rep > 0 { rates.append(Double(prompt) / dt) }
                 }
-                row("pp\(prompt)", rates)
+                row("pp\(prompt)" + suffix, rates)
             }
             if n > 0 {
                 var rates: [Double] = []
                 for rep in 0...repetitions {
-                    session.reset()
+                    try atDepth()
                     let t0 = DispatchTime.now().uptimeNanoseconds
                     for i in 0..<n { try session.evaluate([tokens[i]]) }
                     let dt = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
                     if rep > 0 { rates.append(Double(n) / dt) }
                 }
-                row("tg\(n)", rates)
+                row("tg\(n)" + suffix, rates)
             }
             print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
         }
