@@ -86,6 +86,50 @@ extension GoldenLogits {
     }
 }
 
+extension GoldenLogits {
+    /// Our own greedy continuation of the prompt: the prompt in one batch, then `count`
+    /// tokens, each our argmax, fed back one at a time.
+    func ownGreedy(modelPath: String, count: Int) throws -> [Int] {
+        let model = try TransformerModel(path: modelPath)
+        let session = InferenceSession(model: model, contextLength: tokens.count + count + 1)
+        try session.evaluate(tokens)
+        var out: [Int] = []
+        while out.count < count {
+            out.append(argmax(session.logits))
+            if out.count < count { try session.evaluate([out.last!]) }
+        }
+        return out
+    }
+
+    /// How `ours` follows llama.cpp's greedy tokens: the steps on which both chose the same
+    /// token, and, at the first step they part, llama.cpp's top-2 margin there (its logits
+    /// after the prompt for step 0, else after greedy token `step - 1`).
+    func greedyAgreement(_ ours: [Int]) -> GreedyAgreement {
+        let steps = min(ours.count, greedy.count)
+        let same = (0..<steps).prefix { ours[$0] == greedy[$0] }.count
+        guard same < steps else { return GreedyAgreement(sameTokens: same, steps: steps, partingMargin: nil) }
+        let row = same == 0 ? top[tokens.count - 1] : greedyTop[same - 1]
+        return GreedyAgreement(sameTokens: same, steps: steps, partingMargin: row[0].logit - row[1].logit)
+    }
+}
+
+/// Where our greedy continuation parts from llama.cpp's, if it does.
+struct GreedyAgreement {
+    /// Leading steps with the same token.
+    let sameTokens: Int
+    let steps: Int
+    /// llama.cpp's top-2 margin at the step where the two part (nil: they never do).
+    let partingMargin: Float?
+
+    /// Whether the two agree wherever llama.cpp's margin decides the token.
+    var isAllowed: Bool { partingMargin.map { $0 <= StoredWeightsFidelity.decisiveMargin } ?? true }
+
+    var summary: String {
+        guard let partingMargin else { return "all \(steps) greedy tokens equal llama.cpp's" }
+        return "\(sameTokens) of \(steps) greedy tokens equal llama.cpp's; they part where llama.cpp's top-2 margin is \(partingMargin)"
+    }
+}
+
 /// The argmax of a row of logits (the lowest id on ties).
 func argmax(_ logits: UnsafeBufferPointer<Float>) -> Int {
     var best = 0

@@ -7,7 +7,8 @@ import Testing
 /// prompt in the golden fixtures (docs/numerics.md): the prompt's logits at every position
 /// in one batch (prefill), then llama.cpp's greedy continuation decoded one token at a time
 /// through the cache, following llama.cpp's own tokens so that a near tie cannot send the
-/// two engines down different paths.
+/// two engines down different paths. For Gemma 3, also our own greedy continuation
+/// against llama.cpp's, as far as its margins decide it.
 ///
 /// - Quantized models follow `StoredWeightsFidelity`: the same top-1 as llama.cpp wherever
 ///   its top-2 margin exceeds 0.5, and a mean distance to the logits of the stored weights
@@ -43,6 +44,7 @@ import Testing
 
     static let smolPrompts = ["plain", "chat", "long"]
     static let lfm2Prompts = ["plain", "chat", "lfm2chat", "long"]
+    static let gemmaPrompts = ["gemma-plain", "gemma-chat", "gemma-long"]
 
     /// Golden name, golden name of its stored weights, model file, prompts: one line per
     /// model.
@@ -50,7 +52,8 @@ import Testing
         ("smollm2-q4_1", "smollm2-f32", ModelFile.cache("SmolLM2-135M-Instruct.Q4_1.gguf"), smolPrompts),
         ("smollm2-q8_0", "smollm2-f32", .cache("SmolLM2-135M-Instruct.Q8_0.gguf"), smolPrompts),
         ("smollm2-q4_0", "smollm2-f32", .cache("SmolLM2-135M-Instruct.Q4_0.gguf"), smolPrompts),
-        ("lfm2-tiny", "lfm2-tiny-f32", .fixture("models/lfm2-tiny.gguf"), lfm2Prompts)
+        ("lfm2-tiny", "lfm2-tiny-f32", .fixture("models/lfm2-tiny.gguf"), lfm2Prompts),
+        ("gemma3-270m-q4_k_m", "gemma3-270m-f32", .cache("gemma-3-270m-q4_k_m.gguf"), gemmaPrompts)
     ].flatMap { model, reference, file, prompts in
         prompts.map { QuantizedCase(model: model, reference: reference, file: file, prompt: $0) }
     }
@@ -66,6 +69,21 @@ import Testing
         #expect(fidelity.topOneMisses.isEmpty, "\(fidelity.topOneMisses.joined(separator: "; "))")
         #expect(fidelity.withinLlamaCppDistance, "\(fidelity.summary)")
         print("golden \(c.model).\(c.prompt): \(fidelity.summary)")
+    }
+
+    /// Our own greedy continuation (each token our argmax, fed back) against llama.cpp's 32
+    /// greedy tokens: equal at every step, until a step where llama.cpp's top-2 margin is
+    /// at most `decisiveMargin`, where the two may part (and are not compared after).
+    static let greedyCases = quantized.filter { $0.model.hasPrefix("gemma3") }
+
+    @Test(arguments: greedyCases)
+    func greedyContinuationFollowsLlamaCpp(_ c: QuantizedCase) throws {
+        let golden = try GoldenLogits(model: c.model, prompt: c.prompt)
+        let ours = try golden.ownGreedy(modelPath: c.file.path(), count: golden.greedy.count)
+        let agreed = golden.greedyAgreement(ours)
+        print("greedy \(c.model).\(c.prompt): \(agreed.summary)")
+        #expect(agreed.isAllowed, "\(agreed.summary)")
+        #expect(agreed.sameTokens >= 4, "a golden prompt should give a few clear steps (measured: 15, 32, 8)")
     }
 
     /// A float model: llama.cpp's top-10 logits within `maxError` times our logit range at

@@ -65,6 +65,65 @@ import Testing
         #expect(decode <= 0.0001)
     }
 
+    /// Gemma 3 270M, the real file, past its 512-token sliding window (the golden prompts
+    /// are shorter than the window, so they never exercise it): a 530-token prompt
+    /// prefilled in two chunks (512, then 18 tokens whose local layers no longer see the
+    /// first positions), then 6 tokens decoded one at a time. The reference evaluates every
+    /// position but computes logits only at the compared ones (its output head, 262,144
+    /// rows, is most of its time).
+    ///
+    /// Bound 3% of the logit range, like lfm2-tiny: the engine rounds activations to 8 bits
+    /// (an fp32 scale per 32 values) in decode, in the output head, and in prefill on VNNI
+    /// builds, where the reference multiplies floats. The same engine with the window
+    /// removed (every layer global) lands far outside: the window is what is tested.
+    @Test func gemma3MatchesReferencePastTheWindow() throws {
+        let path = try TestFixtures.require(TestFixtures.gemma3_270mQ4_K_M)
+        let model = try TransformerModel(path: path)
+        let long = try GoldenLogits(model: "gemma3-270m-q4_k_m", prompt: "gemma-long").tokens  // 299 tokens, <bos> first
+        let tokens = Array((long + long.dropFirst()).prefix(536))
+        let prompt = Array(tokens[0..<530]), continuation = Array(tokens[530...])
+        let compared: Set<Int> = [511, 513, 529]  // prompt positions, besides every decoded one
+
+        func engine(_ model: TransformerModel) throws -> [Int: [Float]] {
+            let session = InferenceSession(model: model, contextLength: 600)
+            var rows: [Int: [Float]] = [:]
+            for (p, row) in try session.evaluateAllLogits(prompt).enumerated() where compared.contains(p) { rows[p] = row }
+            for token in continuation {
+                try session.evaluate([token])
+                rows[session.position - 1] = Array(session.logits)
+            }
+            return rows
+        }
+        let fast = try engine(model)
+        let reference = ReferenceForward(model: model)
+        var worst: Float = 0, expected: [Int: [Float]] = [:]
+        for (p, token) in tokens.enumerated() {
+            if let row = fast[p] {
+                expected[p] = reference.next(token)
+                worst = max(worst, Self.relativeError(row, expected[p]!))
+            } else {
+                reference.skip(token)
+            }
+        }
+        #expect(expected.count == compared.count + continuation.count)
+        print("Gemma 3 270M vs reference past the window: \(worst * 100)% of range")
+        #expect(worst <= Self.gemmaTolerance)
+
+        // Without the window (the sliding_window key removed), the engine attends to every
+        // position: at 511 it sees what the windowed layers see, past 512 it does not.
+        let file = try GGUFFile(path: path)
+        var writer = GGUFWriter(copyingMetadataOf: file)
+        writer.metadata.remove("gemma3.attention.sliding_window")
+        for t in file.tensors { try writer.addTensor(name: t.name, type: t.type, shape: t.shape, data: Array(file.data(for: t))) }
+        let unwindowed = try engine(try TransformerModel(file: try GGUFFile(bytes: try writer.serialize())))
+        let pastWindow = expected.keys.filter { $0 >= 512 }.map { Self.relativeError(unwindowed[$0]!, expected[$0]!) }
+        print("Gemma 3 270M without the window: \(pastWindow.max()! * 100)% of range past position 512")
+        #expect(Self.relativeError(unwindowed[511]!, expected[511]!) <= Self.gemmaTolerance)
+        #expect(pastWindow.min()! > 2 * Self.gemmaTolerance)
+    }
+
+    static let gemmaTolerance: Float = 0.03
+
     // MARK: - The tolerance catches a broken engine
 
     /// lfm2-tiny with each tensor's bytes passed through `edit` (name, type, shape, bytes).
