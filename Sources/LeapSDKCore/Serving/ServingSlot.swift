@@ -1,0 +1,83 @@
+import Models
+
+/// One sequence of a `ServingEngine`: its caches over the shared model and its prompt
+/// cache. Touched only on the engine's queue.
+final class ServingSlot {
+    let index: Int
+    let session: InferenceSession
+    /// The tokens whose state is in `session`.
+    private(set) var cachedTokens: [Int] = []
+    /// The logits at the end of the last prompt and that prompt's length: the same prompt
+    /// again samples its first token from these (see `InferenceEngine`'s prompt cache).
+    private var promptEndLogits: [Float] = []
+    private var promptEndLength = 0
+    private var sampleFromSnapshot = false
+    /// When the slot last finished a request (uptime nanoseconds), for least-recently-used routing.
+    var lastUsed: UInt64 = 0
+    /// The request running in this slot.
+    var sequence: SlotSequence?
+
+    init(index: Int, session: InferenceSession) {
+        self.index = index
+        self.session = session
+    }
+
+    /// How many leading tokens of `tokens` are cached.
+    func sharedPrefix(with tokens: [Int]) -> Int {
+        var n = 0
+        let limit = min(tokens.count, cachedTokens.count)
+        while n < limit, tokens[n] == cachedTokens[n] { n += 1 }
+        return n
+    }
+
+    /// Brings the session to the state after `tokens`, reusing the cached prefix when
+    /// `reuseCache`; returns the number of prompt tokens taken from the cache. At least two
+    /// tokens are evaluated unless the whole prompt and its logits are cached, so that the
+    /// prompt's last token always goes through the batch path, as in a cold run.
+    func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(ModelError) -> Int {
+        var reused = reuseCache ? sharedPrefix(with: tokens) : 0
+        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty {
+            session.truncate(to: reused)
+            cachedTokens.removeSubrange(reused...)
+            sampleFromSnapshot = true
+            return reused
+        }
+        reused = max(0, min(reused, tokens.count - 2))
+        session.truncate(to: reused)
+        cachedTokens.removeSubrange(reused...)
+        do {
+            try session.evaluate(Array(tokens[reused...]))
+        } catch {
+            session.truncate(to: 0)
+            cachedTokens = []
+            promptEndLength = 0
+            throw error
+        }
+        cachedTokens = tokens
+        promptEndLogits.removeAll(keepingCapacity: true)
+        promptEndLogits.append(contentsOf: session.logits)
+        promptEndLength = tokens.count
+        sampleFromSnapshot = false
+        return reused
+    }
+
+    /// Appends one generated token.
+    func evaluate(_ token: Int) throws(ModelError) {
+        sampleFromSnapshot = false
+        do {
+            try session.evaluate([token])
+        } catch {
+            session.truncate(to: 0)
+            cachedTokens = []
+            promptEndLength = 0
+            throw error
+        }
+        cachedTokens.append(token)
+    }
+
+    /// The logits the next token is sampled from.
+    func withNextLogits<R>(_ body: (UnsafeBufferPointer<Float>) -> R) -> R {
+        if sampleFromSnapshot { return promptEndLogits.withUnsafeBufferPointer(body) }
+        return body(session.logits)
+    }
+}
