@@ -6,12 +6,15 @@ port 0 and report the port they got; a test waits for the server's own lines
 ("listening", "ready"), never for a timer.
 """
 
+import json
 import os
 import pathlib
 import queue
 import signal
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -43,9 +46,9 @@ class Server:
         self.lines = queue.Queue()
         self.log = []
         threading.Thread(target=self._read, daemon=True).start()
-        line = self.wait_for("listening on ")
+        line = self.wait_for("leap-ref serve: listening on ")
         self.url = line.split("listening on ", 1)[1].strip()
-        self.wait_for("ready: ")
+        self.wait_for("leap-ref serve: ready: ")
 
     def _read(self):
         for line in self.proc.stdout:
@@ -88,3 +91,16 @@ def tiny_server():
     server = Server(TINY, "--parallel", "4", "--metrics", "--ctx-size", "4096", "--queue", "64")
     yield server
     assert server.stop() == 0
+
+
+def http(method, url, body=None, headers=None, timeout=REQUEST_TIMEOUT):
+    """One HTTP request with the standard library: (status, headers, body text). `body`
+    is sent as JSON unless it is bytes."""
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    h = {"Content-Type": "application/json", **(headers or {})}
+    req = urllib.request.Request(url, data=data, headers=h, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()

@@ -5,9 +5,7 @@ import json
 import socket
 import urllib.parse
 
-import httpx
-
-from conftest import REQUEST_TIMEOUT
+from conftest import REQUEST_TIMEOUT, http
 
 PROMPTS = [f"Request {i}: tell me something about the number {i * 7}." for i in range(6)]
 MAX_TOKENS = 12
@@ -16,29 +14,29 @@ MAX_TOKENS = 12
 def chat(url, prompt, stream):
     body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "temperature": 0,
             "max_tokens": MAX_TOKENS, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    status, headers, text = http("POST", url + "/v1/chat/completions", body)
+    assert status == 200, text
     if not stream:
-        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=REQUEST_TIMEOUT)
-        assert r.status_code == 200, r.text
-        data = r.json()
+        data = json.loads(text)
         return data["choices"][0]["message"]["content"], data["choices"][0]["finish_reason"], data["usage"]
-    body["stream_options"] = {"include_usage": True}
-    text, finish, usage = [], None, None
-    with httpx.stream("POST", url + "/v1/chat/completions", json=body, timeout=REQUEST_TIMEOUT) as r:
-        assert r.status_code == 200
-        events = [line[len("data: "):] for line in r.iter_lines() if line.startswith("data: ")]
+    assert headers["Content-Type"] == "text/event-stream"
+    events = [line[len("data: "):] for line in text.split("\n") if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
+    pieces, finish, usage = [], None, None
     for e in events[:-1]:
         chunk = json.loads(e)
         usage = chunk.get("usage") or usage
         for c in chunk["choices"]:
-            text.append(c["delta"].get("content") or "")
+            pieces.append(c["delta"].get("content") or "")
             finish = c["finish_reason"] or finish
-    return "".join(text), finish, usage
+    return "".join(pieces), finish, usage
 
 
 def metrics(url):
     values = {}
-    for line in httpx.get(url + "/metrics").text.splitlines():
+    for line in http("GET", url + "/metrics")[2].splitlines():
         if line and not line.startswith("#"):
             name, value = line.rsplit(" ", 1)
             values[name] = float(value)

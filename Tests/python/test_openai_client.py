@@ -2,12 +2,11 @@
 
 import json
 
-import httpx
 import jsonschema
 import openai
 import pytest
 
-from conftest import REQUEST_TIMEOUT
+from conftest import REQUEST_TIMEOUT, http
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +173,10 @@ def test_errors(client, smol_server):
     with pytest.raises(openai.AuthenticationError):
         bad_key.models.list()
     # Health and metrics need no key; garbage bodies get OpenAI error objects.
-    assert httpx.get(smol_server.url + "/health").status_code == 200
-    assert httpx.get(smol_server.url + "/metrics").status_code == 200
-    bad = httpx.post(smol_server.url + "/v1/chat/completions", content=b"{not json",
-                     headers={"Authorization": "Bearer test-key", "Content-Type": "application/json"})
-    assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
+    assert http("GET", smol_server.url + "/health")[0] == 200
+    assert http("GET", smol_server.url + "/metrics")[0] == 200
+    status, _, text = http("POST", smol_server.url + "/v1/chat/completions", b"{not json",
+                           headers={"Authorization": "Bearer test-key"})
+    assert status == 400 and json.loads(text)["error"]["type"] == "invalid_request_error"
+    status, _, text = http("POST", smol_server.url + "/v1/chat/completions", {"messages": QUESTION})
+    assert status == 401 and json.loads(text)["error"]["type"] == "authentication_error"

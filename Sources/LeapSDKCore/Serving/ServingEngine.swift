@@ -391,8 +391,8 @@ public final class ServingEngine: @unchecked Sendable {
             if !seq.prefilled { try prefill(slot, seq) }
             try decode(slot, seq)
         } catch {
-            seq.job.continuation.finish(throwing: error)
             release(slot)
+            seq.job.continuation.finish(throwing: error)
         }
     }
 
@@ -451,6 +451,7 @@ public final class ServingEngine: @unchecked Sendable {
             next = slot.withNextLogits { seq.sampler.sample($0) }
         }
         guard let next else { return finish(slot, .stop) }
+        if engine.tokenizer.isEndOfGeneration(TokenID(next)) { return finish(slot, .stop) }
         if let n = job.request.logprobs {
             let entry = slot.withNextLogits { TokenLogprobs(logits: $0, chosen: next, top: n) }
             seq.pendingLogprobs.append(
@@ -458,7 +459,6 @@ public final class ServingEngine: @unchecked Sendable {
                     chosen: candidate(next, entry.chosen),
                     top: entry.top.map { candidate($0.id, $0.logprob) }))
         }
-        if engine.tokenizer.isEndOfGeneration(TokenID(next)) { return finish(slot, .stop) }
         var callClosed = false
         if let c = seq.constraint {
             guard c.matcher.accept(bytes: c.masks.vocabulary.tokens[next]) else {
@@ -539,10 +539,11 @@ public final class ServingEngine: @unchecked Sendable {
             finishedCount += 1
             if reason == .cancelled { cancelledCount += 1 }
         }
+        // The slot is free before anyone hears of the end.
+        release(slot)
         configuration.onFinish?(reason, usage)
         seq.job.continuation.yield(.finished(reason, usage))
         seq.job.continuation.finish()
-        release(slot)
     }
 
     private func release(_ slot: ServingSlot) {
