@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two `leap-ref serve` processes behind nginx on loopback, as docs/serving.md describes:
-#   1. installs nginx (Debian's nginx-light) with apt when it is missing;
+#   1. installs nginx (Debian's nginx-light, through scripts/setup.sh) when it is missing;
 #   2. starts two servers on free loopback ports and waits until each says it is ready;
 #   3. starts nginx in front of them (round-robin, or sticky by X-Session-Id so that a
 #      conversation keeps hitting the slot that caches its prefix, SSE unbuffered);
@@ -21,11 +21,8 @@ if [ -z "${LEAP_REF_BIN:-}" ]; then
 fi
 
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
-    say "installing nginx-light (apt)"
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx-light >/dev/null
+    say "nginx is missing; installing what the tests need with scripts/setup.sh"
+    ./scripts/setup.sh
 fi
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 

@@ -236,27 +236,11 @@ struct Handlers: Sendable {
                 }
             }
         }
-        var content = "", reasoning = "", calls: [WireReplyToolCall] = [], logprobs: [WireTokenLogprob] = []
-        var finish: (ServingFinishReason, ServingUsage)?
-        do {
-            for try await event in completion.events {
-                switch event {
-                case .text(let t, let lp):
-                    content += t
-                    logprobs += lp.map(WireMapping.logprob)
-                case .reasoning(let t): reasoning += t
-                case .toolCalls(let c): calls += c.map(WireMapping.toolCall)
-                case .finished(let reason, let usage): finish = (reason, usage)
-                case .started: break
-                }
-            }
-        } catch let error as ServingError {
-            throw APIError(error)
-        }
-        guard let (reason, usage) = finish else { throw APIError(status: 500, message: "the completion ended without a result") }
+        let (result, reason, usage) = try await Self.collect(completion)
         let response = ChatCompletionResponse(
-            id: id, created: created, model: model, content: content, reasoningContent: reasoning.isEmpty ? nil : reasoning,
-            toolCalls: calls, logprobs: withLogprobs ? logprobs : nil, finishReason: WireMapping.finishReason(reason),
+            id: id, created: created, model: model, content: result.text,
+            reasoningContent: result.reasoning.isEmpty ? nil : result.reasoning, toolCalls: result.calls,
+            logprobs: withLogprobs ? result.logprobs : nil, finishReason: WireMapping.finishReason(reason),
             usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
         return Self.json(response.json)
     }
@@ -298,26 +282,40 @@ struct Handlers: Sendable {
                 }
             }
         }
-        var text = "", logprobs: [WireTokenLogprob] = []
-        var finish: (ServingFinishReason, ServingUsage)?
+        let (result, reason, usage) = try await Self.collect(completion)
+        let response = TextCompletionResponse(
+            id: id, created: created, model: model, text: result.text, logprobs: withLogprobs ? result.logprobs : nil,
+            finishReason: WireMapping.finishReason(reason), usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
+        return Self.json(response.json)
+    }
+
+    /// What a non-streamed completion produced.
+    struct Collected {
+        var text = ""
+        var reasoning = ""
+        var calls: [WireReplyToolCall] = []
+        var logprobs: [WireTokenLogprob] = []
+    }
+
+    /// Reads a completion to its end (for the non-streamed responses).
+    static func collect(_ completion: ServingCompletion) async throws -> (Collected, ServingFinishReason, ServingUsage) {
+        var result = Collected()
         do {
             for try await event in completion.events {
                 switch event {
                 case .text(let t, let lp):
-                    text += t
-                    logprobs += lp.map(WireMapping.logprob)
-                case .finished(let reason, let usage): finish = (reason, usage)
-                default: break
+                    result.text += t
+                    result.logprobs += lp.map(WireMapping.logprob)
+                case .reasoning(let t): result.reasoning += t
+                case .toolCalls(let c): result.calls += c.map(WireMapping.toolCall)
+                case .finished(let reason, let usage): return (result, reason, usage)
+                case .started: break
                 }
             }
         } catch let error as ServingError {
             throw APIError(error)
         }
-        guard let (reason, usage) = finish else { throw APIError(status: 500, message: "the completion ended without a result") }
-        let response = TextCompletionResponse(
-            id: id, created: created, model: model, text: text, logprobs: withLogprobs ? logprobs : nil,
-            finishReason: WireMapping.finishReason(reason), usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
-        return Self.json(response.json)
+        throw APIError(status: 500, message: "the completion ended without a result")
     }
 
     // MARK: Server-sent events

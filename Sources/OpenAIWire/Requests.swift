@@ -85,7 +85,9 @@ public struct WireTool: Sendable, Equatable {
         guard let name = try f.string("name") else { throw WireError("'\(f.field("name"))' is required", param: f.field("name")) }
         let valid =
             !name.isEmpty && name.unicodeScalars.count <= 64
-            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+            }
         guard valid else {
             throw WireError("'\(f.field("name"))' must be 1 to 64 letters, digits, '_' or '-', not '\(name)'", param: f.field("name"))
         }
@@ -175,7 +177,9 @@ public struct WireMessage: Sendable, Equatable {
             }
             for (i, call) in calls.enumerated() {
                 let c = try FieldReader(call, path: r.field("tool_calls") + "[\(i)]")
-                guard let f = try c.reader("function") else { throw WireError("'\(c.field("function"))' is required", param: c.field("function")) }
+                guard let f = try c.reader("function") else {
+                    throw WireError("'\(c.field("function"))' is required", param: c.field("function"))
+                }
                 guard let name = try f.string("name") else { throw WireError("'\(f.field("name"))' is required", param: f.field("name")) }
                 let argumentsText = try f.string("arguments") ?? "{}"
                 guard case .object(let arguments)? = try? JSONValue.parse(argumentsText) else {
@@ -269,7 +273,8 @@ public struct ChatCompletionRequest: Sendable, Equatable {
                     responseFormat = .jsonSchema(.object(s))
                 } else {
                     guard let js = try f.reader("json_schema") else {
-                        throw WireError("'response_format.json_schema' is required for type 'json_schema'", param: "response_format.json_schema")
+                        throw WireError(
+                            "'response_format.json_schema' is required for type 'json_schema'", param: "response_format.json_schema")
                     }
                     guard let schema = try js.objectValue("schema") else {
                         throw WireError("'response_format.json_schema.schema' is required", param: "response_format.json_schema.schema")
@@ -287,7 +292,8 @@ public struct ChatCompletionRequest: Sendable, Equatable {
             responseFormat = .jsonSchema(.object(schema))
         }
         if responseFormat != .text && !tools.isEmpty && toolChoice != .none {
-            throw WireError("'response_format' with a schema cannot be combined with 'tools'; send one or the other", param: "response_format")
+            throw WireError(
+                "'response_format' with a schema cannot be combined with 'tools'; send one or the other", param: "response_format")
         }
         enableThinking = try r.reader("chat_template_kwargs")?.bool("enable_thinking")
     }

@@ -65,7 +65,10 @@ public struct WireTokenLogprob: Sendable, Equatable {
 
         var json: JSONValue {
             // -inf (an impossible token) has no JSON form; OpenAI reports -9999 for it.
-            ["token": .string(token), "logprob": .double(logprob.isFinite ? logprob : -9999), "bytes": .array(bytes.map { .integer(Int($0)) })]
+            [
+                "token": .string(token), "logprob": .double(logprob.isFinite ? logprob : -9999),
+                "bytes": .array(bytes.map { .integer(Int($0)) })
+            ]
         }
     }
     public var chosen: Candidate

@@ -38,7 +38,9 @@ struct FieldReader {
 
     init(_ value: JSONValue, path: String) throws(WireError) {
         guard case .object(let o) = value else {
-            throw WireError("\(path.isEmpty ? "the request body" : "'\(path)'") must be a JSON object, not \(kindName(value))", param: path.isEmpty ? nil : path)
+            throw WireError(
+                "\(path.isEmpty ? "the request body" : "'\(path)'") must be a JSON object, not \(kindName(value))",
+                param: path.isEmpty ? nil : path)
         }
         object = o
         self.path = path
@@ -78,7 +80,9 @@ struct FieldReader {
         guard let v = value(key) else { return nil }
         guard let d = v.doubleValue, d.isFinite else { throw error(key, "a number", got: v) }
         guard range.contains(d) else {
-            throw WireError("'\(field(key))' must be between \(format(range.lowerBound)) and \(format(range.upperBound)), not \(format(d))", param: field(key))
+            throw WireError(
+                "'\(field(key))' must be between \(format(range.lowerBound)) and \(format(range.upperBound)), not \(format(d))",
+                param: field(key))
         }
         return d
     }

@@ -35,7 +35,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "File of accepted API keys, one per line.")
     var apiKeyFile: String?
 
-    @Option(name: [.customLong("ctx-size"), .customShort("c")], help: "Context window of each slot in tokens (default: the model's, capped at 4096).")
+    @Option(
+        name: [.customLong("ctx-size"), .customShort("c")],
+        help: "Context window of each slot in tokens (default: the model's, capped at 4096).")
     var ctxSize: Int?
 
     @Option(help: "Requests that may wait for a slot; beyond, 503 with Retry-After.")
@@ -75,7 +77,9 @@ struct Serve: AsyncParsableCommand {
                 guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                     throw CLIError("cannot read the API key file '\(file)'")
                 }
-                let fromFile = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                let fromFile = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
                 guard !fromFile.isEmpty else { throw CLIError("the API key file '\(file)' holds no key") }
                 keys.formUnion(fromFile)
             }

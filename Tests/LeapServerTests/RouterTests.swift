@@ -114,13 +114,15 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
     @Test func textCompletionsTokenizeAndDetokenize() async throws {
         let server = try await TestServer()
         try await server.test { client in
-            let plain = try await client.post("/v1/completions", #"{"prompt": "Once upon a time", "temperature": 0, "max_tokens": 6, "logprobs": 2}"#)
+            let plain = try await client.post(
+                "/v1/completions", #"{"prompt": "Once upon a time", "temperature": 0, "max_tokens": 6, "logprobs": 2}"#)
             #expect(plain.status == .ok)
             let choice = plain.json["choices"]?.arrayValue?.first
             let text = choice?["text"]?.stringValue ?? ""
             #expect(choice?["logprobs"]?["tokens"]?.arrayValue?.count == 6)
             #expect(choice?["logprobs"]?["tokens"]?.arrayValue?.compactMap(\.stringValue).joined() == text)
-            let streamed = try await client.post("/v1/completions", #"{"prompt": "Once upon a time", "temperature": 0, "max_tokens": 6, "stream": true}"#)
+            let streamed = try await client.post(
+                "/v1/completions", #"{"prompt": "Once upon a time", "temperature": 0, "max_tokens": 6, "stream": true}"#)
             let pieces = streamed.events.dropLast().compactMap { try? JSONValue.parse($0) }
             #expect(pieces.compactMap { $0["choices"]?.arrayValue?.first?["text"]?.stringValue }.joined() == text)
             #expect(pieces.last?["choices"]?.arrayValue?.first?["finish_reason"] == "length")
@@ -139,10 +141,12 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
     @Test func jsonSchemaOutputSatisfiesTheSchemaAndBadSchemasAre400() async throws {
         let server = try await TestServer()
         try await server.test { client in
-            let schema = #"{"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "sure": {"type": "boolean"}}, "required": ["answer", "sure"], "additionalProperties": false}"#
+            let schema =
+                #"{"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "sure": {"type": "boolean"}}, "required": ["answer", "sure"], "additionalProperties": false}"#
             let r = try await client.post(
                 "/v1/chat/completions",
-                #"{"messages": \#(userHello), "max_tokens": 40, "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": \#(schema)}}}"#)
+                #"{"messages": \#(userHello), "max_tokens": 40, "response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": \#(schema)}}}"#
+            )
             let content = r.json["choices"]?.arrayValue?.first?["message"]?["content"]?.stringValue ?? ""
             let value = try JSONValue.parse(content)
             #expect(["yes", "no"].contains(value["answer"]?.stringValue ?? ""))
@@ -160,7 +164,8 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
             }
             #expect(!compilerMessage.isEmpty)
             let bad = try await client.post(
-                "/v1/chat/completions", #"{"messages": \#(userHello), "response_format": {"type": "json_object", "schema": \#(unenforceable)}}"#)
+                "/v1/chat/completions",
+                #"{"messages": \#(userHello), "response_format": {"type": "json_object", "schema": \#(unenforceable)}}"#)
             #expect(bad.status == .badRequest)
             #expect(bad.json["error"]?["message"]?.stringValue == "the JSON Schema cannot be enforced: \(compilerMessage)")
             #expect(bad.json["error"]?["type"] == "invalid_request_error")
@@ -170,7 +175,8 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
     @Test func toolChoiceRequiredNamedAndNone() async throws {
         let server = try await TestServer()
         try await server.test { client in
-            let tools = #"[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}, "days": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["city", "days"]}}}, {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]"#
+            let tools =
+                #"[{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city", "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Tokyo"]}, "days": {"type": "integer", "enum": [1, 2, 3]}}, "required": ["city", "days"]}}}, {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]"#
             let ask = #""messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": \#(tools), "max_tokens": 60"#
             let required = try await client.post("/v1/chat/completions", #"{\#(ask), "tool_choice": "required"}"#)
             let choice = required.json["choices"]?.arrayValue?.first
@@ -190,7 +196,8 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
             #expect(Set(calls.compactMap { $0["id"] }).count == calls.count)
 
             let named = try await client.post(
-                "/v1/chat/completions", #"{\#(ask), "stream": true, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}"#)
+                "/v1/chat/completions",
+                #"{\#(ask), "stream": true, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}"#)
             let chunks = named.events.dropLast().compactMap { try? JSONValue.parse($0) }
             let deltas = chunks.compactMap { $0["choices"]?.arrayValue?.first?["delta"]?["tool_calls"]?.arrayValue }.flatMap { $0 }
             #expect(deltas.first?["index"] == 0)
@@ -198,9 +205,11 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
             #expect(chunks.last?["choices"]?.arrayValue?.first?["finish_reason"] == "tool_calls")
 
             // The tool's answer goes back; with tool_choice none there is no call.
-            let history = #"[{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 1}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "18 C and sunny"}]"#
+            let history =
+                #"[{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 1}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "18 C and sunny"}]"#
             let none = try await client.post(
-                "/v1/chat/completions", #"{"messages": \#(history), "tools": \#(tools), "tool_choice": "none", "max_tokens": 8, "temperature": 0}"#)
+                "/v1/chat/completions",
+                #"{"messages": \#(history), "tools": \#(tools), "tool_choice": "none", "max_tokens": 8, "temperature": 0}"#)
             #expect(none.status == .ok)
             let message = none.json["choices"]?.arrayValue?.first?["message"]
             #expect(message?["tool_calls"] == nil)
@@ -244,7 +253,10 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
             #expect(notFound.status == .notFound && notFound.json["error"]?["type"] == "not_found_error")
             check(try await client.get("/metrics"), .notImplemented, "the metrics endpoint is off; start the server with --metrics")
             check(
-                try await client.post("/v1/chat/completions", #"{"messages": \#(userHello), "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}"#),
+                try await client.post(
+                    "/v1/chat/completions",
+                    #"{"messages": \#(userHello), "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}"#
+                ),
                 .badRequest, "'tool_choice' names 'g', which is not in 'tools'")
             // Nothing a client sent left a slot busy.
             #expect(server.engine?.status.busySlots == 0)

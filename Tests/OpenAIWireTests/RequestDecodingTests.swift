@@ -59,55 +59,99 @@ import Testing
             try chat(base + #""response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "integer"}}}}"#)
                 .responseFormat == .jsonSchema(schema))
         // llama-server's spellings: the schema directly in response_format, or a top-level json_schema.
-        #expect(try chat(base + #""response_format": {"type": "json_object", "schema": {"type": "integer"}}}"#).responseFormat == .jsonSchema(schema))
+        #expect(
+            try chat(base + #""response_format": {"type": "json_object", "schema": {"type": "integer"}}}"#).responseFormat
+                == .jsonSchema(schema))
         #expect(try chat(base + #""json_schema": {"type": "integer"}}"#).responseFormat == .jsonSchema(schema))
         #expect(try chat(base + #""stop": ["a", "b"], "logprobs": true}"#).sampling.stop == ["a", "b"])
         #expect(try chat(base + #""logprobs": true}"#).topLogprobs == 0)
         #expect(try chat(base + #""tool_choice": "none"}"#).toolChoice == WireToolChoice.none)
     }
 
-    @Test(arguments: [
-        ("[1]", "the request body must be a JSON object, not an array", nil),
-        (#"{}"#, "'messages' is required", "messages"),
-        (#"{"messages": []}"#, "'messages' must hold at least one message", "messages"),
-        (#"{"messages": {"role": "user"}}"#, "'messages' must be an array, not an object", "messages"),
-        (#"{"messages": [{"content": "x"}]}"#, "'messages[0].role' is required", "messages[0].role"),
-        (#"{"messages": [{"role": "bot", "content": "x"}]}"#,
-         "'messages[0].role' must be one of 'system', 'developer', 'user', 'assistant', 'tool', not 'bot'", "messages[0].role"),
-        (#"{"messages": [{"role": "user", "content": 5}]}"#,
-         "'messages[0].content' must be a string or an array of content parts, not an integer", "messages[0].content"),
-        (#"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}"#,
-         "'messages[0].content[0].type': content part 'image_url' is not supported; this server's models read text parts only",
-         "messages[0].content[0].type"),
-        (#"{"messages": [{"role": "tool", "content": "x"}]}"#, "'messages[0].tool_call_id' is required on tool messages",
-         "messages[0].tool_call_id"),
-        (#"{"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[1"}}]}]}"#,
-         "'messages[0].tool_calls[0].function.arguments' must be a JSON object encoded as a string",
-         "messages[0].tool_calls[0].function.arguments"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "temperature": 3}"#, "'temperature' must be between 0 and 2, not 3", "temperature"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}"#, "'temperature' must be a number, not a string", "temperature"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}"#, "'max_tokens' must be at least 1, not 0", "max_tokens"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5}"#, "'max_tokens' must be an integer, not a number", "max_tokens"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "n": 2}"#, "'n' must be 1: this server returns one choice per request, not 2", "n"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "stop": [1]}"#, "'stop[0]' must be a string, not an integer", "stop[0]"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}"#, "'top_logprobs' needs 'logprobs': true", "top_logprobs"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}"#,
-         "'top_logprobs' must be at least 0 and at most 20, not 21", "top_logprobs"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}"#,
-         "'stream_options' is only allowed when 'stream' is true", "stream_options"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}"#,
-         "'tool_choice' asks for a tool call but 'tools' is empty", "tool_choice"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}"#,
-         "'tool_choice' must be one of 'auto', 'none', 'required', not 'sometimes'", "tool_choice"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "a b"}}]}"#,
-         "'tools[0].function.name' must be 1 to 64 letters, digits, '_' or '-', not 'a b'", "tools[0].function.name"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}"#,
-         "'tool_choice' names 'g', which is not in 'tools'", "tool_choice.function.name"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}"#,
-         "'response_format.type' must be one of 'text', 'json_object', 'json_schema', not 'xml'", "response_format.type"),
-        (#"{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}"#,
-         "'response_format.json_schema.schema' is required", "response_format.json_schema.schema"),
-    ] as [(String, String, String?)])
+    @Test(
+        arguments: [
+            ("[1]", "the request body must be a JSON object, not an array", nil),
+            (#"{}"#, "'messages' is required", "messages"),
+            (#"{"messages": []}"#, "'messages' must hold at least one message", "messages"),
+            (#"{"messages": {"role": "user"}}"#, "'messages' must be an array, not an object", "messages"),
+            (#"{"messages": [{"content": "x"}]}"#, "'messages[0].role' is required", "messages[0].role"),
+            (
+                #"{"messages": [{"role": "bot", "content": "x"}]}"#,
+                "'messages[0].role' must be one of 'system', 'developer', 'user', 'assistant', 'tool', not 'bot'", "messages[0].role"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": 5}]}"#,
+                "'messages[0].content' must be a string or an array of content parts, not an integer", "messages[0].content"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}"#,
+                "'messages[0].content[0].type': content part 'image_url' is not supported; this server's models read text parts only",
+                "messages[0].content[0].type"
+            ),
+            (
+                #"{"messages": [{"role": "tool", "content": "x"}]}"#, "'messages[0].tool_call_id' is required on tool messages",
+                "messages[0].tool_call_id"
+            ),
+            (
+                #"{"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "[1"}}]}]}"#,
+                "'messages[0].tool_calls[0].function.arguments' must be a JSON object encoded as a string",
+                "messages[0].tool_calls[0].function.arguments"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "temperature": 3}"#, "'temperature' must be between 0 and 2, not 3",
+                "temperature"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}"#, "'temperature' must be a number, not a string",
+                "temperature"
+            ),
+            (#"{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}"#, "'max_tokens' must be at least 1, not 0", "max_tokens"),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1.5}"#, "'max_tokens' must be an integer, not a number",
+                "max_tokens"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "n": 2}"#,
+                "'n' must be 1: this server returns one choice per request, not 2", "n"
+            ),
+            (#"{"messages": [{"role": "user", "content": "x"}], "stop": [1]}"#, "'stop[0]' must be a string, not an integer", "stop[0]"),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}"#, "'top_logprobs' needs 'logprobs': true",
+                "top_logprobs"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}"#,
+                "'top_logprobs' must be at least 0 and at most 20, not 21", "top_logprobs"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true}}"#,
+                "'stream_options' is only allowed when 'stream' is true", "stream_options"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}"#,
+                "'tool_choice' asks for a tool call but 'tools' is empty", "tool_choice"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}"#,
+                "'tool_choice' must be one of 'auto', 'none', 'required', not 'sometimes'", "tool_choice"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "a b"}}]}"#,
+                "'tools[0].function.name' must be 1 to 64 letters, digits, '_' or '-', not 'a b'", "tools[0].function.name"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}"#,
+                "'tool_choice' names 'g', which is not in 'tools'", "tool_choice.function.name"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}"#,
+                "'response_format.type' must be one of 'text', 'json_object', 'json_schema', not 'xml'", "response_format.type"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}"#,
+                "'response_format.json_schema.schema' is required", "response_format.json_schema.schema"
+            )
+        ] as [(String, String, String?)])
     func rejectsBadChatRequests(body: String, message: String, param: String?) {
         let error = chatError(body)
         #expect(error?.message == message)

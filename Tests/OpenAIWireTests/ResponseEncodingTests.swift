@@ -25,7 +25,11 @@ import Testing
         #expect(content?["delta"] == ["content": "a"])
         #expect(
             content?["logprobs"]
-                == ["content": [["token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": [["token": "a", "logprob": -0.5, "bytes": [97]]]]]])
+                == [
+                    "content": [
+                        ["token": "a", "logprob": -0.5, "bytes": [97], "top_logprobs": [["token": "a", "logprob": -0.5, "bytes": [97]]]]
+                    ]
+                ])
         #expect(chunk(.finish("length"))["choices"]?.arrayValue?[0]["finish_reason"] == "length")
         let u = chunk(.usage(usage, nil))
         #expect(u["choices"] == [] && u["usage"]?["total_tokens"] == 13)

@@ -32,15 +32,31 @@ import Testing
     @Test func penaltiesForgetTokensThatLeftTheWindow() {
         let logits: [Float] = [3, 2.5, 0]
         // Window 2: after [0, 1, 1] token 0 is no longer penalized, token 1 is (twice).
-        #expect(greedy(logits, history: [0]) { $0.frequencyPenalty = 1; $0.penaltyWindow = 2 } == 1)
-        #expect(greedy(logits, history: [0, 1, 1]) { $0.frequencyPenalty = 1; $0.penaltyWindow = 2 } == 0)
+        #expect(
+            greedy(logits, history: [0]) {
+                $0.frequencyPenalty = 1
+                $0.penaltyWindow = 2
+            } == 1)
+        #expect(
+            greedy(logits, history: [0, 1, 1]) {
+                $0.frequencyPenalty = 1
+                $0.penaltyWindow = 2
+            } == 0)
     }
 
     @Test func repetitionThenFrequencyAsLlamaCpp() {
         // llama.cpp: logit 4 / 2 = 2, minus 1 × 0.6 = 1.4 < 1.5.
-        #expect(greedy([4, 1.5], history: [0]) { $0.repetitionPenalty = 2; $0.frequencyPenalty = 0.6 } == 1)
+        #expect(
+            greedy([4, 1.5], history: [0]) {
+                $0.repetitionPenalty = 2
+                $0.frequencyPenalty = 0.6
+            } == 1)
         // Negative logits are multiplied: -1 × 2 = -2, minus 0.6 = -2.6 < -2.5.
-        #expect(greedy([-1, -2.5], history: [0]) { $0.repetitionPenalty = 2; $0.frequencyPenalty = 0.6 } == 1)
+        #expect(
+            greedy([-1, -2.5], history: [0]) {
+                $0.repetitionPenalty = 2
+                $0.frequencyPenalty = 0.6
+            } == 1)
     }
 
     @Test func logprobsAreTheLogSoftmaxOfTheRawLogits() {

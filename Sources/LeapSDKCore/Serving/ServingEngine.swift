@@ -102,7 +102,7 @@ public final class ServingEngine: @unchecked Sendable {
         }
         let model = runner.engine.model, context = contextSize
         slots = (0..<configuration.slots).map {
-            ServingSlot(index: $0, session: InferenceSession(model: model, contextLength: context))
+            ServingSlot(index: $0, cache: CachedSequence(session: InferenceSession(model: model, contextLength: context)))
         }
         busy = Array(repeating: false, count: configuration.slots)
         cachedPromptCounts = Array(repeating: 0, count: configuration.slots)
@@ -273,11 +273,15 @@ public final class ServingEngine: @unchecked Sendable {
         if case .jsonSchema(let schema) = request.constraint {
             plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
                 try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions)
-            } describe: { "the JSON Schema cannot be enforced: \($0)" }
+            } describe: {
+                "the JSON Schema cannot be enforced: \($0)"
+            }
         }
         guard case .chat(_, let tools) = request.prompt, !tools.isEmpty, request.toolChoice != .none else {
             if request.toolChoice == .required { throw .invalidRequest("tool_choice 'required' needs at least one tool") }
-            if case .function(let name) = request.toolChoice { throw .invalidRequest("tool_choice names '\(name)' but no tools were given") }
+            if case .function(let name) = request.toolChoice {
+                throw .invalidRequest("tool_choice names '\(name)' but no tools were given")
+            }
             if case .chat(_, let tools) = request.prompt, !tools.isEmpty { plan.forbidCallStart = true }
             return plan
         }
@@ -288,7 +292,8 @@ public final class ServingEngine: @unchecked Sendable {
         if case .function(let name) = request.toolChoice {
             chosen = tools.filter { $0.name == name }
             guard !chosen.isEmpty else {
-                throw .invalidRequest("tool_choice names '\(name)', which is not among the tools (\(tools.map(\.name).joined(separator: ", ")))")
+                throw .invalidRequest(
+                    "tool_choice names '\(name)', which is not among the tools (\(tools.map(\.name).joined(separator: ", ")))")
             }
         }
         let list = chosen.map { (name: $0.name, parameters: $0.parameters) }
@@ -297,11 +302,15 @@ public final class ServingEngine: @unchecked Sendable {
         if request.toolChoice == .auto {
             plan.toolsAfterStart = try grammar(key: "after:" + key) { () throws(SchemaError) -> Grammar in
                 try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: false)
-            } describe: { "the tools cannot be turned into a call grammar: \($0)" }
+            } describe: {
+                "the tools cannot be turned into a call grammar: \($0)"
+            }
         } else {
             plan.toolsWithStart = try grammar(key: "with:" + key) { () throws(SchemaError) -> Grammar in
                 try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: true)
-            } describe: { "the tools cannot be turned into a call grammar: \($0)" }
+            } describe: {
+                "the tools cannot be turned into a call grammar: \($0)"
+            }
         }
         return plan
     }
@@ -374,7 +383,7 @@ public final class ServingEngine: @unchecked Sendable {
         var best = leastRecent
         var bestShared = 0
         for slot in idle {
-            let shared = slot.sharedPrefix(with: tokens)
+            let shared = slot.cache.sharedPrefix(with: tokens)
             if shared > bestShared {
                 best = slot
                 bestShared = shared
@@ -400,11 +409,11 @@ public final class ServingEngine: @unchecked Sendable {
         let job = seq.job
         seq.promptStart = DispatchTime.now().uptimeNanoseconds
         do {
-            seq.cachedTokens = try slot.evaluatePrompt(job.tokens, reuseCache: job.request.cachePrompt)
+            seq.cachedTokens = try slot.cache.evaluatePrompt(job.tokens, reuseCache: job.request.cachePrompt)
         } catch {
             throw .engineFailure("\(error)")
         }
-        lock.withLock { cachedPromptCounts[slot.index] = slot.cachedTokens.count }
+        lock.withLock { cachedPromptCounts[slot.index] = slot.cache.cachedTokens.count }
         seq.prefilled = true
         seq.promptEnd = DispatchTime.now().uptimeNanoseconds
         seq.sampler = Sampler(job.sampling)
@@ -418,7 +427,9 @@ public final class ServingEngine: @unchecked Sendable {
                 matcher: GrammarMatcher(grammar: g), masks: engine.maskComputer(literalSpecials: []), isToolCall: false)
         }
         let startID = engine.singleTokenID(callParser.callStartMarker)
-        let callMasks = { self.engine.maskComputer(literalSpecials: [startID, self.engine.singleTokenID(self.callParser.callEndMarker)].compactMap { $0 }) }
+        let callMasks = {
+            self.engine.maskComputer(literalSpecials: [startID, self.engine.singleTokenID(self.callParser.callEndMarker)].compactMap { $0 })
+        }
         if let g = plan.toolsWithStart {
             seq.constraint = InferenceEngine.ActiveConstraint(matcher: GrammarMatcher(grammar: g), masks: callMasks(), isToolCall: true)
         }
@@ -444,16 +455,16 @@ public final class ServingEngine: @unchecked Sendable {
             guard mask.allowedCount > 0 else {
                 throw .engineFailure("the constraint allows no token here (output so far: \(seq.output.text.debugDescription))")
             }
-            next = slot.withNextLogits { seq.sampler.sample($0, allowed: { mask[$0] && permitted($0) }) }
+            next = slot.cache.withNextLogits { seq.sampler.sample($0, allowed: { mask[$0] && permitted($0) }) }
         } else if seq.bannedToken != nil || ignoreEnd {
-            next = slot.withNextLogits { seq.sampler.sample($0, allowed: permitted) }
+            next = slot.cache.withNextLogits { seq.sampler.sample($0, allowed: permitted) }
         } else {
-            next = slot.withNextLogits { seq.sampler.sample($0) }
+            next = slot.cache.withNextLogits { seq.sampler.sample($0) }
         }
         guard let next else { return finish(slot, .stop) }
         if engine.tokenizer.isEndOfGeneration(TokenID(next)) { return finish(slot, .stop) }
         if let n = job.request.logprobs {
-            let entry = slot.withNextLogits { TokenLogprobs(logits: $0, chosen: next, top: n) }
+            let entry = slot.cache.withNextLogits { TokenLogprobs(logits: $0, chosen: next, top: n) }
             seq.pendingLogprobs.append(
                 ServingTokenLogprob(
                     chosen: candidate(next, entry.chosen),
@@ -485,7 +496,7 @@ public final class ServingEngine: @unchecked Sendable {
         if job.tokens.count + seq.generated >= contextSize { return finish(slot, .length) }
         if job.cancel.isCancelled { return finish(slot, .cancelled) }
         do {
-            try slot.evaluate(next)
+            try slot.cache.evaluate(next)
         } catch {
             throw .engineFailure("\(error)")
         }
@@ -551,7 +562,7 @@ public final class ServingEngine: @unchecked Sendable {
         slot.lastUsed = DispatchTime.now().uptimeNanoseconds
         lock.withLock {
             busy[slot.index] = false
-            cachedPromptCounts[slot.index] = slot.cachedTokens.count
+            cachedPromptCounts[slot.index] = slot.cache.cachedTokens.count
         }
     }
 }
@@ -636,6 +647,21 @@ struct CallOpening {
         tail += delta
         if tail.count > marker.count { tail = String(tail.suffix(marker.count)) }
         return tail.hasSuffix(marker)
+    }
+}
+
+/// One of a `ServingEngine`'s sequences. Touched only on the engine's queue.
+final class ServingSlot {
+    let index: Int
+    let cache: CachedSequence
+    /// When the slot last finished a request (uptime nanoseconds), for least-recently-used routing.
+    var lastUsed: UInt64 = 0
+    /// The request running in this slot.
+    var sequence: SlotSequence?
+
+    init(index: Int, cache: CachedSequence) {
+        self.index = index
+        self.cache = cache
     }
 }
 

@@ -1,24 +1,23 @@
 import Models
 
-/// One sequence of a `ServingEngine`: its caches over the shared model and its prompt
-/// cache. Touched only on the engine's queue.
-final class ServingSlot {
-    let index: Int
+/// One sequence's caches over a model, and its prompt cache: the tokens whose state the
+/// session holds, and the logits at the end of the last prompt. A new prompt keeps the
+/// longest common prefix and evaluates the rest. Not thread-safe (its owner serializes
+/// work on it). `ServingEngine`'s slots each own one; `InferenceEngine` keeps the same
+/// logic for its single sequence.
+final class CachedSequence {
     let session: InferenceSession
     /// The tokens whose state is in `session`.
     private(set) var cachedTokens: [Int] = []
     /// The logits at the end of the last prompt and that prompt's length: the same prompt
-    /// again samples its first token from these (see `InferenceEngine`'s prompt cache).
+    /// again samples its first token from these, so that a seed gives the same text whether
+    /// or not the prompt was cached (re-evaluating the last prompt token alone would take
+    /// the decode path, whose 8-bit activations differ slightly from the batch prefill).
     private var promptEndLogits: [Float] = []
     private var promptEndLength = 0
     private var sampleFromSnapshot = false
-    /// When the slot last finished a request (uptime nanoseconds), for least-recently-used routing.
-    var lastUsed: UInt64 = 0
-    /// The request running in this slot.
-    var sequence: SlotSequence?
 
-    init(index: Int, session: InferenceSession) {
-        self.index = index
+    init(session: InferenceSession) {
         self.session = session
     }
 
