@@ -126,6 +126,12 @@ public struct WireToolCall: Sendable, Equatable {
     public var name: String
     /// The arguments object, parsed from the JSON text the API carries.
     public var arguments: JSONObject
+
+    public init(id: String, name: String, arguments: JSONObject) {
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+    }
 }
 
 /// One message of `messages`.
