@@ -4,7 +4,7 @@ import Models
 /// session holds, and the logits at the end of the last prompt. A new prompt keeps the
 /// longest common prefix and evaluates the rest. Not thread-safe (its owner serializes
 /// work on it). `ServingEngine`'s slots each own one; `InferenceEngine` keeps the same
-/// logic for its single sequence.
+/// through one of these for its single sequence.
 final class CachedSequence {
     let session: InferenceSession
     /// The tokens whose state is in `session`.
