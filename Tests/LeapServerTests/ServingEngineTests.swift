@@ -221,11 +221,21 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
         }
         #expect(lp.logprobs.map(\.chosen.token).joined() == lp.text)
 
-        // A strong presence penalty changes the greedy text of a repetitive model.
-        var penalized = greedyChat("Say something.", maxTokens: 16)
-        penalized.sampling.presencePenalty = 2
-        penalized.sampling.frequencyPenalty = 2
-        let p = try await collect(try engine.submit(penalized))
-        #expect(p.text != text)
+        // Penalties act on the prompt's tokens too (llama.cpp's window of 64): a strongly
+        // negative frequency penalty makes the most frequent prompt token the greedy choice,
+        // a negative presence penalty any prompt token.
+        let a = engine.tokenize(" river", addSpecial: false, parseSpecial: false)
+        let b = engine.tokenize(" stone", addSpecial: false, parseSpecial: false)
+        #expect(a.count == 1 && b.count == 1)
+        func firstToken(frequency: Float, presence: Float) async throws -> String? {
+            var r = ServingRequest(prompt: .tokens(a + a + a + b), sampling: ServingSampling(temperature: 0), maxTokens: 1)
+            r.sampling.frequencyPenalty = frequency
+            r.sampling.presencePenalty = presence
+            r.logprobs = 0
+            return try await collect(try engine.submit(r)).logprobs.first?.chosen.token
+        }
+        #expect(try await firstToken(frequency: -100, presence: 0) == engine.tokenPiece(a[0]))
+        #expect([engine.tokenPiece(a[0]), engine.tokenPiece(b[0])].contains(try await firstToken(frequency: 0, presence: -100)))
+        #expect(try await firstToken(frequency: 0, presence: 0) != nil)
     }
 }

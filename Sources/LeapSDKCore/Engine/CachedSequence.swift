@@ -3,8 +3,8 @@ import Models
 /// One sequence's caches over a model, and its prompt cache: the tokens whose state the
 /// session holds, and the logits at the end of the last prompt. A new prompt keeps the
 /// longest common prefix and evaluates the rest. Not thread-safe (its owner serializes
-/// work on it). `ServingEngine`'s slots each own one; `InferenceEngine` keeps the same
-/// through one of these for its single sequence.
+/// work on it). `InferenceEngine` keeps its single sequence in one; each slot of a
+/// `ServingEngine` owns one.
 final class CachedSequence {
     let session: InferenceSession
     /// The tokens whose state is in `session`.

@@ -147,12 +147,7 @@ final class InferenceEngine: @unchecked Sendable {
         var outputTail = ""
 
         let start = DispatchTime.now().uptimeNanoseconds
-        let reused: Int
-        do {
-            reused = try sequence.evaluatePrompt(tokens, reuseCache: options.cacheControl != .noCache)
-        } catch {
-            throw .generationFailure("the model failed on the prompt: \(error)")
-        }
+        let reused = try evaluatePrompt(tokens, reuseCache: options.cacheControl != .noCache)
         let promptDone = DispatchTime.now().uptimeNanoseconds
 
         var parameters = defaults
@@ -246,6 +241,18 @@ final class InferenceEngine: @unchecked Sendable {
             cachedPromptTokens: UInt64(reused),
             promptTokenPerSecond: promptSeconds > 0 ? Float(Double(tokens.count - reused) / promptSeconds) : 0)
         return GenerationOutcome(message: output.message, finishReason: finish, stats: stats, cancelled: cancelled)
+    }
+
+    /// Brings the sequence to the state after `tokens`, reusing the cached prefix when
+    /// `reuseCache` (see `CachedSequence.evaluatePrompt`). Returns the number of tokens
+    /// reused. Call on `queue`.
+    func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(LeapError) -> Int {
+        guard let sequence else { throw .modelUnloaded }
+        do {
+            return try sequence.evaluatePrompt(tokens, reuseCache: reuseCache)
+        } catch {
+            throw .generationFailure("the model failed on the prompt: \(error)")
+        }
     }
 
     /// The logits the next token is sampled from.
