@@ -94,7 +94,13 @@ func run(_ o: Options, index: Int, client: HTTPClient) async throws -> Sample {
     ]
     request.body = .bytes(ByteBuffer(string: body.serialized()))
     let start = DispatchTime.now().uptimeNanoseconds
-    let response = try await client.execute(request, timeout: .seconds(600))
+    let response: HTTPClientResponse
+    do {
+        response = try await client.execute(request, timeout: .seconds(600))
+    } catch let error as ChannelError where error == .ioOnClosedChannel {
+        // A pooled connection the server had just closed: nothing was answered; once more.
+        response = try await client.execute(request, timeout: .seconds(600))
+    }
     guard response.status == .ok else {
         let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
         throw BenchError(description: "HTTP \(response.status.code): \(text)")
@@ -121,6 +127,10 @@ func run(_ o: Options, index: Int, client: HTTPClient) async throws -> Sample {
     return Sample(ttft: Double((firstToken ?? end) - start) / 1e9, latency: Double(end - start) / 1e9, tokens: tokens)
 }
 
+func close(_ client: HTTPClient) async {
+    do { try await client.shutdown() } catch {}
+}
+
 func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return 0 }
@@ -129,7 +139,11 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 }
 
 let options = parseOptions()
-let client = HTTPClient.shared
+// Idle pooled connections are dropped after a second, before servers with a short
+// keep-alive (llama-server's is 5 s) close them under a request.
+var configuration = HTTPClient.Configuration()
+configuration.connectionPool = .init(idleTimeout: .seconds(1))
+let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
 do {
     for i in 0..<options.warmup { _ = try await run(options, index: 100_000 + i, client: client) }
     let start = DispatchTime.now().uptimeNanoseconds
@@ -161,5 +175,7 @@ do {
     }
 } catch {
     FileHandle.standardError.write(Data("ServeBench: \(error)\n".utf8))
+    await close(client)
     exit(1)
 }
+await close(client)
