@@ -5,6 +5,7 @@ import OpenAIWire
 
 /// An error answered as an OpenAI error object with its HTTP status.
 public struct APIError: Error, HTTPResponseError, Sendable {
+    /// The error object sent as the body.
     public let body: WireErrorBody
     /// Seconds for a `Retry-After` header (503 when busy or loading).
     public let retryAfter: Int?
@@ -14,8 +15,10 @@ public struct APIError: Error, HTTPResponseError, Sendable {
         self.retryAfter = retryAfter
     }
 
+    /// The HTTP status (the body's `code`).
     public var status: HTTPResponse.Status { HTTPResponse.Status(code: body.status) }
 
+    /// The JSON error response, with `Retry-After` when set.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }

@@ -4,6 +4,7 @@ import LeapSDKCore
 /// The served model's state: loading (the server already answers `/health` with 503),
 /// ready, or failed to load.
 public final class ModelState: @unchecked Sendable {
+    /// Where the model is.
     public enum Phase: Sendable {
         case loading
         case ready(ServingEngine)
@@ -15,6 +16,7 @@ public final class ModelState: @unchecked Sendable {
 
     public init(_ phase: Phase = .loading) { current = phase }
 
+    /// The current phase; the loader sets it.
     public var phase: Phase {
         get { lock.withLock { current } }
         set { lock.withLock { current = newValue } }

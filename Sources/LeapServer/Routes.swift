@@ -8,6 +8,7 @@ import OpenAIWire
 /// The request context of the server's routes: Hummingbird's core context plus the
 /// connection, whose closing cancels the request's completion.
 public struct ServerContext: RequestContext {
+    /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
     let channel: any Channel
 

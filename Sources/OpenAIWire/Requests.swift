@@ -1,7 +1,9 @@
 import LeapJSON
 
 /// The sampling and length fields shared by chat and text completions (OpenAI's, plus
-/// llama-server's `top_k`, `min_p`, `repeat_penalty` and `cache_prompt`).
+/// llama-server's `top_k`, `min_p`, `repeat_penalty`, `cache_prompt` and `ignore_eos`).
+/// In this module a field named like a wire field (`topP` for `top_p`) holds that field,
+/// validated; nil when the request left it out.
 public struct SamplingFields: Sendable, Equatable {
     public var temperature: Double?
     public var topP: Double?

@@ -13,6 +13,7 @@ public struct WireUsage: Sendable, Equatable {
         self.cachedTokens = cachedTokens
     }
 
+    /// The `usage` object.
     public var json: JSONValue {
         [
             "prompt_tokens": .integer(promptTokens), "completion_tokens": .integer(completionTokens),
@@ -38,6 +39,7 @@ public struct WireTimings: Sendable, Equatable {
         self.cachedTokens = cachedTokens
     }
 
+    /// The `timings` object.
     public var json: JSONValue {
         func perSecond(_ n: Int, _ ms: Double) -> JSONValue { ms > 0 ? .double(Double(n) / ms * 1000) : .double(0) }
         return [
@@ -138,6 +140,7 @@ public struct ChatCompletionResponse: Sendable, Equatable {
         self.timings = timings
     }
 
+    /// The JSON the API sends.
     public var json: JSONValue {
         var message = JSONObject([("role", "assistant")])
         message["content"] = content.isEmpty && !toolCalls.isEmpty ? .null : .string(content)
@@ -196,6 +199,7 @@ public struct ChatCompletionChunk: Sendable, Equatable {
         self.delta = delta
     }
 
+    /// The JSON the API sends.
     public var json: JSONValue {
         var o = JSONObject([
             ("id", .string(id)), ("object", "chat.completion.chunk"), ("created", .integer(created)),
@@ -259,6 +263,7 @@ public struct TextCompletionResponse: Sendable, Equatable {
         self.usageOnly = usageOnly
     }
 
+    /// The JSON the API sends.
     public var json: JSONValue {
         var o = JSONObject([
             ("id", .string(id)), ("object", "text_completion"), ("created", .integer(created)), ("model", .string(model)),
@@ -305,6 +310,7 @@ public struct ModelList: Sendable, Equatable {
         self.created = created
     }
 
+    /// The JSON the API sends.
     public var json: JSONValue {
         [
             "object": "list",
@@ -346,6 +352,7 @@ public struct WireErrorBody: Sendable, Equatable {
         self.init(status: status, message: message, type: Self.type(forStatus: status), param: param)
     }
 
+    /// The JSON the API sends.
     public var json: JSONValue {
         [
             "error": [

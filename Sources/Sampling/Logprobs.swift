@@ -13,6 +13,7 @@ public struct TokenLogprobs: Sendable, Equatable {
     /// The most likely tokens and their log-probabilities, best first (ties by id).
     public var top: [(id: Int, logprob: Float)]
 
+    /// Equal chosen and top entries.
     public static func == (a: TokenLogprobs, b: TokenLogprobs) -> Bool {
         a.chosen == b.chosen && a.top.map(\.id) == b.top.map(\.id) && a.top.map(\.logprob) == b.top.map(\.logprob)
     }

@@ -46,6 +46,7 @@ public final class ServingEngine: @unchecked Sendable {
 
     /// A snapshot of the slots and the queue.
     public struct Status: Sendable, Equatable {
+        /// Slots in all, slots running a completion, and requests waiting for one.
         public var slots: Int
         public var busySlots: Int
         public var queuedRequests: Int
@@ -61,6 +62,7 @@ public final class ServingEngine: @unchecked Sendable {
     public let modelId: String
     /// Context window of each slot.
     public let contextSize: Int
+    /// The sizes and limits the engine was created with.
     public let configuration: Configuration
     /// How the model writes tool calls (chosen from its chat template).
     let callParser: LeapFunctionCallParserProtocol

@@ -7,7 +7,9 @@ import LeapJSON
 /// A tool the model may call: its name, description and the JSON Schema of its arguments
 /// (any schema the grammar compiler accepts; not limited to `LeapFunction`'s types).
 public struct ServingTool: Sendable, Equatable {
+    /// The function's name, as the model writes it in a call.
     public var name: String
+    /// What the function does, shown to the model.
     public var description: String
     /// The JSON Schema of the arguments object.
     public var parameters: JSONValue
@@ -58,7 +60,7 @@ public enum ServingOutputConstraint: Sendable, Equatable {
 }
 
 /// Sampling settings; `nil` fields take the model's defaults (its `general.sampling.*`
-/// metadata, else leap-ref's).
+/// metadata, else leap-ref's). Each field means what it means in `SamplingParameters`.
 public struct ServingSampling: Sendable, Equatable {
     public var temperature: Float?
     public var topP: Float?
@@ -90,7 +92,9 @@ public struct ServingSampling: Sendable, Equatable {
 
 /// One completion to run.
 public struct ServingRequest: Sendable {
+    /// What the model continues from.
     public var prompt: ServingPrompt
+    /// How tokens are drawn.
     public var sampling: ServingSampling
     /// The most tokens to generate; nil runs until the end of the turn or the context.
     public var maxTokens: Int?
@@ -100,7 +104,9 @@ public struct ServingRequest: Sendable {
     /// Report log-probabilities: nil for none, else the number of most likely
     /// alternatives per token (0 reports the chosen token's alone).
     public var logprobs: Int?
+    /// A constraint on the whole reply (a JSON Schema), or none.
     public var constraint: ServingOutputConstraint
+    /// Whether the reply may, must or must not call the prompt's tools.
     public var toolChoice: ServingToolChoice
     /// Reuse the slot's cached prefix (llama-server's `cache_prompt`, default true).
     public var cachePrompt: Bool
@@ -137,6 +143,7 @@ public struct ServingTokenLogprob: Sendable, Equatable {
         public var bytes: [UInt8]
         public var logprob: Float
     }
+    /// The generated token.
     public var chosen: Candidate
     /// Best first; as many as `ServingRequest.logprobs` asked for.
     public var top: [Candidate]
@@ -156,9 +163,11 @@ public enum ServingFinishReason: String, Sendable, Equatable {
 
 /// Token counts and timings of a completion.
 public struct ServingUsage: Sendable, Equatable {
+    /// Tokens of the prompt, all of them (cached or processed).
     public var promptTokens: Int
     /// Prompt tokens whose state came from the slot's cache.
     public var cachedTokens: Int
+    /// Tokens generated.
     public var completionTokens: Int
     /// Seconds spent waiting for a slot, processing the prompt, and generating.
     public var queueSeconds: Double
@@ -196,6 +205,7 @@ public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The model failed.
     case engineFailure(String)
 
+    /// What went wrong and what to do, for the client.
     public var description: String {
         switch self {
         case .invalidRequest(let m): return m
