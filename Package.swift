@@ -86,7 +86,7 @@ let package = Package(
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
-        .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
         .macro(
@@ -147,13 +147,13 @@ let package = Package(
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "LeapJSON", "TestSupport"]),
-        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport"]),
+        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
-        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
-        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
         .testTarget(
             name: "LeapServerTests",

@@ -64,7 +64,7 @@ public final class ServingEngine: @unchecked Sendable {
     public let contextSize: Int
     /// The sizes and limits the engine was created with.
     public let configuration: Configuration
-    /// How the model writes tool calls (chosen from its chat template).
+    /// How the model writes tool calls (`LiquidInferenceEngineRunner.functionCallFormat`).
     let callParser: LeapFunctionCallParserProtocol
     let callSyntax: ToolCallSyntax
 
@@ -94,12 +94,11 @@ public final class ServingEngine: @unchecked Sendable {
         self.configuration = configuration
         let trained = engine.model.hyperparameters.trainedContextLength
         contextSize = max(16, min(configuration.contextSize ?? engine.contextSize, trained))
-        let template = (try? engine.model.file.metadata.string("tokenizer.chat_template")) ?? ""
-        if template.contains("<tool_call>") && !template.contains("<|tool_call_start|>") {
-            callParser = HermesFunctionCallParser()
+        // The runner's reading of the template (LFM2's syntax when it does not know it).
+        callParser = runner.functionCallParser
+        if runner.functionCallFormat == .hermes {
             callSyntax = .json(start: callParser.callStartMarker, end: callParser.callEndMarker)
         } else {
-            callParser = LFMFunctionCallParser()
             callSyntax = .pythonic(start: callParser.callStartMarker, end: callParser.callEndMarker)
         }
         let model = runner.engine.model, context = contextSize
