@@ -222,23 +222,33 @@ private func searchSubBlocks(
     return (scales, mins)
 }
 
+/// Quantizes `nb` Q4_K or Q5_K super-blocks of `typeSize` bytes: the sub-block search,
+/// the 6-bit scales and mins, then `pack` stores the 256 levels in the block's own layout.
+private func quantizeWithMins(
+    _ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int, typeSize: Int, maxLevel: Int32, rmin: Float,
+    steps: Int, pack: (UnsafePointer<UInt8>, UnsafeMutableRawPointer) -> Void
+) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
+        let levels = buffer.baseAddress!
+        for i in 0..<nb {
+            let src = x + 256 * i, b = y + typeSize * i
+            let (scales, mins) = searchSubBlocks(src, maxLevel: maxLevel, rmin: rmin, rdelta: 0.1, steps: steps, levels: levels)
+            storeScalesAndRequantize(src, b, scales: scales, mins: mins, maxLevel: maxLevel, levels: levels)
+            pack(levels, b)
+        }
+    }
+}
+
 extension Q4_K: QuantizableBlockFormat {
     /// ggml's `quantize_row_q4_K_ref`, bit for bit: per sub-block of 32 a (scale, min)
     /// search over 4-bit levels (21 trial spacings), scales and mins quantized to 6 bits
     /// against fp16 `d` and `dmin`, then the levels recomputed from the stored scales.
     static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
-            let levels = buffer.baseAddress!
-            for i in 0..<nb {
-                let src = x + 256 * i, b = y + 144 * i
-                let (scales, mins) = searchSubBlocks(src, maxLevel: 15, rmin: -1, rdelta: 0.1, steps: 20, levels: levels)
-                storeScalesAndRequantize(src, b, scales: scales, mins: mins, maxLevel: 15, levels: levels)
-                // qs[32k + l]: sub-block 2k in the low nibble, 2k + 1 in the high one.
-                for k in 0..<4 {
-                    for l in 0..<32 {
-                        let q = levels[64 * k + l] | levels[64 * k + 32 + l] << 4
-                        b.storeBytes(of: q, toByteOffset: 16 + 32 * k + l, as: UInt8.self)
-                    }
+        quantizeWithMins(x, y, nb: nb, typeSize: 144, maxLevel: 15, rmin: -1, steps: 20) { levels, b in
+            // qs[32k + l]: sub-block 2k in the low nibble, 2k + 1 in the high one.
+            for k in 0..<4 {
+                for l in 0..<32 {
+                    b.storeBytes(of: levels[64 * k + l] | levels[64 * k + 32 + l] << 4, toByteOffset: 16 + 32 * k + l, as: UInt8.self)
                 }
             }
         }
@@ -249,23 +259,17 @@ extension Q5_K: QuantizableBlockFormat {
     /// ggml's `quantize_row_q5_K_ref`, bit for bit: as Q4_K with 5-bit levels (16 trial
     /// spacings); the fifth bits go to `qh`.
     static func quantizeReference(_ x: UnsafePointer<Float>, _ y: UnsafeMutableRawPointer, nb: Int) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer in
-            let levels = buffer.baseAddress!
-            for i in 0..<nb {
-                let src = x + 256 * i, b = y + 176 * i
-                let (scales, mins) = searchSubBlocks(src, maxLevel: 31, rmin: -0.5, rdelta: 0.1, steps: 15, levels: levels)
-                storeScalesAndRequantize(src, b, scales: scales, mins: mins, maxLevel: 31, levels: levels)
-                // qs as Q4_K's; bit j of qh[l] is the fifth bit of value l of sub-block j.
+        quantizeWithMins(x, y, nb: nb, typeSize: 176, maxLevel: 31, rmin: -0.5, steps: 15) { levels, b in
+            // qs as Q4_K's; bit j of qh[l] is the fifth bit of value l of sub-block j.
+            for l in 0..<32 {
+                var high: UInt8 = 0
+                for j in 0..<8 where levels[32 * j + l] > 15 { high |= 1 << UInt8(j) }
+                b.storeBytes(of: high, toByteOffset: 16 + l, as: UInt8.self)
+            }
+            for k in 0..<4 {
                 for l in 0..<32 {
-                    var high: UInt8 = 0
-                    for j in 0..<8 where levels[32 * j + l] > 15 { high |= 1 << UInt8(j) }
-                    b.storeBytes(of: high, toByteOffset: 16 + l, as: UInt8.self)
-                }
-                for k in 0..<4 {
-                    for l in 0..<32 {
-                        let q = (levels[64 * k + l] & 0x0F) | (levels[64 * k + 32 + l] & 0x0F) << 4
-                        b.storeBytes(of: q, toByteOffset: 48 + 32 * k + l, as: UInt8.self)
-                    }
+                    let q = (levels[64 * k + l] & 0x0F) | (levels[64 * k + 32 + l] & 0x0F) << 4
+                    b.storeBytes(of: q, toByteOffset: 48 + 32 * k + l, as: UInt8.self)
                 }
             }
         }
