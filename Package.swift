@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 //
 // leap-ref: a pure-Swift LLM inference engine and LEAP-compatible SDK.
 //
@@ -57,14 +57,24 @@ let package = Package(
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
+        .library(name: "Quantization", targets: ["Quantization"]),
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
-        .library(name: "RunAnywhere", targets: ["RunAnywhere"])
+        .library(name: "RunAnywhere", targets: ["RunAnywhere"]),
+        .library(name: "OpenAIWire", targets: ["OpenAIWire"]),
+        .library(name: "LeapServer", targets: ["LeapServer"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0")
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
+        // The HTTP server (LeapServer only; the SDK does not depend on NIO). No traits: the
+        // swift-configuration support and full Foundation are not used.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
     ],
     targets: [
         .systemLibrary(
@@ -78,6 +88,7 @@ let package = Package(
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
         .macro(
@@ -93,11 +104,23 @@ let package = Package(
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
+        .target(name: "OpenAIWire", dependencies: ["LeapJSON"]),
+        .target(
+            name: "LeapServer",
+            dependencies: [
+                "OpenAIWire", "LeapSDKCore", "LeapJSON",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDKCore",
-                "RunAnywhere",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
+                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -112,12 +135,21 @@ let package = Package(
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
         ),
+        .executableTarget(
+            name: "ServeBench",
+            dependencies: [
+                "LeapJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio")
+            ],
+            path: "Benchmarks/ServeBench"
+        ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
@@ -125,6 +157,14 @@ let package = Package(
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
+        .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
+        .testTarget(
+            name: "LeapServerTests",
+            dependencies: [
+                "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird")
+            ]
+        ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench")
     ]

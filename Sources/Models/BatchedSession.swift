@@ -25,14 +25,16 @@ import Kernels
 /// Results: a sequence's logits are bitwise identical whether it is stepped alone or with
 /// others, in any slot, joined at any step. Every kernel a step uses computes a row the
 /// same way whatever the other rows (`ForwardPass`): the one-token rows share one
-/// multi-row matvec (on VNNI builds, one 8-bit integer matmul for Q8_0/Q4_0/Q4_1/Q5_0/Q5_1
-/// matrices, which packs the weights once for all rows), chunks run through the prefill
+/// multi-row matvec (or, for a matrix with the 8-bit integer matmul, `hasIntegerMatmul`:
+/// the quantized types but Q8_0 on AVX2 builds, all of them with VNNI, one integer matmul
+/// over every row of the step, which packs the weights once), chunks run through the prefill
 /// product on their own rows, attention and the convolution run per sequence over its own
 /// caches, element-wise work runs per row. A sequence's results depend only on its tokens
 /// and on how its prompt was cut into chunks. They equal an `InferenceSession`'s fed the
-/// same pieces bit for bit, except on VNNI builds, where `InferenceSession` decodes one
-/// token with the matvec instead of the integer matmul (the same 8-bit activations and
-/// integer products; float sums in another order, about 1e-6 of a logit apart).
+/// same pieces bit for bit, except for matrices with the integer matmul, where
+/// `InferenceSession` decodes one token with the matvec instead (the same 8-bit
+/// activations and integer products; float sums in another order, about 1e-6 of a logit
+/// apart).
 ///
 /// Memory: every slot holds `cacheByteCountPerSlot` bytes of caches (pages are touched
 /// only as positions fill; a closed slot keeps its touched pages for the next sequence),

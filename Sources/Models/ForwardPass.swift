@@ -30,8 +30,9 @@ struct PassInput {
 /// - the one-token rows go together through the multi-row matvec (8-bit activations;
 ///   each row's result bit-identical to the matvec of that row alone);
 /// - each chunk goes through the prefill product on its own rows: the 8-bit integer
-///   matmul for the legacy quantized types on VNNI builds, else OpenBLAS sgemm over the
-///   weights dequantized to F32;
+///   matmul where the matrix has it (`WeightMatrix.hasIntegerMatmul`: Q4_0, Q4_1, Q5_0,
+///   Q5_1 and the K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over
+///   the weights dequantized to F32;
 /// - with `batchedProducts` (several sequences: `BatchedSession`), a matrix that has the
 ///   integer matmul multiplies every row of the pass in one integer matmul, one-token
 ///   rows included: its per-row arithmetic does not depend on the other rows either, and

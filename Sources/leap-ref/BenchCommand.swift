@@ -11,9 +11,13 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             pp N: one batch of N tokens evaluated from an empty cache (tokens/s over the batch). \
             tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N). \
-            Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times. \
-            With -d N, each test runs after N tokens already in the cache (llama-bench's -d): \
-            the N tokens are evaluated before the test, untimed, and kept between runs.
+            With --parallel B1,B2,...: for each B, B sequences each prefill a -p token prompt, then \
+            generate -n tokens together, one batched step per token; the table gives the \
+            generated tokens of all sequences per second of the generation phase (aggregate) and \
+            of one sequence (per-sequence). \
+            With -d N, each pp and tg test runs after N tokens already in the cache (llama-bench's \
+            -d): the N tokens are evaluated before the test, untimed, and kept between runs. \
+            Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times.
             """
     )
 
@@ -32,21 +36,52 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Repetitions of each test.")
     var repetitions = 3
 
-    @Option(name: .shortAndLong, help: "Tokens already in the cache before each test (llama-bench's -d).")
+    @Option(name: .shortAndLong, help: "Tokens already in the cache before each pp and tg test (llama-bench's -d).")
     var depth = 0
+
+    @Option(help: "Batched decoding: comma-separated numbers of sequences generating together (e.g. 1,2,4,8).")
+    var parallel: String?
 
     func run() async throws {
         try await runReportingErrors {
             guard prompt >= 0, n >= 0, depth >= 0, repetitions >= 1 else { throw CLIError("-p, -n and -d must be >= 0 and -r >= 1") }
+            guard depth == 0 || parallel == nil else { throw CLIError("-d applies to the pp and tg tests, not to --parallel") }
             let path = try ModelCache.resolve(model)
             let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
             BLAS.setThreads(threadCount)
             let lm = try TransformerModel(path: path, threads: threadCount)
             let hp = lm.hyperparameters
-            let session = InferenceSession(model: lm, contextLength: depth + max(prompt, n) + 1)
             var rng = SplitMix64(seed: 42)
             let tokens = (0..<max(prompt, n)).map { _ in Int(rng.next() % UInt64(hp.vocabularySize)) }
             let depthTokens = (0..<depth).map { _ in Int(rng.next() % UInt64(hp.vocabularySize)) }
+
+            let sizeText = formatBytes(lm.file.fileSize).replacingOccurrences(of: " ", with: " ")
+            let params = String(format: "%.2f M", Double(lm.parameterCount) / 1e6)
+            let name = "\(hp.architecture) \(Bench.typeLabel(lm))"
+            if let parallel {
+                let counts = try parallel.split(separator: ",").map {
+                    guard let b = Int($0.trimmingCharacters(in: .whitespaces)), b >= 1, b <= 256 else {
+                        throw CLIError("--parallel takes numbers of sequences from 1 to 256, e.g. 1,2,4,8")
+                    }
+                    return b
+                }
+                guard n > 0 else { throw CLIError("--parallel needs -n > 0 tokens to generate") }
+                print("| model | size | params | backend | threads | parallel | aggregate t/s | per-sequence t/s |")
+                print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+                for b in counts {
+                    let rates = try Bench.parallelRates(
+                        lm, sequences: b, prompt: prompt, generate: n, tokens: tokens, repetitions: repetitions)
+                    let mean = rates.reduce(0, +) / Double(rates.count)
+                    let sd =
+                        rates.count > 1 ? (rates.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(rates.count - 1)).squareRoot() : 0
+                    print(
+                        "| \(name) | \(sizeText) | \(params) | CPU | \(threadCount) | \(b) | "
+                            + "\(String(format: "%.2f ± %.2f", mean, sd)) | \(String(format: "%.2f", mean / Double(b))) |")
+                }
+                print("\nkernels: \(KernelBuild.description); batched steps: -p \(prompt) prompt per sequence, -n \(n) tokens each")
+                return
+            }
+            let session = InferenceSession(model: lm, contextLength: depth + max(prompt, n) + 1)
             // The session at `depth`: the depth tokens kept from the last run when its caches
             // still hold them (a sliding-window ring may not), else evaluated again. Untimed.
             func atDepth() throws {
@@ -55,10 +90,6 @@ struct Bench: AsyncParsableCommand {
                 if depth > 0 { try session.evaluate(depthTokens) }
             }
             let suffix = depth > 0 ? " @ d\(depth)" : ""
-
-            let sizeText = formatBytes(lm.file.fileSize).replacingOccurrences(of: " ", with: " ")
-            let params = String(format: "%.2f M", Double(lm.parameterCount) / 1e6)
-            let name = "\(hp.architecture) \(Bench.typeLabel(lm))"
             print("| model | size | params | backend | threads | test | t/s |")
             print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
             func row(_ test: String, _ rates: [Double]) {
@@ -90,6 +121,38 @@ struct Bench: AsyncParsableCommand {
             }
             print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
         }
+    }
+
+    /// Aggregate generation speeds (tokens of all sequences per second) of `sequences`
+    /// sequences that each prefill `prompt` tokens (in steps of one sequence's chunk) and
+    /// then generate `generate` tokens together: one warm-up run, then `repetitions`.
+    static func parallelRates(
+        _ lm: TransformerModel, sequences b: Int, prompt: Int, generate: Int, tokens: [Int], repetitions: Int
+    ) throws -> [Double] {
+        let chunk = 512
+        let batch = BatchedSession(model: lm, slots: b, contextLength: prompt + generate + 1, maxStepTokens: max(chunk, b))
+        var rates: [Double] = []
+        for rep in 0...repetitions {
+            let sequences = try (0..<b).map { _ in try batch.open() }
+            for (s, sequence) in sequences.enumerated() {
+                // Each sequence its own prompt: the fixed ids rotated by the sequence.
+                let ids = (0..<prompt).map { tokens[($0 + 7 * s) % tokens.count] }
+                var start = 0
+                while start < prompt {
+                    let end = min(prompt, start + chunk)
+                    try batch.step([.init(sequence, Array(ids[start..<end]))])
+                    start = end
+                }
+            }
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            for i in 0..<generate {
+                try batch.step(sequences.enumerated().map { s, sequence in .init(sequence, [tokens[(i + 7 * s) % tokens.count]]) })
+            }
+            let dt = Double(DispatchTime.now().uptimeNanoseconds - t0) / 1e9
+            if rep > 0 { rates.append(Double(b * generate) / dt) }
+            for sequence in sequences { try batch.close(sequence) }
+        }
+        return rates
     }
 
     /// "Q4_0" for a file whose large matrices are all one type, else the file type number.

@@ -127,9 +127,9 @@ import Testing
                 #expect(a.map(\.bitPattern) == b.map(\.bitPattern), "\(name) sequence \(i) step \(step): logits differ")
             }
             // The same machinery with one sequence: an InferenceSession gives the same
-            // logits bit for bit, except that on VNNI builds the batched steps multiply
-            // one-token rows with the integer matmul where InferenceSession keeps the
-            // matvec: summation order only.
+            // logits bit for bit, except that where a matrix has the integer matmul (AVX2
+            // or VNNI builds) the batched steps multiply one-token rows with it where
+            // InferenceSession keeps the matvec: summation order only.
             let classic = try Self.classic(model, plan, following: alone)
             if KernelBuild.hasIntegerMatmul {
                 #expect(classic.tokens == alone.tokens)
