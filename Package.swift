@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 //
 // leap-ref: a pure-Swift LLM inference engine and LEAP-compatible SDK.
 //
@@ -65,11 +65,20 @@ let package = Package(
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
-        .library(name: "RunAnywhere", targets: ["RunAnywhere"])
+        .library(name: "RunAnywhere", targets: ["RunAnywhere"]),
+        .library(name: "OpenAIWire", targets: ["OpenAIWire"]),
+        .library(name: "LeapServer", targets: ["LeapServer"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0")
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
+        // The HTTP server (LeapServer only; the SDK does not depend on NIO). No traits: the
+        // swift-configuration support and full Foundation are not used.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
     ],
     targets: [
         .systemLibrary(
@@ -99,11 +108,23 @@ let package = Package(
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
+        .target(name: "OpenAIWire", dependencies: ["LeapJSON"]),
+        .target(
+            name: "LeapServer",
+            dependencies: [
+                "OpenAIWire", "LeapSDKCore", "LeapJSON",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
                 "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
-                "LeapSDKCore", "RunAnywhere",
+                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -117,6 +138,14 @@ let package = Package(
             name: "TokenizerBench",
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
+        ),
+        .executableTarget(
+            name: "ServeBench",
+            dependencies: [
+                "LeapJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio")
+            ],
+            path: "Benchmarks/ServeBench"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
@@ -132,6 +161,14 @@ let package = Package(
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
+        .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
+        .testTarget(
+            name: "LeapServerTests",
+            dependencies: [
+                "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird")
+            ]
+        ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench")
     ]
