@@ -27,9 +27,13 @@ func hostCPUFlags() -> Set<String> {
 
 var kernelSwiftSettings: [SwiftSetting] = []
 let portable = ProcessInfo.processInfo.environment["LEAP_REF_PORTABLE"].map { $0 != "0" && !$0.isEmpty } ?? false
+// `LEAP_REF_FORCE_VNNI=1` compiles the AVX-512 VNNI kernels whatever the host has: a
+// compile-only check (scripts/test.sh runs it on hosts without VNNI), never to be run there.
+let forceVNNI = ProcessInfo.processInfo.environment["LEAP_REF_FORCE_VNNI"].map { $0 != "0" && !$0.isEmpty } ?? false
 #if arch(x86_64) && os(Linux)
 if !portable {
-    let flags = hostCPUFlags()
+    var flags = hostCPUFlags()
+    if forceVNNI { flags.formUnion(["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) }
     if flags.isSuperset(of: ["avx2", "fma", "f16c"]) {
         var cc = ["-mavx2", "-mfma", "-mf16c"]
         // Swift's own code generation (generic SIMD types, auto-vectorized loops) gets the
