@@ -73,8 +73,9 @@ import Testing
     /// rows, is most of its time).
     ///
     /// Bound 3% of the logit range, like lfm2-tiny: the engine rounds activations to 8 bits
-    /// (an fp32 scale per 32 values) in decode, in the output head, and in prefill on VNNI
-    /// builds, where the reference multiplies floats. The same engine with the window
+    /// (an fp32 scale per 32 values) in decode, in the output head, and in prefill for
+    /// Gemma's Q5_0 and K-quant matrices on AVX2 and VNNI builds, where the reference
+    /// multiplies floats. The same engine with the window
     /// removed (every layer global) lands far outside: the window is what is tested.
     @Test func gemma3MatchesReferencePastTheWindow() throws {
         let path = try TestFixtures.require(TestFixtures.gemma3_270mQ4_K_M)
