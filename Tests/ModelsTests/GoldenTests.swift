@@ -83,7 +83,7 @@ import Testing
         let agreed = golden.greedyAgreement(ours)
         print("greedy \(c.model).\(c.prompt): \(agreed.summary)")
         #expect(agreed.isAllowed, "\(agreed.summary)")
-        #expect(agreed.sameTokens >= 4, "a golden prompt should give a few clear steps (measured: 15, 32, 8)")
+        #expect(agreed.sameTokens >= 4, "a golden prompt should give a few clear steps (measured: 15, 32, 6)")
     }
 
     /// A float model: llama.cpp's top-10 logits within `maxError` times our logit range at
