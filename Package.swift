@@ -118,13 +118,13 @@ let package = Package(
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
-        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport"]),
+        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
-        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
-        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench")
     ]
