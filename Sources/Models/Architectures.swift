@@ -1,7 +1,7 @@
 import GGUF
 
 /// One model architecture: how it reads its hyper-parameters and maps the GGUF tensors to
-/// its layers. Each lives in its own file (`Llama.swift`, `LFM2.swift`) with the layer
+/// its layers. Each lives in its own file (`Llama.swift`, `LFM2.swift`, `LFM2MoE.swift`) with the layer
 /// types that make it what it is; the shared engine (`ForwardPass`) runs any of them.
 protocol Architecture: Sendable {
     /// `general.architecture` of its files.
@@ -23,7 +23,8 @@ public enum Architectures {
     /// Every architecture: adding one is its file plus a line here.
     static let registry: [String: any Architecture.Type] = [
         Llama.name: Llama.self,
-        LFM2.name: LFM2.self
+        LFM2.name: LFM2.self,
+        LFM2MoE.name: LFM2MoE.self
     ]
 
     /// Names of the supported architectures.
