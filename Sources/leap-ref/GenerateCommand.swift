@@ -66,28 +66,44 @@ struct Generate: AsyncParsableCommand {
                 SamplingParameters(
                     temperature: temp, topK: topK, topP: topP, minP: minP,
                     repetitionPenalty: repeatPenalty, seed: seed))
-            for t in ids { sampler.accept(t) }
-            var detok = StreamingDetokenizer(tokenizer: tokenizer)
             writeOut(prompt)
             let t0 = DispatchTime.now().uptimeNanoseconds
-            try session.evaluate(ids)
-            let t1 = DispatchTime.now().uptimeNanoseconds
-            var generated = 0
-            while generated < n, session.position < context {
-                guard let next = sampler.sample(session.logits) else { break }
-                if tokenizer.isEndOfGeneration(TokenID(next)) { break }
-                sampler.accept(next)
-                writeOut(detok.append(TokenID(next)))
-                generated += 1
-                if generated == n || session.position >= context { break }
-                try session.evaluate([next])
-            }
-            writeOut(detok.finish() + "\n")
+            var t1 = t0
+            let generated = try Generate.continueText(
+                ids, session: session, tokenizer: tokenizer, sampler: &sampler, maxTokens: n,
+                promptDone: { t1 = DispatchTime.now().uptimeNanoseconds }, write: writeOut)
+            writeOut("\n")
             let t2 = DispatchTime.now().uptimeNanoseconds
             let pp = Double(ids.count) / (Double(t1 - t0) / 1e9)
             let tg = generated > 0 ? Double(generated) / (Double(t2 - t1) / 1e9) : 0
             FileHandle.standardError.write(
                 Data(String(format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", ids.count, pp, generated, tg).utf8))
         }
+    }
+
+    /// Evaluates `prompt` in `session` (empty, with room for the prompt), then samples up to
+    /// `maxTokens` tokens, stopping early at an end-of-generation token or the end of the
+    /// context, and passes the text to `write` as it streams. Calls `promptDone` once the
+    /// prompt is evaluated. Returns the number of tokens generated.
+    static func continueText(
+        _ prompt: [Int], session: InferenceSession, tokenizer: Tokenizer, sampler: inout Sampler, maxTokens n: Int,
+        promptDone: () -> Void = {}, write: (String) -> Void
+    ) throws -> Int {
+        for t in prompt { sampler.accept(t) }
+        var detok = StreamingDetokenizer(tokenizer: tokenizer)
+        try session.evaluate(prompt)
+        promptDone()
+        var generated = 0
+        while generated < n, session.position < session.contextLength {
+            guard let next = sampler.sample(session.logits) else { break }
+            if tokenizer.isEndOfGeneration(TokenID(next)) { break }
+            sampler.accept(next)
+            write(detok.append(TokenID(next)))
+            generated += 1
+            if generated == n || session.position >= session.contextLength { break }
+            try session.evaluate([next])
+        }
+        write(detok.finish())
+        return generated
     }
 }
