@@ -159,7 +159,8 @@ extension ForwardPass {
                     matrix.apply(batch: b.pairs, rows: j..<k, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
                 } else {
                     matrix.apply(
-                        batch: input.rows[j], count: k - j, out + j * outputs, tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool)
+                        batch: input.rows[j], count: k - j, out + j * outputs, tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool
+                    )
                 }
                 j = k
             }

@@ -95,10 +95,14 @@ struct ExpertRouting {
         let gating = try m.modelInt("\(a).expert_gating_func")
         guard gating == 2 else {
             let names = [0: "none", 1: "softmax", 3: "softmax over the chosen", 4: "sqrt-softplus"]
-            throw bad("expert_gating_func", "\(gating) (\(names[gating] ?? "unknown"))", "lfm2moe routes with sigmoid gating (2), the only one leap-ref implements")
+            throw bad(
+                "expert_gating_func", "\(gating) (\(names[gating] ?? "unknown"))",
+                "lfm2moe routes with sigmoid gating (2), the only one leap-ref implements")
         }
         expertCount = try m.modelInt("\(a).expert_count")
-        guard expertCount >= 1, expertCount <= Self.maxExperts else { throw bad("expert_count", "\(expertCount)", "must be 1...\(Self.maxExperts)") }
+        guard expertCount >= 1, expertCount <= Self.maxExperts else {
+            throw bad("expert_count", "\(expertCount)", "must be 1...\(Self.maxExperts)")
+        }
         usedCount = try m.modelInt("\(a).expert_used_count")
         guard usedCount >= 1, usedCount <= expertCount else {
             throw bad("expert_used_count", "\(usedCount)", "must be 1...\(expertCount) (the expert count)")

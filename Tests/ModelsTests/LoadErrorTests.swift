@@ -104,7 +104,9 @@ import Testing
             try loadMoE { $0.metadata.set("lfm2moe.expert_feed_forward_length", .uint32(96)) }
                 == .tensorShapeMismatch(name: "blk.2.ffn_gate_exps.weight", expected: [128, 96, 8], found: [128, 64, 8]))
         // More dense layers than the file has: layer 2's dense FFN is missing.
-        #expect(try loadMoE { $0.metadata.set("lfm2moe.leading_dense_block_count", .uint32(3)) } == .file(.missingTensor("blk.2.ffn_gate.weight")))
+        #expect(
+            try loadMoE { $0.metadata.set("lfm2moe.leading_dense_block_count", .uint32(3)) }
+                == .file(.missingTensor("blk.2.ffn_gate.weight")))
         #expect(
             try loadMoE { $0.metadata.set("lfm2moe.expert_used_count", .uint32(9)) }
                 == .invalidHyperParameter(key: "lfm2moe.expert_used_count", value: "9", reason: "must be 1...8 (the expert count)"))
