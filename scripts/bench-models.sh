@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures leap-ref's speed on the models of docs/performance.md, in llama-bench's layout:
-# SmolLM2-135M-Instruct as Q4_0, Q8_0 and Q4_1 (shipped), and a random-weight model of
-# LFM2-350M's exact shape in Q4_0 (made by scripts/tools/make_lfm2_gguf.py, which needs
+# SmolLM2-135M-Instruct as Q4_0, Q8_0 and Q4_1 (shipped), and random-weight models of
+# LFM2-350M's exact shape and of an LFM2-MoE of 1.2B weights (32 experts, 4 per token;
+# `--preset moe-1b`) in Q4_0 (made by scripts/tools/make_lfm2_gguf.py, which needs
 # `pip install gguf==0.19.0 numpy`).
 #   scripts/bench-models.sh [extra leap-ref bench flags, e.g. -r 5 -t 1]
 # Run it on a quiet machine: every other process competes for the same cores.
@@ -12,18 +13,27 @@ MODELS="$CACHE/models"
 ./scripts/setup.sh
 swift build -c release --product leap-ref
 ./scripts/make-test-models.sh
-lfm2="$MODELS/lfm2-350m-shape.Q4_0.gguf"
-if [ ! -f "$lfm2" ]; then
+# make_shape PRESET FILE: a random-weight model of that shape in Q4_0, made once.
+make_shape() {
+    [ -f "$2" ] && return
     python3 -c "import gguf" 2>/dev/null || python3 -m pip install --quiet "gguf==0.19.0" numpy
-    python3 scripts/tools/make_lfm2_gguf.py --preset 350m --quant q4_0 \
-        --donor "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" -o "$lfm2.part"
-    mv "$lfm2.part" "$lfm2"
-fi
+    python3 scripts/tools/make_lfm2_gguf.py --preset "$1" --quant q4_0 \
+        --donor "$MODELS/SmolLM2-135M-Instruct.Q4_1.gguf" -o "$2.part"
+    mv "$2.part" "$2"
+}
+make_shape 350m "$MODELS/lfm2-350m-shape.Q4_0.gguf"
+make_shape moe-1b "$MODELS/lfm2moe-1b-shape.Q4_0.gguf"
+traffic=""
 bin="$(swift build -c release --show-bin-path)/leap-ref"
 echo "| model | size | params | backend | threads | test | t/s |"
 echo "| --- | ---: | ---: | --- | ---: | ---: | ---: |"
-for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf lfm2-350m-shape.Q4_0.gguf; do
-    "$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@" | grep -E '^\| [a-z]' | grep -v '^| model'
+for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf lfm2-350m-shape.Q4_0.gguf \
+    lfm2moe-1b-shape.Q4_0.gguf; do
+    out="$("$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@")"
+    grep -E '^\| [a-z]' <<<"$out" | grep -v '^| model'
+    traffic+="$m: $(grep '^weights read' <<<"$out" || true)"$'\n'
 done
+echo
+printf '%s' "$traffic"
 "$bin" bench --model "$MODELS/SmolLM2-135M-Instruct.Q4_0.gguf" -p 0 -n 1 -r 1 | grep '^kernels:'
 echo "(machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg))"

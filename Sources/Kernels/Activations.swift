@@ -169,6 +169,34 @@ public final class QuantizedActivations {
         }
     }
 
+    /// Copies rows of `source` (quantized in rows of `cols` values) into this buffer: row
+    /// `t` here becomes row `rows[t]` of `source`, bit for bit (its blocks, and its floats
+    /// when `source` holds them), exactly as if it had been quantized here. A row may be
+    /// taken several times. A mixture-of-experts layer gathers each expert's tokens this
+    /// way, so that a token is quantized once for all the experts that read it.
+    public func gatherRows(of source: QuantizedActivations, _ rows: UnsafeBufferPointer<Int>, cols: Int) {
+        precondition(cols > 0 && source.count % cols == 0, "gatherRows: \(source.count) values are not rows of \(cols)")
+        let total = rows.count * cols
+        precondition(total <= capacity, "QuantizedActivations: \(total) values exceed capacity \(capacity)")
+        precondition(source.blockCount == 0 || cols % 32 == 0, "gatherRows: \(cols) columns are not whole blocks of 32")
+        let sourceRows = source.count / cols
+        precondition(rows.allSatisfy { $0 >= 0 && $0 < sourceRows }, "gatherRows: a row outside 0..<\(sourceRows)")
+        count = total
+        blockCount = source.blockCount > 0 ? total / 32 : 0
+        holdsFloats = source.holdsFloats
+        let nb = cols / 32
+        for (t, r) in rows.enumerated() {
+            if holdsFloats { (x + t * cols).update(from: source.x + r * cols, count: cols) }
+            guard blockCount > 0 else { continue }
+            (qs + t * cols).update(from: source.qs + r * cols, count: cols)
+            (d + t * nb).update(from: source.d + r * nb, count: nb)
+            (s + t * nb).update(from: source.s + r * nb, count: nb)
+            (bsums + 2 * t * nb).update(from: source.bsums + 2 * r * nb, count: 2 * nb)
+            (d4 + 4 * t * nb).update(from: source.d4 + 4 * r * nb, count: 4 * nb)
+            (s4 + 4 * t * nb).update(from: source.s4 + 4 * r * nb, count: 4 * nb)
+        }
+    }
+
     static func quantizeBlockReference(_ x: UnsafePointer<Float>, _ i: Int, _ a: QuantizedActivations) {
         var amax: Float = 0
         for j in 0..<32 { amax = max(amax, abs(x[j])) }

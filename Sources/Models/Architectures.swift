@@ -1,7 +1,7 @@
 import GGUF
 
 /// One model architecture: how it reads its hyper-parameters and maps the GGUF tensors to
-/// its layers. Each lives in its own file (`Llama.swift`, `LFM2.swift`, `Gemma3.swift`) with the layer
+/// its layers. Each lives in its own file (`Llama.swift`, `LFM2.swift`, `LFM2MoE.swift`, `Gemma3.swift`) with the layer
 /// types that make it what it is; the shared engine (`ForwardPass`) runs any of them.
 protocol Architecture: Sendable {
     /// `general.architecture` of its files.
@@ -24,6 +24,7 @@ public enum Architectures {
     static let registry: [String: any Architecture.Type] = [
         Llama.name: Llama.self,
         LFM2.name: LFM2.self,
+        LFM2MoE.name: LFM2MoE.self,
         Gemma3.name: Gemma3.self
     ]
 

@@ -13,12 +13,16 @@ protocol DecoderLayer: Sendable {
     var rope: RotaryEmbedding? { get }
     /// Floats per row of `ForwardPass.scratch` the layer needs (default 0).
     var scratchWidth: Int { get }
+    /// The layer's mixture-of-experts block, if its feed-forward block is one (default
+    /// nil): the engine sizes `ForwardPass.experts` from them.
+    var mixtureOfExperts: MixtureOfExperts? { get }
     /// `x ← layer(x)` for the rows of the current pass (`x` is the residual stream).
     func callAsFunction(_ x: Rows, _ f: ForwardPass)
 }
 
 extension DecoderLayer {
     var scratchWidth: Int { 0 }
+    var mixtureOfExperts: MixtureOfExperts? { nil }
 }
 
 /// The per-sequence state a layer keeps: its slice of the caches.

@@ -118,11 +118,13 @@ final class ForwardPass {
     private var activationsStamp = 0
     /// Weights dequantized to F32 for the sgemm path: room for the largest matrix but the
     /// output head (at least 1M floats), so that each product is one sgemm call.
-    private let floatTile: UnsafeMutablePointer<Float>?
-    private let floatTileCapacity: Int
+    let floatTile: UnsafeMutablePointer<Float>?
+    let floatTileCapacity: Int
     /// Packed weights of the integer matmul (the largest matrix that uses it).
-    private let packedWeights: UnsafeMutableRawPointer?
-    private let packedWeightsBytes: Int
+    let packedWeights: UnsafeMutableRawPointer?
+    let packedWeightsBytes: Int
+    /// The buffers of the mixture-of-experts products (nil for a model without experts).
+    let experts: ExpertBuffers?
 
     init(model: TransformerModel, maxRows: Int, maxSequences: Int, batchedProducts: Bool, contextLength: Int, kvCacheType: KVCacheType) {
         let hp = model.hyperparameters, weights = model.weights
@@ -169,6 +171,10 @@ final class ForwardPass {
         floatTile = floatTileCapacity > 0 ? .allocate(capacity: floatTileCapacity) : nil
         packedWeightsBytes = products.filter(\.hasIntegerMatmul).map { $0.integerScratchBytes(rows: n) }.max() ?? 0
         packedWeights = packedWeightsBytes > 0 ? .allocate(byteCount: packedWeightsBytes, alignment: 64) : nil
+        // An expert's rows in a pass are at most the pass's rows (a row picks an expert
+        // once), so the scratch above serves the expert products too.
+        let mixtures = weights.layers.compactMap(\.mixtureOfExperts)
+        experts = mixtures.isEmpty ? nil : ExpertBuffers(maxRows: n, width: d, mixtures: mixtures)
     }
 
     deinit {

@@ -10,34 +10,19 @@ enum LFM2: Architecture {
     static let name = "lfm2"
 
     static func hyperparameters(_ m: GGUFMetadata) throws(ModelError) -> Hyperparameters {
-        // head_count_kv says which layers are convolutions: it must be there.
-        let kvKey = "\(name).attention.head_count_kv"
-        guard m.contains(kvKey) else { throw .file(.missingKey(kvKey)) }
-        return try Hyperparameters.reading(m, architecture: name)
+        try hyperparameters(m, architecture: name)
     }
 
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
-        let hp = w.hp, d = hp.embeddingLength
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: d)
-        let kernelLength = hp.headCountKV.contains(0) ? try convolutionLength(w.file.metadata) : 0
+        let hp = w.hp
+        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: hp.embeddingLength)
+        let kernelLength = try convolutionLength(w.file.metadata, hp)
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
-            let mixer: LFM2Layer.Mixer
-            if hp.headCountKV[i] == 0 {
-                mixer = .shortConv(
-                    ShortConv(
-                        layer: i,
-                        inProj: try w.linear("blk.\(i).shortconv.in_proj.weight", rows: 3 * d, cols: d),
-                        kernel: try w.vector("blk.\(i).shortconv.conv.weight", count: d * kernelLength),
-                        kernelLength: kernelLength,
-                        outProj: try w.linear("blk.\(i).shortconv.out_proj.weight", rows: d, cols: d)))
-            } else {
-                mixer = .attention(try w.attention(i, kvHeads: hp.headCountKV[i], queryKeyNorm: true, ropeStyle: .neox))
-            }
             layers.append(
                 LFM2Layer(
                     operatorNorm: try w.norm("blk.\(i).attn_norm.weight"),
-                    mixer: mixer,
+                    mixer: try mixer(w, layer: i, kernelLength: kernelLength),
                     ffnNorm: try w.norm("blk.\(i).ffn_norm.weight"),
                     ffn: try w.swiGLU(i)))
         }
@@ -47,11 +32,38 @@ enum LFM2: Architecture {
             output: try w.outputHead(embedding: embedding))
     }
 
-    /// `lfm2.shortconv.l_cache`: the convolution's kernel length `L`.
-    static func convolutionLength(_ m: GGUFMetadata) throws(ModelError) -> Int {
-        let L = try m.modelInt("\(name).shortconv.l_cache")
+    /// The shared keys of `architecture` (`lfm2`, or `lfm2moe` whose layers are LFM2's);
+    /// `head_count_kv` says which layers are convolutions, so it must be there.
+    static func hyperparameters(_ m: GGUFMetadata, architecture: String) throws(ModelError) -> Hyperparameters {
+        let kvKey = "\(architecture).attention.head_count_kv"
+        guard m.contains(kvKey) else { throw .file(.missingKey(kvKey)) }
+        return try Hyperparameters.reading(m, architecture: architecture)
+    }
+
+    /// Layer `i`'s token mixer: a `ShortConv` where `head_count_kv` is 0, else attention
+    /// with q/k norms and NeoX-paired RoPE.
+    static func mixer(_ w: WeightLoader, layer i: Int, kernelLength: Int) throws(ModelError) -> LFM2Layer.Mixer {
+        let hp = w.hp, d = hp.embeddingLength
+        guard hp.headCountKV[i] == 0 else {
+            return .attention(try w.attention(i, kvHeads: hp.headCountKV[i], queryKeyNorm: true, ropeStyle: .neox))
+        }
+        return .shortConv(
+            ShortConv(
+                layer: i,
+                inProj: try w.linear("blk.\(i).shortconv.in_proj.weight", rows: 3 * d, cols: d),
+                kernel: try w.vector("blk.\(i).shortconv.conv.weight", count: d * kernelLength),
+                kernelLength: kernelLength,
+                outProj: try w.linear("blk.\(i).shortconv.out_proj.weight", rows: d, cols: d)))
+    }
+
+    /// `<arch>.shortconv.l_cache`: the convolution's kernel length `L` (0 when no layer is
+    /// a convolution).
+    static func convolutionLength(_ m: GGUFMetadata, _ hp: Hyperparameters) throws(ModelError) -> Int {
+        guard hp.headCountKV.contains(0) else { return 0 }
+        let key = "\(hp.architecture).shortconv.l_cache"
+        let L = try m.modelInt(key)
         guard L >= 2, L <= 64 else {
-            throw .invalidHyperParameter(key: "\(name).shortconv.l_cache", value: String(L), reason: "must be 2...64")
+            throw .invalidHyperParameter(key: key, value: String(L), reason: "must be 2...64")
         }
         return L
     }
@@ -64,10 +76,42 @@ enum LFM2: Architecture {
 /// out = h + SwiGLU(RMSNorm(h))           // blk.i.ffn_norm; ffn_gate/up/down
 /// ```
 struct LFM2Layer: DecoderLayer {
+    /// The token mixer of a layer (LFM2-MoE's layers have the same).
     enum Mixer: Sendable {
         case shortConv(ShortConv)
         /// Attention with per-head q/k RMSNorm and NeoX-paired RoPE.
         case attention(Attention)
+
+        var cache: LayerCache {
+            switch self {
+            case .shortConv(let c): return c.cache
+            case .attention(let a): return a.cache
+            }
+        }
+
+        var linears: [Linear] {
+            switch self {
+            case .shortConv(let c): return c.linears
+            case .attention(let a): return a.linears
+            }
+        }
+
+        var rope: RotaryEmbedding? {
+            if case .attention(let a) = self { return a.rope }
+            return nil
+        }
+
+        var scratchWidth: Int {
+            if case .shortConv(let c) = self { return c.scratchWidth }
+            return 0
+        }
+
+        func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+            switch self {
+            case .shortConv(let conv): return conv(x, into: out, f)
+            case .attention(let attention): return attention(x, into: out, f)
+            }
+        }
     }
 
     let operatorNorm: RMSNorm
@@ -75,36 +119,13 @@ struct LFM2Layer: DecoderLayer {
     let ffnNorm: RMSNorm
     let ffn: SwiGLU
 
-    var cache: LayerCache {
-        switch mixer {
-        case .shortConv(let c): return c.cache
-        case .attention(let a): return a.cache
-        }
-    }
-
-    var linears: [Linear] {
-        switch mixer {
-        case .shortConv(let c): return c.linears + ffn.linears
-        case .attention(let a): return a.linears + ffn.linears
-        }
-    }
-
-    var rope: RotaryEmbedding? {
-        if case .attention(let a) = mixer { return a.rope }
-        return nil
-    }
-
-    var scratchWidth: Int {
-        if case .shortConv(let c) = mixer { return c.scratchWidth }
-        return 0
-    }
+    var cache: LayerCache { mixer.cache }
+    var linears: [Linear] { mixer.linears + ffn.linears }
+    var rope: RotaryEmbedding? { mixer.rope }
+    var scratchWidth: Int { mixer.scratchWidth }
 
     func callAsFunction(_ x: Rows, _ f: ForwardPass) {
-        let input = operatorNorm(x, into: f.normed, f)
-        switch mixer {
-        case .shortConv(let conv): f.add(conv(input, into: f.mixed, f), to: x)
-        case .attention(let attention): f.add(attention(input, into: f.mixed, f), to: x)
-        }
+        f.add(mixer(operatorNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
         f.add(ffn(ffnNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
     }
 }

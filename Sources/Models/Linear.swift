@@ -22,6 +22,33 @@ public struct Linear: Sendable {
         self.name = name
     }
 
+    /// A view of `matrix` (one expert's slice of a 3-D tensor) named `name`.
+    init(name: String, matrix: WeightMatrix) {
+        self.name = name
+        self.matrix = matrix
+    }
+
+    /// The `count` matrices of `rows x cols` stacked in the 3-D tensor `name` (GGUF shape
+    /// `[cols, rows, count]`, the experts of a mixture-of-experts layer), as views named
+    /// `name[e]`.
+    static func stacked(file: GGUFFile, name: String, count: Int, rows: Int, cols: Int) throws(ModelError) -> [Linear] {
+        let t: GGUFTensorInfo
+        do { t = try file.requireTensor(name) } catch { throw .file(error) }
+        guard t.shape == [cols, rows, count] else { throw .tensorShapeMismatch(name: name, expected: [cols, rows, count], found: t.shape) }
+        guard t.type.hasKernels, let rowBytes = t.type.rowBytes(count: cols) else { throw .unsupportedTensorType(name: name, type: t.type) }
+        let base = file.data(for: t).baseAddress!
+        var slices: [Linear] = []
+        for e in 0..<count {
+            do {
+                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes)
+                slices.append(Linear(name: "\(name)[\(e)]", matrix: matrix))
+            } catch {
+                throw .unsupportedTensorType(name: name, type: t.type)
+            }
+        }
+        return slices
+    }
+
     public var type: GGMLType { matrix.type }
     public var rows: Int { matrix.rows }
     public var cols: Int { matrix.cols }

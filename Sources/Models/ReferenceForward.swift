@@ -47,6 +47,9 @@ public final class ReferenceForward {
     var queryScale: Float
     /// The final logit soft cap `c` (`logits = c · tanh(logits / c)`), or nil.
     var finalLogitSoftcap: Float?
+    /// LFM2-MoE's routing (nil without mixture-of-experts layers, which are the layers
+    /// with a router, `blk.l.ffn_gate_inp`).
+    let routing: ExpertRouting?
 
     // The state: per layer, one row per position.
     var keys: [[[Float]]]  // [layer][position][kvHeads·hd]
@@ -55,19 +58,20 @@ public final class ReferenceForward {
     /// Tokens seen; the next token is evaluated at this position.
     public private(set) var position = 0
 
-    /// A reference forward pass over the weights of `model` (llama, lfm2 or gemma3).
+    /// A reference forward pass over the weights of `model` (llama, lfm2, lfm2moe or gemma3).
     public init(model: TransformerModel) {
         self.model = model
         let hp = model.hyperparameters
         self.hp = hp
+        routing = hp.architecture == LFM2MoE.name ? try! ExpertRouting(model.file.metadata, hp) : nil
         ropeBases = Array(repeating: hp.ropeFreqBase, count: hp.layerCount)
         windows = Array(repeating: nil, count: hp.layerCount)
         queryScale = 1 / Float(hp.headDim).squareRoot()
         switch hp.architecture {
         case Llama.name:
             (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (false, false, "output_norm.weight", 0)
-        case LFM2.name:
-            let L = hp.headCountKV.contains(0) ? try! LFM2.convolutionLength(model.file.metadata) : 0
+        case LFM2.name, LFM2MoE.name:
+            let L = try! LFM2.convolutionLength(model.file.metadata, hp)
             (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "token_embd_norm.weight", L)
         case Gemma3.name:
             (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "output_norm.weight", 0)
@@ -113,8 +117,11 @@ public final class ReferenceForward {
             var mixed = hp.headCountKV[l] == 0 ? shortConvolution(input, layer: l) : attention(input, layer: l)
             if gemmaBlocks { mixed = rmsNorm(mixed, "blk.\(l).post_attention_norm.weight") }
             for i in 0..<d { x[i] += mixed[i] }
-            // out = h + SwiGLU(RMSNorm(h))  (Gemma: h + RMSNorm(GEGLU(RMSNorm(h))))
-            var ffnOut = gatedFeedForward(rmsNorm(x, "blk.\(l).ffn_norm.weight"), layer: l)
+            // out = h + SwiGLU(RMSNorm(h)), or LFM2-MoE's mixture of SwiGLU experts
+            // (Gemma: h + RMSNorm(GEGLU(RMSNorm(h))))
+            let ffnInput = rmsNorm(x, "blk.\(l).ffn_norm.weight")
+            let isMixture = routing != nil && model.file.tensor(named: "blk.\(l).ffn_gate_inp.weight") != nil
+            var ffnOut = isMixture ? mixtureOfExperts(ffnInput, layer: l) : gatedFeedForward(ffnInput, layer: l)
             if gemmaBlocks { ffnOut = rmsNorm(ffnOut, "blk.\(l).post_ffw_norm.weight") }
             for i in 0..<d { x[i] += ffnOut[i] }
         }
@@ -198,6 +205,35 @@ public final class ReferenceForward {
         0.5 * x * (1 + tanh(0.797_884_56 * (x + 0.044715 * x * x * x)))
     }
 
+    /// LFM2-MoE's sparse feed-forward: the router's sigmoid gates, with the selection bias
+    /// added, pick `k` experts; their SwiGLU outputs are summed, weighted by their
+    /// (unbiased) gates normalized to sum 1.
+    func mixtureOfExperts(_ x: [Float], layer l: Int) -> [Float] {
+        let routing = routing!, k = routing.usedCount
+        let gates = matmul("blk.\(l).ffn_gate_inp.weight", x).map { 1 / (1 + exp(-$0)) }  // p = σ(r) [E]
+        let bias = vector("blk.\(l).exp_probs_b.bias")  // [E]
+        // The k highest p + b, best first (ties: the lower index)
+        let chosen = gates.indices.sorted { a, b in
+            gates[a] + bias[a] != gates[b] + bias[b] ? gates[a] + bias[a] > gates[b] + bias[b] : a < b
+        }.prefix(k)
+        var weights = chosen.map { gates[$0] }
+        if routing.normalizesWeights {
+            let sum = max(weights.reduce(0, +), 6.103515625e-5)
+            weights = weights.map { $0 / sum }
+        }
+        weights = weights.map { $0 * routing.weightScale }
+        var out = [Float](repeating: 0, count: hp.embeddingLength)
+        for (e, weight) in zip(chosen, weights) {
+            // Expert e: down(SiLU(gate x) ⊙ up x) with its slices of the 3-D tensors
+            let gate = matmul("blk.\(l).ffn_gate_exps.weight", x, expert: e)
+            let up = matmul("blk.\(l).ffn_up_exps.weight", x, expert: e)
+            let hidden = zip(gate, up).map { g, u in g / (1 + exp(-g)) * u }
+            let y = matmul("blk.\(l).ffn_down_exps.weight", hidden, expert: e)
+            for i in out.indices { out[i] += weight * y[i] }
+        }
+        return out
+    }
+
     // MARK: - The operations
 
     /// `x / sqrt(mean(x²) + ε) ⊙ weight`.
@@ -241,13 +277,15 @@ public final class ReferenceForward {
         for i in x.indices { x[i] /= sum }
     }
 
-    /// `W x` for the weight matrix `name` (`[rows, cols]`), one dequantized row at a time.
-    func matmul(_ name: String, _ x: [Float]) -> [Float] {
+    /// `W x` for the weight matrix `name` (`[rows, cols]`), one dequantized row at a time;
+    /// for a 3-D tensor of stacked matrices (`[count, rows, cols]`), matrix `expert`'s.
+    func matmul(_ name: String, _ x: [Float], expert: Int? = nil) -> [Float] {
         let t = tensor(name)
         precondition(x.count == t.rowLength, "\(name): \(x.count) inputs for rows of \(t.rowLength)")
         let data = model.file.data(for: t).baseAddress!, rowBytes = t.type.rowBytes(count: t.rowLength)!
         var w = [Float](repeating: 0, count: t.rowLength)  // the current row
-        return (0..<t.rowCount).map { r in
+        let rows = expert.map { e in (e * t.shape[1])..<((e + 1) * t.shape[1]) } ?? 0..<t.rowCount
+        return rows.map { r in
             w.withUnsafeMutableBufferPointer {
                 t.type.dequantizeRowReference(data + r * rowBytes, into: $0.baseAddress!, count: t.rowLength)
             }

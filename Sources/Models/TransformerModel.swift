@@ -35,6 +35,23 @@ public final class TransformerModel: Sendable {
         [weights.tokenEmbedding, weights.output] + weights.layers.flatMap(\.linears)
     }
 
+    /// Bytes of weights one decoded token reads: every matrix of every layer and the
+    /// output head once, one row of the token embedding (when it is not the head), and of
+    /// a mixture-of-experts layer only the router and the `expert_used_count` experts a
+    /// token is sent to. Divided into the memory bandwidth, the fastest decode possible.
+    public var weightBytesPerToken: Int {
+        func bytes(_ linears: [Linear]) -> Int { linears.reduce(0) { $0 + $1.byteCount } }
+        var total = bytes([weights.output])
+        if weights.tokenEmbedding.name != weights.output.name {
+            total += weights.tokenEmbedding.byteCount / max(1, weights.tokenEmbedding.rows)
+        }
+        for layer in weights.layers {
+            total += bytes(layer.linears)
+            if let moe = layer.mixtureOfExperts { total += moe.byteCountPerToken - bytes(moe.linears) }
+        }
+        return total
+    }
+
     /// Number of parameters (elements of all tensors).
     public var parameterCount: Int { file.tensors.reduce(0) { $0 + $1.elementCount } }
 }

@@ -10,7 +10,9 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure prompt processing (pp) and generation (tg) speed, printed as llama-bench's markdown table.",
         discussion: """
             pp N: one batch of N tokens evaluated from an empty cache (tokens/s over the batch). \
-            tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N). \
+            tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N), \
+            followed by the bytes of weights one decoded token reads (of a mixture-of-experts \
+            model, only the experts it is routed to) and the memory bandwidth that rate implies. \
             With --parallel B1,B2,...: for each B, B sequences each prefill a -p token prompt, then \
             generate -n tokens together, one batched step per token; the table gives the \
             generated tokens of all sequences per second of the generation phase (aggregate) and \
@@ -118,6 +120,7 @@ struct Bench: AsyncParsableCommand {
                     if rep > 0 { rates.append(Double(n) / dt) }
                 }
                 row("tg\(n)" + suffix, rates)
+                print("\n" + Bench.decodeTraffic(lm, tokensPerSecond: rates.reduce(0, +) / Double(rates.count)))
             }
             print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
         }
@@ -163,5 +166,15 @@ struct Bench: AsyncParsableCommand {
         let types = Set(big.map(\.type))
         if types.count == 1 { return types.first!.name.uppercased() }
         return "mixed"
+    }
+
+    /// "weights read per decoded token: ...": the bytes of weights one decoded token reads
+    /// (`TransformerModel.weightBytesPerToken`: a mixture-of-experts layer counts only the
+    /// router and the experts a token is routed to), and the bandwidth at `tokensPerSecond`.
+    static func decodeTraffic(_ lm: TransformerModel, tokensPerSecond: Double) -> String {
+        let bytes = lm.weightBytesPerToken
+        let stored = lm.file.tensors.reduce(0) { $0 + $1.byteCount }
+        return "weights read per decoded token: \(formatBytes(bytes)) of \(formatBytes(stored)) stored; "
+            + String(format: "at %.2f t/s that is %.2f GB/s", tokensPerSecond, Double(bytes) * tokensPerSecond / 1e9)
     }
 }

@@ -1,15 +1,18 @@
 import Foundation
+import GGUF
 import LeapSDKCore
 import TestSupport
 import Testing
+import Tokenizers
 
 @testable import leap_ref
 
-/// The chat command's session logic on lfm2-tiny (scripted input, as with a pipe).
+/// The chat command's session logic on lfm2-tiny and lfm2moe-tiny (scripted input, as with
+/// a pipe).
 @Suite(.serialized) struct ChatTests {
-    func session() async throws -> ChatSession {
+    func session(_ model: String = "lfm2-tiny") async throws -> ChatSession {
         let runner = try await Leap.load(
-            path: TestFixtures.path("models/lfm2-tiny.gguf"),
+            path: TestFixtures.path("models/\(model).gguf"),
             options: LiquidInferenceEngineOptions(contextSize: 256))
         return ChatSession(
             runner: runner, system: "Be brief.", interactive: false,
@@ -38,6 +41,24 @@ import Testing
         #expect(chat.conversation.history.count == 5)
         #expect(try await chat.handle("/unknown"))
         #expect(try await !chat.handle("/quit"))
+    }
+
+    /// An lfm2moe file chats through the same API, its prompt rendered by the LFM2 template
+    /// it carries (ChatML after `<|startoftext|>`).
+    @Test func lfm2moeChatsWithTheLFM2Template() async throws {
+        var chat = try await session("lfm2moe-tiny")
+        #expect(try await chat.handle("Hello"))
+        #expect(try await chat.handle("Again"))
+        let history = chat.conversation.history
+        #expect(history.map(\.role) == [.system, .user, .assistant, .user, .assistant])
+        #expect(history.allSatisfy { !$0.textContent.isEmpty })
+
+        let runner = try #require(chat.runner as? LiquidInferenceEngineRunner)
+        let tokenizer = try Tokenizer(gguf: try GGUFFile(path: TestFixtures.path("models/lfm2moe-tiny.gguf")))
+        let chatML = "<|startoftext|><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n"
+        let expected = tokenizer.encode(chatML, addSpecial: false, parseSpecial: true)
+        #expect(expected.count > 10)
+        #expect(try runner.getPromptTokensSize(messages: Array(history.prefix(2))) == expected.count)
     }
 
     @Test func statsLineIsOneJSONObjectWithTheStatsFields() throws {

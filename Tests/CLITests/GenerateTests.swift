@@ -1,4 +1,5 @@
 import Foundation
+import GGUF
 import LeapJSON
 import Models
 import Sampling
@@ -45,5 +46,41 @@ import Tokenizers
         if same < theirs.count { #expect(margins[same] <= 0.5, "parted at step \(same), where llama.cpp's margin is \(margins[same])") }
         #expect(same >= 4)
         #expect(text.hasPrefix(" the capital of"))
+    }
+
+    /// Greedy generation streams the text of the argmax tokens of the engine, computed
+    /// here step by step; it stops at `-n` tokens, and at the context's end.
+    @Test func lfm2moeGeneratesTheGreedyContinuation() throws {
+        let model = try TransformerModel(path: TestFixtures.path("models/lfm2moe-tiny.gguf"))
+        let tokenizer = try Tokenizer(gguf: model.file)
+        let prompt = tokenizer.encode("The capital of France is", addSpecial: true, parseSpecial: true).map(Int.init)
+
+        var expected: [Int] = []
+        let check = InferenceSession(model: model, contextLength: 64)
+        try check.evaluate(prompt)
+        for _ in 0..<8 {
+            let logits = check.logits
+            let next = logits.indices.max { logits[$0] < logits[$1] }!
+            if tokenizer.isEndOfGeneration(TokenID(next)) { break }
+            expected.append(next)
+            try check.evaluate([next])
+        }
+        #expect(!expected.isEmpty)
+
+        var text = ""
+        var sampler = Sampler(.greedy)
+        let count = try Generate.continuation(
+            of: prompt, in: InferenceSession(model: model, contextLength: 64), count: 8, sampler: &sampler, tokenizer: tokenizer
+        ) { text += $0 }.count
+        #expect(count == expected.count)
+        #expect(text == tokenizer.decode(expected.map(TokenID.init)))
+
+        // A context one token longer than the prompt ends the generation after that token.
+        var short = Sampler(.greedy)
+        let shortCount = try Generate.continuation(
+            of: prompt, in: InferenceSession(model: model, contextLength: prompt.count + 1), count: 8, sampler: &short,
+            tokenizer: tokenizer
+        ) { _ in }.count
+        #expect(shortCount == min(1, expected.count))
     }
 }

@@ -77,6 +77,53 @@ import Testing
         }
     }
 
+    /// Gathered rows (a mixture-of-experts layer's tokens grouped by expert: reordered,
+    /// some taken twice, some not at all) are their source rows bit for bit: every
+    /// buffer the kernels read, and so every product, equals that of the row quantized on
+    /// its own; the floats come along when the source keeps them.
+    @Test(arguments: [true, false])
+    func gatheredRowsAreTheirSourceRows(keepingFloats: Bool) throws {
+        let cols = 32 * 5, tokens = 6, weightRows = 11
+        var rng = SeededRandom(seed: 12)
+        var x = rng.normal(tokens * cols, scale: 0.9)
+        for j in stride(from: 3, to: x.count, by: 71) { x[j] *= 25 }
+        let source = QuantizedActivations(capacity: tokens * cols)
+        source.quantizeRows(x, rows: tokens, cols: cols, keepingFloats: keepingFloats)
+        let order = [4, 0, 4, 2, 5, 1, 4]
+        let gathered = QuantizedActivations(capacity: order.count * cols)
+        order.withUnsafeBufferPointer { gathered.gatherRows(of: source, $0, cols: cols) }
+        #expect(gathered.count == order.count * cols && gathered.blockCount == order.count * cols / 32)
+        #expect(gathered.holdsFloats == keepingFloats)
+
+        let alone = QuantizedActivations(capacity: cols)
+        let nb = cols / 32
+        for (t, r) in order.enumerated() {
+            x.withUnsafeBufferPointer { alone.quantize($0.baseAddress! + r * cols, count: cols) }
+            let a = gathered.view.row(t, cols: cols), b = alone.view
+            #expect((0..<cols).allSatisfy { a.qs[$0] == b.qs[$0] }, "row \(t): levels")
+            #expect((0..<nb).allSatisfy { a.d[$0].bitPattern == b.d[$0].bitPattern && a.s[$0].bitPattern == b.s[$0].bitPattern })
+            #expect((0..<(2 * nb)).allSatisfy { a.bsums[$0] == b.bsums[$0] })
+            #expect((0..<(4 * nb)).allSatisfy { a.d4[$0].bitPattern == b.d4[$0].bitPattern && a.s4[$0].bitPattern == b.s4[$0].bitPattern })
+            if keepingFloats { #expect((0..<cols).allSatisfy { a.x[$0].bitPattern == b.x[$0].bitPattern }, "row \(t): floats") }
+        }
+        // The products agree too, for a format with a min (Q4_1) and one without (Q8_0).
+        for type in [GGMLType.q4_1, .q8_0] {
+            let bytes = randomWeights(type, rows: weightRows, cols: cols, seed: 80 + UInt64(type.rawValue))
+            try bytes.withUnsafeBytes { raw in
+                let m = try WeightMatrix(type: type, rows: weightRows, cols: cols, data: raw.baseAddress!)
+                var fromGathered = [Float](repeating: .nan, count: order.count * weightRows)
+                m.matvec(gathered, rows: 0..<order.count, into: &fromGathered)
+                var fromSource = [Float](repeating: .nan, count: tokens * weightRows)
+                m.matvec(source, rows: 0..<tokens, into: &fromSource)
+                for (t, r) in order.enumerated() {
+                    let g = Array(fromGathered[(t * weightRows)..<((t + 1) * weightRows)])
+                    let s = Array(fromSource[(r * weightRows)..<((r + 1) * weightRows)])
+                    #expect(sameBits(g, s), "\(type) gathered row \(t) (source \(r))")
+                }
+            }
+        }
+    }
+
     /// Rows of a width that is not whole blocks keep only their floats, as one row does.
     @Test func rowsOfFloatsOnly() {
         let cols = 20, rows = 3

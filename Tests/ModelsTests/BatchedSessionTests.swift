@@ -108,11 +108,11 @@ import Testing
     }
 
     static func modelPath(_ name: String) throws -> String {
-        name == "lfm2-tiny" ? TestFixtures.path("models/lfm2-tiny.gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + name)
+        name.hasSuffix("-tiny") ? TestFixtures.path("models/\(name).gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + name)
     }
 
     @Test(arguments: [
-        "lfm2-tiny", "SmolLM2-135M-Instruct.Q4_0.gguf", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.F32.gguf"
+        "lfm2-tiny", "lfm2moe-tiny", "SmolLM2-135M-Instruct.Q4_0.gguf", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.F32.gguf"
     ])
     func batchedSequencesMatchEachAloneBitForBit(_ name: String) throws {
         let model = try TransformerModel(path: try Self.modelPath(name))

@@ -53,6 +53,7 @@ import Testing
         ("smollm2-q8_0", "smollm2-f32", .cache("SmolLM2-135M-Instruct.Q8_0.gguf"), smolPrompts),
         ("smollm2-q4_0", "smollm2-f32", .cache("SmolLM2-135M-Instruct.Q4_0.gguf"), smolPrompts),
         ("lfm2-tiny", "lfm2-tiny-f32", .fixture("models/lfm2-tiny.gguf"), lfm2Prompts),
+        ("lfm2moe-tiny", "lfm2moe-tiny-f32", .fixture("models/lfm2moe-tiny.gguf"), lfm2Prompts),
         ("gemma3-270m-q4_k_m", "gemma3-270m-f32", .cache("gemma-3-270m-q4_k_m.gguf"), gemmaPrompts)
     ].flatMap { model, reference, file, prompts in
         prompts.map { QuantizedCase(model: model, reference: reference, file: file, prompt: $0) }

@@ -57,6 +57,16 @@ import Testing
         #expect(decode <= Self.lfm2Tolerance)
     }
 
+    static let lfm2moeTiny = TestFixtures.path("models/lfm2moe-tiny.gguf")
+
+    @Test func lfm2moeTinyMatchesReference() throws {
+        let model = try TransformerModel(path: Self.lfm2moeTiny)
+        let (prefill, decode) = try Self.worstError(engine: model, reference: model)
+        print("lfm2moe-tiny vs reference: prefill \(prefill * 100)%, decode \(decode * 100)% of range")
+        #expect(prefill <= Self.lfm2Tolerance)
+        #expect(decode <= Self.lfm2Tolerance)
+    }
+
     @Test func smolLM2F32MatchesReference() throws {
         let model = try TransformerModel(path: try TestFixtures.require(TestFixtures.modelCache + "/SmolLM2-135M-Instruct.F32.gguf"))
         let (prefill, decode) = try Self.worstError(engine: model, reference: model)
@@ -127,9 +137,10 @@ import Testing
 
     // MARK: - The tolerance catches a broken engine
 
-    /// lfm2-tiny with each tensor's bytes passed through `edit` (name, type, shape, bytes).
-    static func edited(_ edit: (String, GGMLType, [Int], inout [UInt8]) -> Void) throws -> TransformerModel {
-        let file = try GGUFFile(path: lfm2Tiny)
+    /// lfm2-tiny (or `path`) with each tensor's bytes passed through `edit` (name, type,
+    /// shape, bytes).
+    static func edited(_ path: String = lfm2Tiny, _ edit: (String, GGMLType, [Int], inout [UInt8]) -> Void) throws -> TransformerModel {
+        let file = try GGUFFile(path: path)
         var writer = GGUFWriter(copyingMetadataOf: file)
         for t in file.tensors {
             var bytes = Array(file.data(for: t))
@@ -180,6 +191,32 @@ import Testing
         }
         let (prefill, decode) = try Self.worstError(engine: perturbed, reference: try TransformerModel(path: Self.lfm2Tiny))
         print("wrong RoPE pairing: prefill \(prefill * 100)%, decode \(decode * 100)% of range")
+        #expect(max(prefill, decode) > 2 * Self.lfm2Tolerance)
+    }
+
+    /// The engine reading an expert's slice at another expert's offset (one layer's gate
+    /// projections rotated: expert e reads expert e + 1's) is caught.
+    @Test func rotatedExpertSlicesAreCaught() throws {
+        let perturbed = try Self.edited(Self.lfm2moeTiny) { name, type, shape, bytes in
+            guard name == "blk.3.ffn_gate_exps.weight" else { return }
+            #expect(shape == [128, 64, 8])
+            let expertBytes = type.rowBytes(count: shape[0])! * shape[1]
+            bytes = Array(bytes[expertBytes...] + bytes[..<expertBytes])
+        }
+        let (prefill, decode) = try Self.worstError(engine: perturbed, reference: try TransformerModel(path: Self.lfm2moeTiny))
+        print("rotated expert slices: prefill \(prefill * 100)%, decode \(decode * 100)% of range")
+        #expect(max(prefill, decode) > 2 * Self.lfm2Tolerance)
+    }
+
+    /// The engine weighing experts by their biased scores (or choosing them without the
+    /// bias) is caught: run on a file whose selection biases are all 0, it routes
+    /// differently from the reference on the true file.
+    @Test func ignoredSelectionBiasIsCaught() throws {
+        let perturbed = try Self.edited(Self.lfm2moeTiny) { name, _, _, bytes in
+            if name.hasSuffix("exp_probs_b.bias") { bytes = [UInt8](repeating: 0, count: bytes.count) }
+        }
+        let (prefill, decode) = try Self.worstError(engine: perturbed, reference: try TransformerModel(path: Self.lfm2moeTiny))
+        print("selection bias ignored: prefill \(prefill * 100)%, decode \(decode * 100)% of range")
         #expect(max(prefill, decode) > 2 * Self.lfm2Tolerance)
     }
 }
