@@ -126,7 +126,7 @@ let package = Package(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
-        .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench")
+        .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON"], path: "Fuzz/SchemaFuzz")
     ]
 )
 

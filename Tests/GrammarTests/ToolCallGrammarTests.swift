@@ -581,16 +581,16 @@ struct SeededGenerator: RandomNumberGenerator {
             do {
                 let names = try checkGeneratedCalls(text, syntax: syntax, functions: toolFunctions)
                 seenNames.formUnion(names)
-                if names.contains("set_alarm") {
-                    if text.contains("minute") { optionalPresent = true } else { optionalSkipped = true }
-                }
+                // Optional arguments: minute and loud (set_alarm), unit (get_weather), attendees and private (create_event).
+                if ["minute", "loud", "unit", "attendees", "private"].contains(where: text.contains) { optionalPresent = true }
+                if names.contains("set_alarm") && !text.contains("minute") { optionalSkipped = true }
             } catch {
                 Issue.record("walk \(walk): \(error)")
             }
         }
         // The walks explore the grammar: most functions appear, optional arguments both ways.
         #expect(seenNames.count >= 5, "\(seenNames)")
-        #expect(optionalSkipped || optionalPresent)
+        #expect(optionalSkipped && optionalPresent)
     }
 
     /// Random walks over tokens with the mask computer, as a sampler would do.
