@@ -147,6 +147,11 @@ public struct GrammarBuilder {
     /// - Parameter limits: `maxGrammarSize` bounds the layout and its templates (a
     ///   `GrammarError` naming the limit otherwise), `maxParseThreads` is kept for matchers.
     public func build(root: Symbol, limits: JSONSchemaCompiler.Limits = .init()) throws(GrammarError) -> Grammar {
+        try build(root: root, limits: limits, deadline: nil)
+    }
+
+    /// `deadline`: the compile-time budget's end (a `GrammarError` naming `compileTimeBudget` after it).
+    func build(root: Symbol, limits: JSONSchemaCompiler.Limits, deadline: ContinuousClock.Instant?) throws(GrammarError) -> Grammar {
         let rootRule: Int32? = root.isTerminal ? nil : root.ruleID
         let live = productiveRules(reachableFrom: rootRule)
         if let r = rootRule, !live[Int(r)] {
@@ -163,7 +168,11 @@ public struct GrammarBuilder {
             }
         }
         if symbols.count > limits.maxGrammarSize { throw GrammarBuilder.sizeError(limits) }
+        // The closures share the size limit with the symbols.
         var templates = TemplateBuilder(symbols: symbols, altStarts: altStarts, maxSize: limits.maxGrammarSize - symbols.count)
+        templates.totalLimit = limits.maxGrammarSize
+        templates.deadline = deadline
+        templates.budget = limits.compileTimeBudget
         for p in 0..<symbols.count { try templates.compute(p) }
         return Grammar(
             terminals: terminals, symbols: symbols, templates: templates.finished, ruleCount: rules.count,
@@ -234,6 +243,12 @@ struct TemplateBuilder {
     var cursor: [Int32]
     var remaining: Int
     let maxSize: Int
+    /// The limit as configured (for the message).
+    var totalLimit = 0
+    /// The end of the compile-time budget, checked every 1,024 templates.
+    var deadline: ContinuousClock.Instant?
+    var budget: Duration = .zero
+    var assembled = 0
 
     init(symbols: [Int32], altStarts: [[Int32]], maxSize: Int) {
         self.symbols = symbols
@@ -261,11 +276,16 @@ struct TemplateBuilder {
                 stack.append(dependency)
                 continue
             }
+            assembled += 1
+            if assembled & 1023 == 0, let deadline, ContinuousClock.now > deadline {
+                throw GrammarError(message: "compiling the schema takes longer than \(budget)", limit: "compileTimeBudget")
+            }
             let t = assemble(pos)
             remaining -= t.entries.reduce(0) { $0 + 1 + $1.pushes.count }
             if remaining < 0 {
                 throw GrammarError(
-                    message: "the grammar's closures would need more than \(maxSize) entries", limit: "maxGrammarSize")
+                    message: "the grammar's rules, symbols and closures would need more than \(totalLimit) entries", limit: "maxGrammarSize"
+                )
             }
             templates[pos] = t
             inProgress[pos] = false

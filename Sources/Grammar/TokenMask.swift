@@ -441,7 +441,9 @@ public final class TokenMaskComputer {
             if let dfa = spec.dfa, dfa.isComplete, spec.minLength == 0, spec.maxLength == nil {
                 info = completeDFAString(spec, state: state)
             } else if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
-                info = walkLexer(PlainStringLexer(), from: state)
+                // From the scalar count zero: the cache key leaves the count out, and
+                // `boundedStringMask` reads the recorded counts as relative ones.
+                info = walkLexer(PlainStringLexer(), from: LexState(state.a & 0xFFFF_FFFF, state.b))
             } else {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
             }

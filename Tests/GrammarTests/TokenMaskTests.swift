@@ -86,6 +86,20 @@ func bruteForceMask(_ m: GrammarMatcher, _ v: TokenVocabulary) -> [Int] {
         }
     }
 
+    /// The walk of a plain string is cached without its scalar count, and length-bounded
+    /// strings read the counts it records as relative: a walk from a string already two scalars
+    /// long must not leave its count in the cache (found by the fuzzer: `"ab\` then `n` was
+    /// refused under maxLength 3 after a plain string had been seen in the same state).
+    @Test func cachedStringWalksAreRelativeToTheirCount() throws {
+        let computer = TokenMaskComputer(vocabulary: smolVocabulary)
+        let plain = GrammarMatcher(grammar: try JSONSchemaCompiler.compile(#"{"type": ["integer", "string"]}"#))
+        #expect(plain.accept(#""ab"#))
+        _ = computer.mask(for: plain)
+        let bounded = GrammarMatcher(grammar: try JSONSchemaCompiler.compile(#"{"maxLength": 3}"#))
+        #expect(bounded.accept(#""ab"#))
+        #expect(computer.mask(for: bounded).allowed == bruteForceMask(bounded, smolVocabulary))
+    }
+
     @Test func applyAndSingle() {
         var m = TokenMask(count: 130)
         m[3] = true

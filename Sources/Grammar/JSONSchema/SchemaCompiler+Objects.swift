@@ -189,7 +189,7 @@ extension SchemaCompiler {
     {
         var extraAlts: [[GrammarBuilder.Symbol]] = [], witnessAlts: [[GrammarBuilder.Symbol]] = []
         let colon = b.literal(":")
-        let exclude = CodePointDFA.literals(m.names)?.complement()
+        let exclude = undeclaredKeys(m.names)
         if !m.names.isEmpty && exclude == nil { return ([], []) }  // every string is declared
         for mask in 0..<(1 << m.patterns.count) {
             guard let (dfa, parts, path) = try keyClass(m, mask: mask, exclude: exclude) else { continue }
@@ -213,6 +213,14 @@ extension SchemaCompiler {
             witnessAlts.append([b.terminal(.string(wSpec)), ws, colon, ws, try compileNode(wValue, base: base, at: pointer(path))])
         }
         return (extraAlts, witnessAlts)
+    }
+
+    /// The keys other than `names` (memoized: merged and referenced objects repeat their names).
+    func undeclaredKeys(_ names: [String]) -> CodePointDFA? {
+        if let known = undeclaredKeysCache[names] { return known }
+        let dfa = CodePointDFA.literals(names)?.complement()
+        undeclaredKeysCache[names] = dfa
+        return dfa
     }
 
     /// The keys that are not declared and match exactly the patterns in `mask`: their automaton

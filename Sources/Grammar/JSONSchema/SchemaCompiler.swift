@@ -60,6 +60,7 @@ final class SchemaCompiler {
     var anchors: [String: JSONValue] = [:]
     var rootBase = ""
     var patternCache: [String: CodePointDFA?] = [:]
+    var undeclaredKeysCache: [[String]: CodePointDFA?] = [:]
     let ws: GrammarBuilder.Symbol
     /// Where the subschema being compiled sits in the document (a JSON Pointer).
     var location = ""
@@ -95,7 +96,7 @@ final class SchemaCompiler {
     /// Builds the grammar of `root`, mapping the builder's errors to schema errors.
     static func build(_ builder: GrammarBuilder, root: GrammarBuilder.Symbol, budget: CompileBudget) throws(SchemaError) -> Grammar {
         try budget.checkTime()
-        do { return try builder.build(root: root, limits: budget.limits) } catch {
+        do { return try builder.build(root: root, limits: budget.limits, deadline: budget.deadline) } catch {
             if let limit = error.limit { throw SchemaError.limit(limit, error.message) }
             throw SchemaError(kind: .unsatisfiable, message: error.message)
         }
