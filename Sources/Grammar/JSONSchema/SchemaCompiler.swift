@@ -31,7 +31,7 @@ enum NormalKey {
     static let base = "$leap:base"
 }
 
-/// The keywords that constrain values (anything else is an annotation and ignored).
+/// Keywords that annotate or organize a schema and never constrain values.
 let knownAnnotationKeys: Set<String> = [
     "$schema", "$id", "id", "$anchor", "$comment", "$vocabulary", "$defs", "definitions", "title", "description",
     "default", "examples", "example", "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType",
@@ -41,7 +41,7 @@ let knownAnnotationKeys: Set<String> = [
 let alwaysUnsupported: Set<String> = ["$dynamicRef", "$recursiveRef"]
 
 /// One compilation of a JSON Schema into grammar rules. The work is split by keyword family:
-/// references (`+References`), normalization and `allOf` merging (`+Normalization`),
+/// references (`+References`), the normal form (`+Normalization`), `allOf` merging (`+AllOf`),
 /// combinators and negation (`+Combinators`), `enum`/`const` (`+Enums`), numbers, strings,
 /// arrays and objects (one file each).
 ///
