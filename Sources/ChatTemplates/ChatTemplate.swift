@@ -86,7 +86,8 @@ public struct ChatTemplate: Sendable {
     let nodes: [Node]
 
     /// Parses `source`. Throws a `.syntax` error for malformed templates, `.assertion`
-    /// for unknown filters or tests, `.unsupported` for tags leap-ref does not
+    /// for unknown filters or tests outside `if` branches (inside them, as in jinja2,
+    /// they fail only when executed), `.unsupported` for tags leap-ref does not
     /// implement (`extends`, `include`, `import`...).
     public init(source: String) throws(ChatTemplateError) {
         self.source = source
@@ -94,6 +95,7 @@ public struct ChatTemplate: Sendable {
             var lexer = Lexer(normalizeNewlines(source))
             var parser = Parser(tokens: try lexer.tokenize())
             nodes = try parser.parseTemplate()
+            try CompileCheck.check(nodes)
         } catch let error as ChatTemplateError {
             throw error
         } catch {

@@ -364,12 +364,17 @@ final class Interpreter {
     func evalFilter(_ base: Expr?, _ name: String, _ args: CallArgs, _ line: Int, _ frame: Frame) throws -> Value {
         guard let base else { throw ChatTemplateError(.syntax, "filter without an operand", line: line) }
         let value = try eval(base, frame)
-        return try applyFilter(name, value, evalArgs(args, frame), line: line)
+        let arguments = try evalArgs(args, frame)
+        // Only an `if` branch can hold an unknown name (CompileCheck rejects the others).
+        guard jinjaFilterNames.contains(name) else { throw ChatTemplateError(.runtime, "No filter named '\(name)' found.", line: line) }
+        return try applyFilter(name, value, arguments, line: line)
     }
 
     func evalTest(_ base: Expr, _ name: String, _ args: CallArgs, _ negated: Bool, _ line: Int, _ frame: Frame) throws -> Value {
         let value = try eval(base, frame)
-        let result = try applyTest(name, value, evalArgs(args, frame), line: line)
+        let arguments = try evalArgs(args, frame)
+        guard jinjaTestNames.contains(name) else { throw ChatTemplateError(.runtime, "No test named '\(name)' found.", line: line) }
+        let result = try applyTest(name, value, arguments, line: line)
         return .bool(negated ? !result : result)
     }
 

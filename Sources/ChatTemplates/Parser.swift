@@ -3,8 +3,8 @@
 // `~`, `* / // %`, `**` (left-associative, as in jinja2), unary `- +`, then postfix
 // `.name [key] (call)` and finally filters `|f` and tests `is t` on the unary operand.
 
-/// Filter names jinja2 knows. An unknown name fails when the template is compiled,
-/// as in jinja2 ("No filter named 'x'.").
+/// Filter names jinja2 knows. An unknown name fails when the template is compiled or,
+/// in an `if` branch, when it is executed, as in jinja2 (see `CompileCheck`).
 let jinjaFilterNames: Set<String> = [
     "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
     "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
@@ -716,9 +716,6 @@ struct Parser {
                 _ = advance()
                 name += "." + (try expect(.name, "filter name")).text
             }
-            guard jinjaFilterNames.contains(name) else {
-                throw ChatTemplateError(.assertion, "No filter named '\(name)'.", line: t.line)
-            }
             let args = current.isOp("(") ? try parseCallArgs() : CallArgs()
             node = .filter(node, name, args, line: t.line)
         }
@@ -738,9 +735,6 @@ struct Parser {
             _ = advance()
             name += "." + (try expect(.name, "test name")).text
         }
-        guard jinjaTestNames.contains(name) else {
-            throw ChatTemplateError(.assertion, "No test named '\(name)'.", line: t.line)
-        }
         var args = CallArgs()
         if current.isOp("(") {
             args = try parseCallArgs()
@@ -758,86 +752,57 @@ struct Parser {
 /// and `caller` in macros).
 enum NameCollector {
     static func collect(_ nodes: [Node], into names: inout Set<String>) {
-        for n in nodes { collect(n, into: &names) }
-    }
-
-    static func collect(_ node: Node, into names: inout Set<String>) {
-        switch node {
-        case .text, .breakLoop, .continueLoop: break
-        case .output(let e, _): collect(e, into: &names)
-        case .ifChain(let branches, let elseBody, _):
-            for (c, b) in branches {
-                collect(c, into: &names)
-                collect(b, into: &names)
-            }
-            collect(elseBody, into: &names)
-        case .forLoop(let f, _):
-            collect(f.iterable, into: &names)
-            if let c = f.condition { collect(c, into: &names) }
-            collect(f.body, into: &names)
-            collect(f.elseBody, into: &names)
-        case .set(_, let e, _): collect(e, into: &names)
-        case .setBlock(_, let f, let body, _):
-            if let f { collect(f, into: &names) }
-            collect(body, into: &names)
-        case .macro(let m, _):
-            for d in m.defaults { collect(d, into: &names) }
-            collect(m.body, into: &names)
-        case .callBlock(let caller, let call, _):
-            collect(call, into: &names)
-            for d in caller.defaults { collect(d, into: &names) }
-            collect(caller.body, into: &names)
-        case .filterBlock(let f, let body, _):
-            collect(f, into: &names)
-            collect(body, into: &names)
-        case .with(let assignments, let body, _):
-            for (_, e) in assignments { collect(e, into: &names) }
-            collect(body, into: &names)
+        for node in nodes {
+            node.forEachPart(
+                expression: { e, _ in collect(e, into: &names) },
+                body: { b, _ in collect(b, into: &names) })
         }
-    }
-
-    static func collect(_ args: CallArgs, into names: inout Set<String>) {
-        for e in args.positional { collect(e, into: &names) }
-        for (_, e) in args.keywords { collect(e, into: &names) }
-        if let s = args.star { collect(s, into: &names) }
-        if let s = args.starStar { collect(s, into: &names) }
     }
 
     static func collect(_ expr: Expr, into names: inout Set<String>) {
-        switch expr {
-        case .constant: break
-        case .name(let n, _): names.insert(n)
-        case .list(let items), .tuple(let items), .concat(let items):
-            for e in items { collect(e, into: &names) }
-        case .dict(let pairs):
-            for (k, v) in pairs {
-                collect(k, into: &names)
-                collect(v, into: &names)
-            }
-        case .attribute(let e, _, _), .negate(let e, _), .plus(let e, _), .not(let e):
-            collect(e, into: &names)
-        case .item(let a, let b, _), .and(let a, let b), .or(let a, let b), .binary(_, let a, let b, _):
-            collect(a, into: &names)
-            collect(b, into: &names)
-        case .slice(let e, let a, let b, let c, _):
-            collect(e, into: &names)
-            for x in [a, b, c] { if let x { collect(x, into: &names) } }
-        case .call(let e, let args, _):
-            collect(e, into: &names)
-            collect(args, into: &names)
-        case .filter(let e, _, let args, _):
-            if let e { collect(e, into: &names) }
-            collect(args, into: &names)
-        case .test(let e, _, let args, _, _):
-            collect(e, into: &names)
-            collect(args, into: &names)
-        case .compare(let e, let ops, _):
-            collect(e, into: &names)
-            for (_, x) in ops { collect(x, into: &names) }
-        case .conditional(let c, let t, let o, _):
-            collect(c, into: &names)
-            collect(t, into: &names)
-            if let o { collect(o, into: &names) }
+        if case .name(let n, _) = expr { names.insert(n) }
+        expr.forEachChild { child, _ in collect(child, into: &names) }
+    }
+}
+
+/// What jinja2 checks when it compiles a parsed template: an unknown filter or test
+/// name is a `TemplateAssertionError` ("No filter named 'x'.") unless it sits in a
+/// "soft" frame, that is inside an `if` statement or a conditional expression with no
+/// loop, macro, call block, filter block, `with` or block `set` in between. There
+/// jinja2 (3.x) defers the check to run time, so a template whose tool branch calls a
+/// filter jinja2 lacks still renders every conversation that skips the branch, and
+/// fails with `TemplateRuntimeError` ("No filter named 'x' found.") when it takes it.
+///
+/// Not reproduced: jinja2 first folds constant expressions (`false and (x|nosuch)` is
+/// the constant `False`, so its unknown filter is never compiled); here such a filter in
+/// a non-soft place is still reported.
+enum CompileCheck {
+    static func check(_ nodes: [Node], soft: Bool = false) throws(ChatTemplateError) {
+        for node in nodes {
+            try node.forEachPart(
+                expression: { (e, scope) throws(ChatTemplateError) in try check(e, soft: inner(soft, scope)) },
+                body: { (b, scope) throws(ChatTemplateError) in try check(b, soft: inner(soft, scope)) })
         }
+    }
+
+    private static func inner(_ soft: Bool, _ scope: FrameScope) -> Bool {
+        switch scope {
+        case .same: soft
+        case .soft: true
+        case .inner: false
+        }
+    }
+
+    static func check(_ expr: Expr, soft: Bool) throws(ChatTemplateError) {
+        if !soft {
+            switch expr {
+            case .filter(_, let name, _, let line) where !jinjaFilterNames.contains(name):
+                throw ChatTemplateError(.assertion, "No filter named '\(name)'.", line: line)
+            case .test(_, let name, _, _, let line) where !jinjaTestNames.contains(name):
+                throw ChatTemplateError(.assertion, "No test named '\(name)'.", line: line)
+            default: break
+            }
+        }
+        try expr.forEachChild { (child, inConditional) throws(ChatTemplateError) in try check(child, soft: soft || inConditional) }
     }
 }

@@ -138,6 +138,9 @@ func quantizableFormat(for type: GGMLType) -> (any QuantizableBlockFormat.Type)?
     case .q4_1: return Q4_1.self
     case .q5_0: return Q5_0.self
     case .q5_1: return Q5_1.self
+    case .q4_K: return Q4_K.self
+    case .q5_K: return Q5_K.self
+    case .q6_K: return Q6_K.self
     default: return nil
     }
 }

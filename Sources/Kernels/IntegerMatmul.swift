@@ -1,27 +1,35 @@
 // Prompt processing with 8-bit integer products: `Y = X Wᵀ` for a batch of activation
 // rows quantized like decode's (QuantizedActivations: int8 + fp32 scale per 32 values)
-// and the weights' own integer levels, multiplied with AVX-512 VNNI `vpdpbusd`.
+// and the weights' own integer levels, multiplied with `vpdpbusd` (AVX-512 VNNI) or
+// `vpmaddubsw` + `vpmaddwd` (AVX2).
 //
-// Every 32-value block of the supported formats is an affine map of unsigned levels:
+// Every 32-value block of the supported formats is one of three maps of unsigned levels u,
+// which is all the kernel needs to know about the format:
 //
-//   Q8_0  u = q + 128 (0...255)   value = d * u - 128 d
-//   Q4_0  u = nibble  (0...15)    value = d * u - 8 d
-//   Q4_1  u = nibble              value = d * u + m
-//   Q5_0  u = 5 bits  (0...31)    value = d * u - 16 d
-//   Q5_1  u = 5 bits              value = d * u + m
+//   symmetric  value = d * (u - c)          Q8_0 (u = q + 128, c = 128), Q4_0 (c = 8),
+//                                           Q5_0 (c = 16)
+//   affine     value = d * u + m            Q4_1, Q5_1; Q4_K and Q5_K sub-blocks of 32
+//                                           (d = d_super * sc_j, m = -dmin * m_j)
+//   halves     value = d0 * (u - 32) for values 0-15, d1 * (u - 32) for 16-31
+//                                           Q6_K (two sub-blocks of 16, d_k = d * sc_k)
 //
-// so a block's dot product with an activation block (scale da, levels a, sa = da * sum(a))
-// is  d * da * sum(u * a) + m * sa,  and for the symmetric formats (m = -c d)
-// d * da * (sum(u * a) - c * sum(a)): the integer sum starts at -c * sum(a) and no second
-// float term is needed.
+// so a block's dot product with an activation block (scale da, levels a, sum sa = da * Σa,
+// half sums b0, b1) is
+//
+//   symmetric  d * da * (Σ u a - c Σ a)                  the integer sum starts at -c Σa
+//   affine     d * da * Σ u a  +  m * sa
+//   halves     da * (d0 * (Σ₀ u a - 32 b0) + d1 * (Σ₁ u a - 32 b1))
+//
+// The K-quants need no other activation format: a Q4_K/Q5_K sub-block is one activation
+// block, a Q6_K sub-block half of one, whose sums (`bsums`) the activations carry.
 //
 // Packed weights. Before multiplying, each group of 8 weight rows is repacked into
 // `nb` group blocks of 320 bytes (one per 32 columns):
 //
 //   bytes   0..<256  levels: 8 vectors of 32 bytes; vector k holds, for rows 0...7 in
 //                    turn, the 4 levels 4k...4k+3 of that row's block
-//   bytes 256..<288  d of rows 0...7 (Float)
-//   bytes 288..<320  m of rows 0...7 (Float)
+//   bytes 256..<288  d (symmetric, affine) or d0 (halves) of rows 0...7 (Float)
+//   bytes 288..<320  m (affine), -c d (symmetric) or d1 (halves) of rows 0...7 (Float)
 //
 // With this layout `vpdpbusd(acc, levels[k], broadcast(4 activation bytes 4k...4k+3))`
 // adds to lane r the products of row r, so 8 instructions give the 8 rows' block sums in
@@ -30,9 +38,15 @@
 // (8 x cols bytes and scales, 10-15 KB) stays in L1 while every activation row of a chunk
 // of 64 (in L2) is multiplied with it.
 //
-// Without VNNI (AVX2-only or portable builds) `matmul(_:count:...)` on quantized
-// activations runs the decode kernels row by row; the engine keeps using the F32 sgemm
-// path there (see `hasIntegerMatmul`).
+// AVX2 has no `vpdpbusd`: `vpmaddubsw` multiplies byte pairs into saturating Int16 sums,
+// then `vpmaddwd` with ones widens pairs of those to Int32. The Int16 sums are added
+// before widening as long as they cannot overflow: a `vpmaddubsw` lane is at most
+// 2 * maxLevel * 127, so 8 of them fit for 4-bit levels (30,480), 4 for 5-bit and 2 for
+// 6-bit ones (32,004). Q8_0's levels (0...255) would saturate, so Q8_0 needs VNNI.
+//
+// Without VNNI or AVX2 (portable builds) `matmul(_:rows:...)` on quantized activations
+// runs the decode kernels row by row; the engine keeps using the F32 sgemm path there
+// (see `hasIntegerMatmul`).
 
 import GGUF
 
@@ -43,42 +57,77 @@ import _Builtin_intrinsics.intel
 enum IntegerMatmul {
     /// Weight rows per packed group (the lanes of a 256-bit register of Int32).
     static let groupRows = 8
-    /// Bytes of one packed group block: 256 bytes of levels, 8 scales, 8 mins.
+    /// Bytes of one packed group block: 256 bytes of levels, 8 + 8 scales.
     static let groupBlockBytes = 320
     /// Activation rows multiplied with a packed group before moving to the next group.
     static let activationChunk = 64
 
-    /// Whether this build has the VNNI kernels.
-    static var isAvailable: Bool {
+    /// How a format's 32-value blocks map onto the packed levels and scales.
+    enum Layout: Equatable {
+        /// value = d * (u - c).
+        case symmetric(c: Int32)
+        /// value = d * u + m.
+        case affine
+        /// value = d0 * (u - 32) for values 0..<16, d1 * (u - 32) for 16..<32 (Q6_K).
+        case halves
+
+        /// Int32 activation offsets per block: -c * Σa (symmetric), -32 * b0 and -32 * b1
+        /// (halves).
+        var offsetsPerBlock: Int {
+            switch self {
+            case .symmetric: return 1
+            case .affine: return 0
+            case .halves: return 2
+            }
+        }
+    }
+
+    /// The layout of `type`'s blocks, nil for the formats without integer levels.
+    static func layout(_ type: GGMLType) -> Layout? {
+        switch type {
+        case .q8_0: return .symmetric(c: 128)
+        case .q4_0: return .symmetric(c: 8)
+        case .q5_0: return .symmetric(c: 16)
+        case .q4_1, .q5_1, .q4_K, .q5_K: return .affine
+        case .q6_K: return .halves
+        default: return nil
+        }
+    }
+
+    /// The largest level of `type` (which decides how AVX2 may accumulate in Int16).
+    static func maxLevel(_ type: GGMLType) -> Int {
+        switch type {
+        case .q8_0: return 255
+        case .q4_0, .q4_1, .q4_K: return 15
+        case .q5_0, .q5_1, .q5_K: return 31
+        default: return 63
+        }
+    }
+
+    /// Whether this build multiplies `type` with the integer kernels: every format with a
+    /// layout on VNNI builds, all but Q8_0 on AVX2 builds, none on portable builds.
+    static func supports(_ type: GGMLType) -> Bool {
+        guard layout(type) != nil else { return false }
         #if LEAP_X86_AVX512VNNI
         return true
+        #elseif LEAP_X86_AVX2
+        return maxLevel(type) <= 63
         #else
         return false
         #endif
     }
 
-    /// The formats with an integer level map.
-    static func supports(_ type: GGMLType) -> Bool {
-        switch type {
-        case .q8_0, .q4_0, .q4_1, .q5_0, .q5_1: return true
-        default: return false
-        }
-    }
+    /// Weight blocks of 32 values per row of `cols` values.
+    static func blocksPerRow(_ cols: Int) -> Int { cols / 32 }
 
-    /// `c` of a symmetric format (value = d * (u - c)), nil for the formats with a min.
-    static func symmetricOffset(_ type: GGMLType) -> Int32? {
-        switch type {
-        case .q8_0: return 128
-        case .q4_0: return 8
-        case .q5_0: return 16
-        default: return nil
-        }
-    }
+    // MARK: Packing
 
-    /// The 32 unsigned levels of the block at `b` into `u`, and its scale and offset:
-    /// value j = d * u[j] + m. Scalar reference for the packing.
-    static func levelsReference(_ type: GGMLType, _ b: UnsafeRawPointer, _ u: UnsafeMutablePointer<UInt8>) -> (d: Float, m: Float) {
-        func nibbles(_ offset: Int) {
+    /// The 32 unsigned levels of 32-value block `i` of the row at `row` into `u`, and the
+    /// two packed scales (see the file header). Scalar reference for the packing.
+    static func levelsReference(
+        _ type: GGMLType, _ row: UnsafeRawPointer, block i: Int, _ u: UnsafeMutablePointer<UInt8>
+    ) -> (Float, Float) {
+        func nibbles(_ b: UnsafeRawPointer, _ offset: Int) {
             for j in 0..<16 {
                 u[j] = byte(b, offset + j) & 0x0F
                 u[j + 16] = byte(b, offset + j) >> 4
@@ -87,27 +136,55 @@ enum IntegerMatmul {
         func fifthBits(_ qh: UInt32) {
             for j in 0..<32 { u[j] |= UInt8(truncatingIfNeeded: (qh >> UInt32(j)) & 1) << 4 }
         }
+        // K-quants: super-block i / 8, sub-block (or Q6_K pair of sub-blocks) i % 8.
+        let sub = i % 8
         switch type {
         case .q8_0:
+            let b = row + 34 * i
             for j in 0..<32 { u[j] = byte(b, 2 + j) ^ 0x80 }
             let d = loadHalfReference(b, 0)
             return (d, -128 * d)
         case .q4_0:
-            nibbles(2)
+            let b = row + 18 * i
+            nibbles(b, 2)
             let d = loadHalfReference(b, 0)
             return (d, -8 * d)
         case .q4_1:
-            nibbles(4)
+            let b = row + 20 * i
+            nibbles(b, 4)
             return (loadHalfReference(b, 0), loadHalfReference(b, 2))
         case .q5_0:
-            nibbles(6)
+            let b = row + 22 * i
+            nibbles(b, 6)
             fifthBits(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
             let d = loadHalfReference(b, 0)
             return (d, -16 * d)
         case .q5_1:
-            nibbles(8)
+            let b = row + 24 * i
+            nibbles(b, 8)
             fifthBits(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
             return (loadHalfReference(b, 0), loadHalfReference(b, 2))
+        case .q4_K, .q5_K:
+            let five = type == .q5_K
+            let b = row + (five ? 176 : 144) * (i / 8)
+            let qs = b + (five ? 48 : 16) + 32 * (sub / 2)
+            for l in 0..<32 {
+                u[l] = sub % 2 == 0 ? byte(qs, l) & 0x0F : byte(qs, l) >> 4
+                if five { u[l] |= ((byte(b, 16 + l) >> UInt8(sub)) & 1) << 4 }
+            }
+            let (sc, m) = scaleMinK4(sub, b + 4)
+            return (loadHalfReference(b, 0) * Float(sc), -(loadHalfReference(b, 2) * Float(m)))
+        case .q6_K:
+            let b = row + 210 * (i / 8)
+            let n = sub / 4, t = sub % 4
+            for l in 0..<32 {
+                let packedLow = byte(b, 64 * n + 32 * (t & 1) + l)
+                let low = t < 2 ? packedLow & 0x0F : packedLow >> 4
+                u[l] = low | ((byte(b, 128 + 32 * n + l) >> UInt8(2 * t)) & 3) << 4
+            }
+            let d = loadHalfReference(b, 208)
+            let sc0 = Float(Int8(bitPattern: byte(b, 192 + 2 * sub))), sc1 = Float(Int8(bitPattern: byte(b, 193 + 2 * sub)))
+            return (d * sc0, d * sc1)
         default:
             preconditionFailure("no integer levels for \(type)")
         }
@@ -125,7 +202,7 @@ enum IntegerMatmul {
         defer { u.deallocate() }
         for (r, row) in rows.enumerated() {
             for i in 0..<nb {
-                let (d, m) = levelsReference(type, base + row * rowBytes + i * type.typeSize, u)
+                let (d, m) = levelsReference(type, base + row * rowBytes, block: i, u)
                 let g = dst + i * groupBlockBytes
                 for k in 0..<8 {
                     for j in 0..<4 { g.storeBytes(of: u[4 * k + j], toByteOffset: 32 * k + 4 * r + j, as: UInt8.self) }
@@ -170,6 +247,12 @@ enum IntegerMatmul {
                     loadHalf(b, 0), loadHalf(b, 2)
                 )
             }
+        case .q4_K:
+            packGroupKQuantAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 144, dst, Self.q4KSuperBlock)
+        case .q5_K:
+            packGroupKQuantAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 176, dst, Self.q5KSuperBlock)
+        case .q6_K:
+            packGroupKQuantAVX2(base, rowBytes: rowBytes, rows: rows, nb: nb, typeSize: 210, dst, Self.q6KSuperBlock)
         default: preconditionFailure("no integer levels for \(type)")
         }
         #else
@@ -178,100 +261,297 @@ enum IntegerMatmul {
     }
 
     #if LEAP_X86_AVX2
+    /// Row base pointers of a group (missing rows read row 0 again; their lanes are
+    /// cleared by the `keep` mask) and the mask of the valid lanes.
+    @inline(__always)
+    static func groupRowBases(_ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>) -> ([UnsafeRawPointer], __m256i) {
+        let n = rows.count
+        precondition(n >= 1 && n <= groupRows)
+        var rowBase = [UnsafeRawPointer](repeating: base + rows.lowerBound * rowBytes, count: 8)
+        for r in 0..<n { rowBase[r] = base + (rows.lowerBound + r) * rowBytes }
+        let keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(Int32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+        return (rowBase, keep)
+    }
+
+    /// Stores one group block: the 8 rows' level vectors transposed as an 8 x 8 matrix of
+    /// 32-bit words (vector k = word k of every row) and the two scale vectors, lanes
+    /// outside `keep` zeroed.
+    @inline(__always)
+    static func storeGroupBlock(
+        _ v0: __m256i, _ v1: __m256i, _ v2: __m256i, _ v3: __m256i,
+        _ v4: __m256i, _ v5: __m256i, _ v6: __m256i, _ v7: __m256i,
+        d: __m256, m: __m256, keep: __m256i, _ g: UnsafeMutableRawPointer
+    ) {
+        let t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1)
+        let t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3)
+        let t4 = _mm256_unpacklo_epi32(v4, v5), t5 = _mm256_unpackhi_epi32(v4, v5)
+        let t6 = _mm256_unpacklo_epi32(v6, v7), t7 = _mm256_unpackhi_epi32(v6, v7)
+        // u0: word 0 of rows 0-3 | word 4 of rows 0-3, and so on.
+        let u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2)
+        let u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3)
+        let u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6)
+        let u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7)
+        @inline(__always) func store(_ k: Int, _ lo: __m256i, _ hi: __m256i, high: Bool) {
+            let a = unsafeBitCast(lo, to: SIMD8<Int32>.self), b = unsafeBitCast(hi, to: SIMD8<Int32>.self)
+            let w =
+                high
+                ? SIMD8<Int32>(lowHalf: a.highHalf, highHalf: b.highHalf)
+                : SIMD8<Int32>(lowHalf: a.lowHalf, highHalf: b.lowHalf)
+            g.storeBytes(of: _mm256_and_si256(unsafeBitCast(w, to: __m256i.self), keep), toByteOffset: 32 * k, as: __m256i.self)
+        }
+        store(0, u0, u4, high: false)
+        store(4, u0, u4, high: true)
+        store(1, u1, u5, high: false)
+        store(5, u1, u5, high: true)
+        store(2, u2, u6, high: false)
+        store(6, u2, u6, high: true)
+        store(3, u3, u7, high: false)
+        store(7, u3, u7, high: true)
+        let keepF = unsafeBitCast(keep, to: __m256.self)
+        g.storeBytes(of: _mm256_and_ps(d, keepF), toByteOffset: 256, as: __m256.self)
+        g.storeBytes(of: _mm256_and_ps(m, keepF), toByteOffset: 288, as: __m256.self)
+    }
+
+    /// Packing of the 32-value formats: `levels` gives a block's levels and two scales.
     @inline(__always)
     static func packGroupAVX2(
         _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int, typeSize: Int,
         _ dst: UnsafeMutableRawPointer,
         _ levels: (UnsafeRawPointer) -> (__m256i, Float, Float)
     ) {
-        let n = rows.count
-        precondition(n >= 1 && n <= groupRows)
-        // Missing rows read row 0 again; their lanes are cleared below.
-        var rowBase = [UnsafeRawPointer](repeating: base + rows.lowerBound * rowBytes, count: 8)
-        for r in 0..<n { rowBase[r] = base + (rows.lowerBound + r) * rowBytes }
-        let keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(Int32(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+        let (rowBase, keep) = groupRowBases(base, rowBytes: rowBytes, rows: rows)
         rowBase.withUnsafeBufferPointer { rb in
-            var d = SIMD8<Float>(), m = SIMD8<Float>()
             for i in 0..<nb {
                 let off = i * typeSize
                 let (v0, d0, m0) = levels(rb[0] + off), (v1, d1, m1) = levels(rb[1] + off)
                 let (v2, d2, m2) = levels(rb[2] + off), (v3, d3, m3) = levels(rb[3] + off)
                 let (v4, d4, m4) = levels(rb[4] + off), (v5, d5, m5) = levels(rb[5] + off)
                 let (v6, d6, m6) = levels(rb[6] + off), (v7, d7, m7) = levels(rb[7] + off)
-                d = SIMD8(d0, d1, d2, d3, d4, d5, d6, d7)
-                m = SIMD8(m0, m1, m2, m3, m4, m5, m6, m7)
-                // 8 x 8 transposition of 32-bit words: out[k] = word k of every row.
-                let t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1)
-                let t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3)
-                let t4 = _mm256_unpacklo_epi32(v4, v5), t5 = _mm256_unpackhi_epi32(v4, v5)
-                let t6 = _mm256_unpacklo_epi32(v6, v7), t7 = _mm256_unpackhi_epi32(v6, v7)
-                // u0: word 0 of rows 0-3 | word 4 of rows 0-3, and so on.
-                let u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2)
-                let u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3)
-                let u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6)
-                let u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7)
-                let g = dst + i * groupBlockBytes
-                @inline(__always) func store(_ k: Int, _ lo: __m256i, _ hi: __m256i, high: Bool) {
-                    let a = unsafeBitCast(lo, to: SIMD8<Int32>.self), b = unsafeBitCast(hi, to: SIMD8<Int32>.self)
-                    let w =
-                        high
-                        ? SIMD8<Int32>(lowHalf: a.highHalf, highHalf: b.highHalf)
-                        : SIMD8<Int32>(lowHalf: a.lowHalf, highHalf: b.lowHalf)
-                    g.storeBytes(of: _mm256_and_si256(unsafeBitCast(w, to: __m256i.self), keep), toByteOffset: 32 * k, as: __m256i.self)
-                }
-                store(0, u0, u4, high: false)
-                store(4, u0, u4, high: true)
-                store(1, u1, u5, high: false)
-                store(5, u1, u5, high: true)
-                store(2, u2, u6, high: false)
-                store(6, u2, u6, high: true)
-                store(3, u3, u7, high: false)
-                store(7, u3, u7, high: true)
-                let keepF = unsafeBitCast(keep, to: __m256.self)
-                g.storeBytes(of: _mm256_and_ps(d, keepF), toByteOffset: 256, as: __m256.self)
-                g.storeBytes(of: _mm256_and_ps(m, keepF), toByteOffset: 288, as: __m256.self)
+                storeGroupBlock(
+                    v0, v1, v2, v3, v4, v5, v6, v7, d: SIMD8(d0, d1, d2, d3, d4, d5, d6, d7),
+                    m: SIMD8(m0, m1, m2, m3, m4, m5, m6, m7), keep: keep, dst + i * groupBlockBytes)
             }
         }
     }
+
+    /// Packing of the K-quants: `superBlock` writes the 8 level vectors and 16 scales of one
+    /// row's super-block to a staging area (`levels[j]`, `d[j]`, `m[j]` for sub-block j),
+    /// then each sub-block's 8 rows are transposed from there.
+    @inline(__always)
+    static func packGroupKQuantAVX2(
+        _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int, typeSize: Int,
+        _ dst: UnsafeMutableRawPointer,
+        _ superBlock: (UnsafeRawPointer, UnsafeMutablePointer<__m256i>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+    ) {
+        precondition(nb % 8 == 0)
+        let (rowBase, keep) = groupRowBases(base, rowBytes: rowBytes, rows: rows)
+        withUnsafeTemporaryAllocation(of: __m256i.self, capacity: 64) { levelBuffer in
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: 128) { scaleBuffer in
+                packKQuantSuperBlocks(
+                    rowBase, nb: nb, typeSize: typeSize, keep: keep, dst, levelBuffer.baseAddress!, scaleBuffer.baseAddress!,
+                    superBlock)
+            }
+        }
+    }
+
+    @inline(__always)
+    static func packKQuantSuperBlocks(
+        _ rowBase: [UnsafeRawPointer], nb: Int, typeSize: Int, keep: __m256i, _ dst: UnsafeMutableRawPointer,
+        _ levels: UnsafeMutablePointer<__m256i>, _ scales: UnsafeMutablePointer<Float>,
+        _ superBlock: (UnsafeRawPointer, UnsafeMutablePointer<__m256i>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+    ) {
+        for s in 0..<(nb / 8) {
+            for r in 0..<8 {
+                superBlock(rowBase[r] + s * typeSize, levels + 8 * r, scales + 8 * r, scales + 64 + 8 * r)
+            }
+            for j in 0..<8 {
+                @inline(__always) func scaleLanes(_ at: Int) -> __m256 {
+                    SIMD8(
+                        scales[at + j], scales[at + 8 + j], scales[at + 16 + j], scales[at + 24 + j], scales[at + 32 + j],
+                        scales[at + 40 + j], scales[at + 48 + j], scales[at + 56 + j])
+                }
+                storeGroupBlock(
+                    levels[j], levels[8 + j], levels[16 + j], levels[24 + j], levels[32 + j], levels[40 + j], levels[48 + j],
+                    levels[56 + j], d: scaleLanes(0), m: scaleLanes(64), keep: keep, dst + (8 * s + j) * groupBlockBytes)
+            }
+        }
+    }
+
+    /// A Q4_K super-block's 8 sub-blocks: nibbles, d * sc_j and -dmin * m_j.
+    @inline(__always)
+    static func q4KSuperBlock(
+        _ b: UnsafeRawPointer, _ v: UnsafeMutablePointer<__m256i>, _ d: UnsafeMutablePointer<Float>,
+        _ m: UnsafeMutablePointer<Float>
+    ) {
+        let m4 = _mm256_set1_epi8(0x0F)
+        for k in 0..<4 {
+            let raw = load256(b, 16 + 32 * k)
+            v[2 * k] = _mm256_and_si256(raw, m4)
+            v[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4)
+        }
+        kQuantScales(b, d, m)
+    }
+
+    /// A Q5_K super-block's 8 sub-blocks: nibbles with their fifth bits, and the scales.
+    @inline(__always)
+    static func q5KSuperBlock(
+        _ b: UnsafeRawPointer, _ v: UnsafeMutablePointer<__m256i>, _ d: UnsafeMutablePointer<Float>,
+        _ m: UnsafeMutablePointer<Float>
+    ) {
+        let m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10)
+        let hbits = load256(b, 16)
+        @inline(__always) func high(_ j: Int) -> __m256i {
+            let mask = _mm256_set1_epi8(Int8(bitPattern: UInt8(1) << UInt8(j)))
+            return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hbits, mask), mask), bit4)
+        }
+        for k in 0..<4 {
+            let raw = load256(b, 48 + 32 * k)
+            v[2 * k] = _mm256_or_si256(_mm256_and_si256(raw, m4), high(2 * k))
+            v[2 * k + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), high(2 * k + 1))
+        }
+        kQuantScales(b, d, m)
+    }
+
+    /// `d * sc_j` and `-(dmin * m_j)` of a Q4_K/Q5_K super-block, as the reference computes them.
+    @inline(__always)
+    static func kQuantScales(_ b: UnsafeRawPointer, _ d: UnsafeMutablePointer<Float>, _ m: UnsafeMutablePointer<Float>) {
+        let (sc, mins) = scalesMinsK4(b + 4)
+        let scale = _mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 0)), _mm256_cvtepi32_ps(sc))
+        let minimum = _mm256_mul_ps(_mm256_set1_ps(loadHalf(b, 2)), _mm256_cvtepi32_ps(mins))
+        UnsafeMutableRawPointer(d).storeBytes(of: scale, as: __m256.self)
+        UnsafeMutableRawPointer(m).storeBytes(of: _mm256_xor_ps(minimum, _mm256_set1_ps(-0.0)), as: __m256.self)
+    }
+
+    /// A Q6_K super-block's 8 pairs of sub-blocks: 6-bit levels, d * sc of each half.
+    @inline(__always)
+    static func q6KSuperBlock(
+        _ b: UnsafeRawPointer, _ v: UnsafeMutablePointer<__m256i>, _ d: UnsafeMutablePointer<Float>,
+        _ m: UnsafeMutablePointer<Float>
+    ) {
+        (v[0], v[1], v[2], v[3]) = Q6_K.q6Levels(b, 0)
+        (v[4], v[5], v[6], v[7]) = Q6_K.q6Levels(b, 1)
+        let scale = _mm256_set1_ps(loadHalf(b, 208))
+        // Scales 2j (even) and 2j + 1 (odd) of the 16 int8 scales, widened to Int32.
+        let sc = _mm256_cvtepi8_epi16(b.loadUnaligned(fromByteOffset: 192, as: __m128i.self))
+        // Int32 lane j holds scales 2j (low 16 bits) and 2j + 1 (high 16 bits): the two
+        // halves of sub-block j.
+        let even = _mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16), odd = _mm256_srai_epi32(sc, 16)
+        UnsafeMutableRawPointer(d).storeBytes(of: _mm256_mul_ps(scale, _mm256_cvtepi32_ps(even)), as: __m256.self)
+        UnsafeMutableRawPointer(m).storeBytes(of: _mm256_mul_ps(scale, _mm256_cvtepi32_ps(odd)), as: __m256.self)
+    }
     #endif
 
-    /// Scalar reference of the packed kernel: `out[t * ldy + r] = sum over blocks of
-    /// d_r * da * sum(u * a) + m_r * sa` for activation rows `0..<count` and the group's
-    /// `valid` rows. For tests of the packed layout.
+    // MARK: Multiplication
+
+    /// Scalar reference of the packed kernel: `out[t * ldy + r]` for activation rows
+    /// `0..<count` and the group's `valid` rows, from the packed group at `packed` (`nb`
+    /// group blocks of a matrix of `type`), with the same integer sums as the fast kernel
+    /// (so that with unit scales both are exact).
     static func multiplyGroupReference(
-        _ packed: UnsafeRawPointer, nb: Int, _ a: ActivationView, count: Int,
+        _ type: GGMLType, _ packed: UnsafeRawPointer, nb: Int, _ a: ActivationView, count: Int,
         _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
     ) {
+        guard let layout = layout(type) else { preconditionFailure("no integer levels for \(type)") }
         for t in 0..<count {
             for r in 0..<valid {
                 var sum: Float = 0
                 for i in 0..<nb {
-                    let g = packed + i * groupBlockBytes
-                    var s: Int32 = 0
+                    let g = packed + i * groupBlockBytes, ab = t * nb + i
+                    // Σ u a over values 0..<16 (s0) and 16..<32 (s1).
+                    var s0: Int32 = 0, s1: Int32 = 0
                     for k in 0..<8 {
                         for j in 0..<4 {
-                            s +=
-                                Int32(g.load(fromByteOffset: 32 * k + 4 * r + j, as: UInt8.self))
-                                * Int32(a.qs[(t * nb + i) * 32 + 4 * k + j])
+                            let p = Int32(g.load(fromByteOffset: 32 * k + 4 * r + j, as: UInt8.self)) * Int32(a.qs[32 * ab + 4 * k + j])
+                            if k < 4 { s0 += p } else { s1 += p }
                         }
                     }
                     let d = g.loadUnaligned(fromByteOffset: 256 + 4 * r, as: Float.self)
                     let m = g.loadUnaligned(fromByteOffset: 288 + 4 * r, as: Float.self)
-                    sum += d * a.d[t * nb + i] * Float(s) + m * a.s[t * nb + i]
+                    let b0 = Int32(a.bsums[2 * ab]), b1 = Int32(a.bsums[2 * ab + 1])
+                    switch layout {
+                    case .symmetric(let c): sum += d * a.d[ab] * Float(s0 + s1 - c * (b0 + b1))
+                    case .affine: sum += d * a.d[ab] * Float(s0 + s1) + m * a.s[ab]
+                    case .halves: sum += a.d[ab] * (d * Float(s0 - 32 * b0) + m * Float(s1 - 32 * b1))
+                    }
                 }
                 out[t * ldy + r] = sum
             }
         }
     }
 
-    #if LEAP_X86_AVX512VNNI
+    #if LEAP_X86_AVX2
+    /// Σ u a of one 32-value block for the 8 rows (lanes) of a packed group, starting at
+    /// `start`: `w` the 8 level vectors, `a` the 8 broadcast activation words.
+    @inline(__always)
+    static func blockSum(
+        _ start: __m256i, _ w: (__m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i),
+        _ a: (__m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i), maxLevel: Int
+    ) -> __m256i {
+        #if LEAP_X86_AVX512VNNI
+        // Two independent chains of 4 (half the dependency depth of one chain of 8).
+        var s = mulSumU8S8(start, w.0, a.0)
+        var s1 = mulSumU8S8(_mm256_setzero_si256(), w.1, a.1)
+        s = mulSumU8S8(s, w.2, a.2)
+        s1 = mulSumU8S8(s1, w.3, a.3)
+        s = mulSumU8S8(s, w.4, a.4)
+        s1 = mulSumU8S8(s1, w.5, a.5)
+        s = mulSumU8S8(s, w.6, a.6)
+        s1 = mulSumU8S8(s1, w.7, a.7)
+        return _mm256_add_epi32(s, s1)
+        #else
+        let ones = _mm256_set1_epi16(1)
+        let p0 = _mm256_maddubs_epi16(w.0, a.0), p1 = _mm256_maddubs_epi16(w.1, a.1)
+        let p2 = _mm256_maddubs_epi16(w.2, a.2), p3 = _mm256_maddubs_epi16(w.3, a.3)
+        let p4 = _mm256_maddubs_epi16(w.4, a.4), p5 = _mm256_maddubs_epi16(w.5, a.5)
+        let p6 = _mm256_maddubs_epi16(w.6, a.6), p7 = _mm256_maddubs_epi16(w.7, a.7)
+        let q0 = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3))
+        let q1 = _mm256_add_epi16(_mm256_add_epi16(p4, p5), _mm256_add_epi16(p6, p7))
+        if maxLevel <= 15 {
+            // 8 Int16 terms of at most 2 * 15 * 127 each: no overflow.
+            return _mm256_add_epi32(start, _mm256_madd_epi16(_mm256_add_epi16(q0, q1), ones))
+        }
+        precondition(maxLevel <= 31, "AVX2 block sums need levels below 32")
+        return _mm256_add_epi32(start, _mm256_add_epi32(_mm256_madd_epi16(q0, ones), _mm256_madd_epi16(q1, ones)))
+        #endif
+    }
+
+    /// Σ u a over values 0..<16 and 16..<32 of one block (the Q6_K halves), starting at
+    /// `start0` and `start1`.
+    @inline(__always)
+    static func halfSums(
+        _ start0: __m256i, _ start1: __m256i,
+        _ w: (__m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i),
+        _ a: (__m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i, __m256i)
+    ) -> (__m256i, __m256i) {
+        #if LEAP_X86_AVX512VNNI
+        var s0 = mulSumU8S8(start0, w.0, a.0)
+        var s1 = mulSumU8S8(start1, w.4, a.4)
+        s0 = mulSumU8S8(s0, w.1, a.1)
+        s1 = mulSumU8S8(s1, w.5, a.5)
+        s0 = mulSumU8S8(s0, w.2, a.2)
+        s1 = mulSumU8S8(s1, w.6, a.6)
+        s0 = mulSumU8S8(s0, w.3, a.3)
+        s1 = mulSumU8S8(s1, w.7, a.7)
+        return (s0, s1)
+        #else
+        // 6-bit levels: two Int16 terms of at most 2 * 63 * 127 each fit, not more.
+        let ones = _mm256_set1_epi16(1)
+        @inline(__always) func pair(_ x: __m256i, _ ax: __m256i, _ y: __m256i, _ ay: __m256i) -> __m256i {
+            _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(x, ax), _mm256_maddubs_epi16(y, ay)), ones)
+        }
+        let s0 = _mm256_add_epi32(_mm256_add_epi32(start0, pair(w.0, a.0, w.1, a.1)), pair(w.2, a.2, w.3, a.3))
+        let s1 = _mm256_add_epi32(_mm256_add_epi32(start1, pair(w.4, a.4, w.5, a.5)), pair(w.6, a.6, w.7, a.7))
+        return (s0, s1)
+        #endif
+    }
+
     /// Activation rows `0..<rowsHere` (1...4) of a chunk times one packed group:
     /// `out[t * ldy + lane]` for the group's `valid` lanes. `aq` is the first activation
-    /// row's levels (rows `cols` bytes apart), `ad`/`asum` its block scales and sums
-    /// (`nb` per row), `offsets` (symmetric formats) its -c * sum(a) per block.
+    /// row's levels (rows `32 * nb` bytes apart), `ad`/`asum` its block scales and sums
+    /// (`nb` per row), `offsets` its Int32 offsets (`layout.offsetsPerBlock` per block).
     @inline(__always)
     static func multiplyGroup(
-        _ packed: UnsafeRawPointer, nb: Int, rowsHere: Int,
+        _ packed: UnsafeRawPointer, nb: Int, rowsHere: Int, layout: Layout, maxLevel: Int,
         _ aq: UnsafeRawPointer, _ ad: UnsafePointer<Float>, _ asum: UnsafePointer<Float>,
         _ offsets: UnsafePointer<Int32>?,
         _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
@@ -281,27 +561,32 @@ enum IntegerMatmul {
         var acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps()
         for i in 0..<nb {
             let g = packed + i * groupBlockBytes
-            let w0 = load256(g, 0), w1 = load256(g, 32), w2 = load256(g, 64), w3 = load256(g, 96)
-            let w4 = load256(g, 128), w5 = load256(g, 160), w6 = load256(g, 192), w7 = load256(g, 224)
+            let w = (
+                load256(g, 0), load256(g, 32), load256(g, 64), load256(g, 96),
+                load256(g, 128), load256(g, 160), load256(g, 192), load256(g, 224)
+            )
             let dw = g.loadUnaligned(fromByteOffset: 256, as: __m256.self)
             let mw = g.loadUnaligned(fromByteOffset: 288, as: __m256.self)
             @inline(__always) func row(_ t: Int, _ acc: inout __m256) {
-                let a = aq + t * stride + 32 * i
-                // Two independent chains of 4 (half the dependency depth of one chain of 8).
-                var s = offsets.map { _mm256_set1_epi32($0[t * nb + i]) } ?? _mm256_setzero_si256()
-                var s1 = _mm256_setzero_si256()
-                s = mulSumU8S8(s, w0, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 0, as: Int32.self)))
-                s1 = mulSumU8S8(s1, w1, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 4, as: Int32.self)))
-                s = mulSumU8S8(s, w2, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 8, as: Int32.self)))
-                s1 = mulSumU8S8(s1, w3, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 12, as: Int32.self)))
-                s = mulSumU8S8(s, w4, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 16, as: Int32.self)))
-                s1 = mulSumU8S8(s1, w5, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 20, as: Int32.self)))
-                s = mulSumU8S8(s, w6, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 24, as: Int32.self)))
-                s1 = mulSumU8S8(s1, w7, _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 28, as: Int32.self)))
-                s = _mm256_add_epi32(s, s1)
-                acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ad[t * nb + i])), _mm256_cvtepi32_ps(s), acc)
-                if offsets == nil {
-                    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(asum[t * nb + i]), acc)
+                let p = aq + t * stride + 32 * i
+                @inline(__always) func word(_ k: Int) -> __m256i {
+                    _mm256_set1_epi32(p.loadUnaligned(fromByteOffset: 4 * k, as: Int32.self))
+                }
+                let a = (word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7))
+                let ab = t * nb + i
+                switch layout {
+                case .halves:
+                    let (s0, s1) = halfSums(
+                        _mm256_set1_epi32(offsets![2 * ab]), _mm256_set1_epi32(offsets![2 * ab + 1]), w, a)
+                    let u = _mm256_fmadd_ps(mw, _mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw, _mm256_cvtepi32_ps(s0)))
+                    acc = _mm256_fmadd_ps(u, _mm256_set1_ps(ad[ab]), acc)
+                case .symmetric:
+                    let s = blockSum(_mm256_set1_epi32(offsets![ab]), w, a, maxLevel: maxLevel)
+                    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ad[ab])), _mm256_cvtepi32_ps(s), acc)
+                case .affine:
+                    let s = blockSum(_mm256_setzero_si256(), w, a, maxLevel: maxLevel)
+                    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ad[ab])), _mm256_cvtepi32_ps(s), acc)
+                    acc = _mm256_fmadd_ps(mw, _mm256_set1_ps(asum[ab]), acc)
                 }
             }
             row(0, &acc0)
@@ -325,12 +610,29 @@ enum IntegerMatmul {
     }
 
     /// Activation rows `rows` times packed groups `groups` (each `nb` group blocks at
-    /// `packed + group * nb * groupBlockBytes`), into `y` (`ldy` floats per row).
+    /// `packed + group * nb * groupBlockBytes`) of a matrix of `type`, into `y` (`ldy`
+    /// floats per row).
     static func multiply(
-        _ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int,
+        _ type: GGMLType, _ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int,
         _ a: ActivationView, rows: Range<Int>, _ offsets: UnsafePointer<Int32>?,
         _ y: UnsafeMutablePointer<Float>, ldy: Int
     ) {
+        // One specialized loop per layout and level width.
+        switch (layout(type)!, maxLevel(type)) {
+        case (.symmetric, 255): multiply(SymmetricBytes.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        case (.symmetric, 15): multiply(Symmetric4Bits.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        case (.symmetric, _): multiply(Symmetric5Bits.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        case (.affine, 15): multiply(Affine4Bits.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        case (.affine, _): multiply(Affine5Bits.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        case (.halves, _): multiply(Halves6Bits.self, packed, groups, weightRows, nb, a, rows, offsets, y, ldy)
+        }
+    }
+
+    private static func multiply<Kind: PackedKind>(
+        _ kind: Kind.Type, _ packed: UnsafeRawPointer, _ groups: Range<Int>, _ weightRows: Int, _ nb: Int,
+        _ a: ActivationView, _ rows: Range<Int>, _ offsets: UnsafePointer<Int32>?, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+    ) {
+        let perBlock = Kind.layout.offsetsPerBlock
         var t0 = rows.lowerBound
         while t0 < rows.upperBound {
             let t1 = Swift.min(rows.upperBound, t0 + activationChunk)
@@ -338,36 +640,55 @@ enum IntegerMatmul {
                 let p = packed + group * nb * groupBlockBytes
                 let valid = Swift.min(groupRows, weightRows - group * groupRows)
                 var t = t0
-                @inline(__always) func run(_ n: Int, _ symmetric: Bool) {
-                    let aq = UnsafeRawPointer(a.qs + t * nb * 32)
+                @inline(__always) func run(_ n: Int) {
                     multiplyGroup(
-                        p, nb: nb, rowsHere: n, aq, a.d + t * nb, a.s + t * nb,
-                        symmetric ? offsets! + t * nb : nil, y + t * ldy + group * groupRows, ldy: ldy, valid: valid)
+                        p, nb: nb, rowsHere: n, layout: Kind.layout, maxLevel: Kind.maxLevel, UnsafeRawPointer(a.qs + t * nb * 32),
+                        a.d + t * nb, a.s + t * nb, offsets.map { $0 + t * nb * perBlock }, y + t * ldy + group * groupRows,
+                        ldy: ldy, valid: valid)
                 }
-                if offsets != nil {
-                    while t + 4 <= t1 {
-                        run(4, true)
-                        t += 4
-                    }
-                    while t < t1 {
-                        run(1, true)
-                        t += 1
-                    }
-                } else {
-                    while t + 4 <= t1 {
-                        run(4, false)
-                        t += 4
-                    }
-                    while t < t1 {
-                        run(1, false)
-                        t += 1
-                    }
+                while t + 4 <= t1 {
+                    run(4)
+                    t += 4
+                }
+                while t < t1 {
+                    run(1)
+                    t += 1
                 }
             }
             t0 = t1
         }
     }
     #endif
+}
+
+/// A layout and level width, as a type, so that each kernel loop is compiled for one.
+protocol PackedKind {
+    static var layout: IntegerMatmul.Layout { get }
+    static var maxLevel: Int { get }
+}
+enum SymmetricBytes: PackedKind {
+    static var layout: IntegerMatmul.Layout { .symmetric(c: 128) }
+    static var maxLevel: Int { 255 }
+}
+enum Symmetric4Bits: PackedKind {
+    static var layout: IntegerMatmul.Layout { .symmetric(c: 8) }
+    static var maxLevel: Int { 15 }
+}
+enum Symmetric5Bits: PackedKind {
+    static var layout: IntegerMatmul.Layout { .symmetric(c: 16) }
+    static var maxLevel: Int { 31 }
+}
+enum Affine4Bits: PackedKind {
+    static var layout: IntegerMatmul.Layout { .affine }
+    static var maxLevel: Int { 15 }
+}
+enum Affine5Bits: PackedKind {
+    static var layout: IntegerMatmul.Layout { .affine }
+    static var maxLevel: Int { 31 }
+}
+enum Halves6Bits: PackedKind {
+    static var layout: IntegerMatmul.Layout { .halves }
+    static var maxLevel: Int { 63 }
 }
 
 extension QuantizedActivations {
@@ -412,29 +733,30 @@ extension QuantizedActivations {
 
 extension WeightMatrix {
     /// Whether ``matmul(_:rows:into:scratch:scratchBytes:pool:)`` multiplies this matrix
-    /// with 8-bit integer products in this build (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights on
-    /// x86 with AVX-512 VNNI). Where false, prompt processing should use the F32
-    /// ``matmul(_:count:into:scratch:scratchCount:pool:)`` (OpenBLAS), which is faster
-    /// than the row-by-row fallback.
-    public var hasIntegerMatmul: Bool { IntegerMatmul.isAvailable && IntegerMatmul.supports(type) }
+    /// with 8-bit integer products in this build: Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and
+    /// Q6_K weights on x86 with AVX2, and Q8_0 too with AVX-512 VNNI. Where false, prompt
+    /// processing should use the F32 ``matmul(_:count:into:scratch:scratchCount:pool:)``
+    /// (OpenBLAS), which is faster than the row-by-row fallback.
+    public var hasIntegerMatmul: Bool { IntegerMatmul.supports(type) }
 
     /// Bytes of scratch ``matmul(_:rows:into:scratch:scratchBytes:pool:)`` needs for
-    /// `rows` activation rows: the packed weights and, for the symmetric formats, one
-    /// Int32 per activation block.
+    /// `rows` activation rows: the packed weights and the activations' Int32 offsets (one
+    /// per block for the symmetric formats, two for Q6_K).
     public func integerMatmulScratchBytes(rows activationRows: Int) -> Int {
         let groups = (rows + IntegerMatmul.groupRows - 1) / IntegerMatmul.groupRows
-        return groups * (cols / 32) * IntegerMatmul.groupBlockBytes + activationRows * (cols / 32) * 4
+        let nb = IntegerMatmul.blocksPerRow(cols)
+        return groups * nb * IntegerMatmul.groupBlockBytes + activationRows * nb * 4 * 2
     }
 
     /// `Y = X Wᵀ` for `count` activation rows quantized by
     /// ``QuantizedActivations/quantizeRows(_:rows:cols:pool:)`` (`x` holds `count x cols`
     /// values); `y` receives `count x rows` floats, row-major. Each product equals
     /// ``GGMLType/dotReference(_:_:)`` of the weight row with the activation row up to
-    /// float summation order. With ``hasIntegerMatmul`` the weights are packed into
+    /// float rounding. With ``hasIntegerMatmul`` the weights are packed into
     /// `scratch` (at least ``integerMatmulScratchBytes(rows:)`` bytes; allocated per call
-    /// when nil or too small) and multiplied with VNNI, split over `pool` by groups of 8
-    /// weight rows; otherwise each activation row goes through ``matvec(_:into:pool:)``'s
-    /// kernels.
+    /// when nil or too small) and multiplied with integer products, split over `pool` by
+    /// groups of 8 weight rows; otherwise each activation row goes through
+    /// ``matvec(_:into:pool:)``'s kernels.
     public func matmul(
         _ x: QuantizedActivations, rows count: Int, into y: UnsafeMutablePointer<Float>,
         scratch: UnsafeMutableRawPointer? = nil, scratchBytes: Int = 0, pool: ThreadPool? = nil
@@ -443,7 +765,7 @@ extension WeightMatrix {
         precondition(type.usesQuantizedActivations, "matmul: \(type) weights multiply float activations")
         precondition(x.blockCount * 32 == x.count, "matmul: activations are not whole blocks of 32")
         if count == 0 || rows == 0 { return }
-        let nb = cols / 32
+        let nb = IntegerMatmul.blocksPerRow(cols)
         let a = x.view
         guard hasIntegerMatmul else {
             // Row by row through the decode kernels: activation row t's blocks are the
@@ -458,7 +780,7 @@ extension WeightMatrix {
             if let pool, pool.threads > 1 { pool.parallelFor(count: count, body) } else { body(0..<count) }
             return
         }
-        #if LEAP_X86_AVX512VNNI
+        #if LEAP_X86_AVX2
         let needed = integerMatmulScratchBytes(rows: count)
         let owned: UnsafeMutableRawPointer? =
             (scratch == nil || scratchBytes < needed)
@@ -467,9 +789,17 @@ extension WeightMatrix {
         let packed = owned ?? scratch!
         let groups = (rows + IntegerMatmul.groupRows - 1) / IntegerMatmul.groupRows
         var offsets: UnsafePointer<Int32>? = nil
-        if let c = IntegerMatmul.symmetricOffset(type) {
-            let o = (packed + groups * nb * IntegerMatmul.groupBlockBytes).bindMemory(to: Int32.self, capacity: count * nb)
-            for k in 0..<(count * nb) { o[k] = -c * (Int32(a.bsums[2 * k]) + Int32(a.bsums[2 * k + 1])) }
+        let layout = IntegerMatmul.layout(type)!
+        if layout != .affine {
+            let blocks = count * nb
+            let o = (packed + groups * nb * IntegerMatmul.groupBlockBytes)
+                .bindMemory(to: Int32.self, capacity: blocks * layout.offsetsPerBlock)
+            switch layout {
+            case .symmetric(let c):
+                for k in 0..<blocks { o[k] = -c * (Int32(a.bsums[2 * k]) + Int32(a.bsums[2 * k + 1])) }
+            default:
+                for k in 0..<(2 * blocks) { o[k] = -32 * Int32(a.bsums[k]) }
+            }
             offsets = UnsafePointer(o)
         }
         let t = type, base = data, stride = rowBytes, weightRows = rows, offs = offsets
@@ -481,7 +811,7 @@ extension WeightMatrix {
                     nb: nb, packed + g * nb * IntegerMatmul.groupBlockBytes)
             }
             IntegerMatmul.multiply(
-                UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, a,
+                t, UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, a,
                 rows: 0..<count, offs, y, ldy: weightRows)
         }
         if let pool, pool.threads > 1, groups > 1 {

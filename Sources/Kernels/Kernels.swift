@@ -36,8 +36,8 @@ extension GGMLType {
     /// Whether the kernels can dequantize rows of this type and multiply them.
     public var hasKernels: Bool { blockFormat(for: self) != nil }
 
-    /// Whether ``quantizeRow(_:into:count:)`` supports this type (F32, F16, BF16, Q8_0,
-    /// Q4_0, Q4_1, Q5_0, Q5_1; the K-quants are read-only here).
+    /// Whether ``quantizeRow(_:into:count:)`` supports this type (every type with kernels:
+    /// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
     public var canQuantize: Bool { quantizableFormat(for: self) != nil }
 
     /// Whether dot products with this type use the 8-bit activation blocks (true for the

@@ -132,74 +132,12 @@ struct JSONParser {
         }
     }
 
-    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
-        guard pos + 4 <= bytes.count else { throw fail("truncated \\u escape") }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let c = bytes[pos]
-            let digit: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
-            default: throw fail("invalid hex digit in \\u escape")
-            }
-            value = value << 4 | digit
-            pos += 1
-        }
-        return value
-    }
-
     mutating func parseString() throws(JSONParseError) -> String {
-        pos += 1  // opening quote
-        var out: [UInt8] = []
-        while true {
-            guard pos < bytes.count else { throw fail("unterminated string") }
-            let c = bytes[pos]
-            if c == UInt8(ascii: "\"") {
-                pos += 1
-                break
-            }
-            if c < 0x20 { throw fail("control character in string") }
-            if c != UInt8(ascii: "\\") {
-                out.append(c)
-                pos += 1
-                continue
-            }
-            pos += 1
-            guard pos < bytes.count else { throw fail("unterminated escape") }
-            let e = bytes[pos]
-            pos += 1
-            switch e {
-            case UInt8(ascii: "\""): out.append(0x22)
-            case UInt8(ascii: "\\"): out.append(0x5C)
-            case UInt8(ascii: "/"): out.append(0x2F)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try parseHex4()
-                if (0xD800..<0xDC00).contains(scalar), pos + 6 <= bytes.count,
-                    bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
-                {
-                    let save = pos
-                    pos += 2
-                    let low = try parseHex4()
-                    if (0xDC00..<0xE000).contains(low) {
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        pos = save
-                    }
-                }
-                // Lone surrogates cannot be represented in a Swift String; use U+FFFD.
-                let u = Unicode.Scalar(scalar) ?? Unicode.Scalar(0xFFFD)!
-                out.append(contentsOf: Array(String(Character(u)).utf8))
-            default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
-            }
+        do {
+            return try StringLiteral.read(bytes, at: &pos, dialect: .json)
+        } catch {
+            throw JSONParseError(message: error.message, offset: error.offset)
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     mutating func parseNumber() throws(JSONParseError) -> JSONValue {

@@ -1,3 +1,5 @@
+import Foundation
+
 // The Kotlin-bridged spelling of `MessageResponse`.
 //
 // Liquid's Swift SDK is generated from Kotlin by SKIE: `MessageResponse` is a Kotlin
@@ -77,4 +79,81 @@ extension MessageResponse {
 /// Native Swift code can switch over `MessageResponse` directly instead.
 public func onEnum(of response: MessageResponse) -> MessageResponse.Sealed {
     response.sealed
+}
+
+// MARK: - Parameter types
+
+// Liquid's Swift SDK bridges `LeapFunctionParameterType` from a Kotlin sealed class: its
+// constructors take the ObjC-bridged argument types (`[NSNumber]` for `LeapNum`'s enum
+// values, `[KotlinInt]` for `LeapInt`'s), and `onEnum(of:)` switches over a parameter type.
+// leap-ref's native types take Swift numbers; the overloads below accept the bridged ones.
+
+/// A 32-bit integer boxed the way Kotlin/Native bridges `kotlin.Int` to Swift, for code
+/// written against the bridged SDK (`LeapInt(enumValues: [KotlinInt(int: 1)])`). Integer
+/// literals work too (`[1, 2] as [KotlinInt]`).
+public struct KotlinInt: Sendable, Hashable, ExpressibleByIntegerLiteral, CustomStringConvertible {
+    /// The value.
+    public let int32Value: Int32
+
+    /// Kotlin/Native's `KotlinInt(int:)`.
+    public init(int value: Int32) { int32Value = value }
+    /// Kotlin/Native's `KotlinInt(value:)`.
+    public init(value: Int32) { int32Value = value }
+    public init(integerLiteral value: Int32) { int32Value = value }
+
+    /// The value as `Int`.
+    public var intValue: Int { Int(int32Value) }
+    public var description: String { String(int32Value) }
+}
+
+extension LeapFunctionParameterType {
+    /// A number restricted to `enumValues`, given as the bridged SDK's `NSNumber`s.
+    @_disfavoredOverload
+    public static func LeapNum(enumValues: [NSNumber]?, description: String? = nil) -> LeapFunctionParameterType {
+        .number(NumberType(enumValues: enumValues?.map(\.doubleValue), description: description))
+    }
+
+    /// An integer restricted to `enumValues`, given as the bridged SDK's `KotlinInt`s.
+    @_disfavoredOverload
+    public static func LeapInt(enumValues: [KotlinInt]?, description: String? = nil) -> LeapFunctionParameterType {
+        .integer(IntegerType(enumValues: enumValues?.map(\.intValue), description: description))
+    }
+
+    /// The cases of a parameter type as SKIE's `onEnum(of:)` presents the Kotlin sealed
+    /// class: one case per subclass (`LeapStr`, `LeapNum`, ...), lower-camel-cased, each
+    /// carrying that subclass's fields (`enumValues`, `description`, `itemType`,
+    /// `properties`, `required`).
+    public enum Sealed: Sendable, Equatable {
+        case leapStr(StringType)
+        case leapNum(NumberType)
+        case leapInt(IntegerType)
+        case leapBool(BooleanType)
+        case leapArr(ArrayType)
+        case leapObj(ObjectType)
+        case leapNull(NullType)
+    }
+
+    /// This type in the Kotlin-bridged shape (see `onEnum(of:)`).
+    public var sealed: Sealed {
+        switch self {
+        case .string(let t): return .leapStr(t)
+        case .number(let t): return .leapNum(t)
+        case .integer(let t): return .leapInt(t)
+        case .boolean(let t): return .leapBool(t)
+        case .array(let t): return .leapArr(t)
+        case .object(let t): return .leapObj(t)
+        case .null(let t): return .leapNull(t)
+        }
+    }
+}
+
+/// The Kotlin-bridged (SKIE) way to switch over a `LeapFunctionParameterType`:
+///
+///     switch onEnum(of: parameter.type) {
+///     case .leapStr(let s): print(s.enumValues ?? [])
+///     case .leapArr(let a): print(a.itemType)
+///     default: break
+///     }
+public func onEnum(of type: LeapFunctionParameterType) -> LeapFunctionParameterType.Sealed {
+    type.sealed
 }

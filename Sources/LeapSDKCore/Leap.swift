@@ -17,11 +17,16 @@ public struct LiquidInferenceEngineOptions: Sendable {
     public var contextSize: Int?
     /// Precision of the key/value cache (default `.f32`).
     public var kvCacheType: KVCacheType
+    /// The seed of every request that leaves `GenerationOptions.rngSeed` nil, so that a
+    /// program (or a test) is reproducible without setting a seed per request (default
+    /// nil: a new random seed per request). leap-ref's addition.
+    public var defaultRNGSeed: UInt64?
 
-    public init(cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32) {
+    public init(cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32, defaultRNGSeed: UInt64? = nil) {
         self.cpuThreads = cpuThreads
         self.contextSize = contextSize
         self.kvCacheType = kvCacheType
+        self.defaultRNGSeed = defaultRNGSeed
     }
 }
 
@@ -62,7 +67,7 @@ public enum Leap {
                     let engine = try InferenceEngine(path: path, options: options)
                     engine.model.file.touchPages { progress?($0) }
                     progress?(1)
-                    continuation.resume(returning: LiquidInferenceEngineRunner(engine: engine, path: path))
+                    continuation.resume(returning: LiquidInferenceEngineRunner(engine: engine, path: path, options: options))
                 } catch {
                     continuation.resume(throwing: error)
                 }

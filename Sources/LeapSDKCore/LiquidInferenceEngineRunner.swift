@@ -1,46 +1,56 @@
 import Foundation
 
-/// leap-ref's `ModelRunner`: one GGUF model, its prompt cache, and a serial queue on
-/// which generations run one at a time (requests from several conversations wait their
-/// turn).
+/// leap-ref's `ModelRunner`: one GGUF model and its prompt cache. Generations run on the
+/// engine's serial queue, one at a time (requests from several conversations wait their
+/// turn); nothing else waits on that queue except `unload()`.
 public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable {
     let engine: InferenceEngine
     /// The model's `general.name`, or its file name without extension.
     public let modelId: String
     /// The context window in tokens.
     public var contextSize: Int { engine.contextSize }
+    /// The call syntax of the model's chat template (or special tokens); see
+    /// `FunctionCallFormat.detect(chatTemplate:hasToken:)`. Nil when leap-ref does not know it.
+    public let functionCallFormat: FunctionCallFormat?
+    /// The seed of requests that leave `GenerationOptions.rngSeed` nil (nil: a new random
+    /// seed each time), from `LiquidInferenceEngineOptions.defaultRNGSeed`.
+    public let defaultRNGSeed: UInt64?
 
-    init(engine: InferenceEngine, path: String) {
+    init(engine: InferenceEngine, path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions()) {
         self.engine = engine
         let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         modelId = (try? engine.model.file.metadata.string("general.name")) ?? fileName
+        functionCallFormat = FunctionCallFormat.detect(
+            chatTemplate: try? engine.model.file.metadata.string("tokenizer.chat_template"),
+            hasToken: { engine.tokenizer.tokenID(forText: $0) != nil })
+        defaultRNGSeed = options.defaultRNGSeed
     }
 
-    public func createConversation(systemPrompt: String?) -> Conversation {
-        let history = systemPrompt.map { [ChatMessage(role: .system, content: [.text($0)])] } ?? []
-        return Conversation(modelRunner: self, history: history)
+    /// The parser of `functionCallFormat`, or LFM2's when the format is unknown.
+    public var functionCallParser: any LeapFunctionCallParserProtocol {
+        functionCallFormat?.parser ?? LFMFunctionCallParser()
     }
 
-    public func createConversationFromHistory(history: [ChatMessage]) -> Conversation {
-        Conversation(modelRunner: self, history: history)
-    }
-
-    public func generateResponse(
-        conversation: Conversation,
-        generationOptions: GenerationOptions?,
-        onResponseCallback: @escaping @Sendable (MessageResponse) -> Void,
-        onErrorCallback: (@Sendable (LeapError) -> Void)?
+    public func generate(
+        _ request: GenerationRequest,
+        onResponse: @escaping @Sendable (MessageResponse) -> Void,
+        onError: @escaping @Sendable (LeapError) -> Void
     ) -> GenerationHandler {
-        let flag = start(
-            conversation: conversation, pending: nil, options: generationOptions,
-            emit: onResponseCallback, finished: { error in if let error { onErrorCallback?(error) } })
-        if flag == nil {
-            onResponseCallback(
-                .complete(
-                    MessageCompletion(
-                        message: ChatMessage(role: .assistant, content: []), finishReason: .stop, stats: nil)))
+        var seeded = request
+        if seeded.options.rngSeed == nil { seeded.options.rngSeed = defaultRNGSeed }
+        let request = seeded
+        let flag = CancellationFlag()
+        let engine = self.engine
+        engine.queue.async {
+            do throws(LeapError) {
+                let outcome = try engine.generate(request, cancel: flag, emit: onResponse)
+                onResponse(
+                    .complete(MessageCompletion(message: outcome.message, finishReason: outcome.finishReason, stats: outcome.stats)))
+            } catch {
+                onError(error)
+            }
         }
-        return FlagGenerationHandler(flag: flag ?? CancellationFlag())
+        return FlagGenerationHandler(flag: flag)
     }
 
     public func unload() async {
@@ -52,50 +62,21 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         }
     }
 
-    /// How many tokens the conversation's prompt would take (with BOS when the template or
-    /// tokenizer adds it), for budgeting before a request.
-    public func getPromptTokensSize(messages: [ChatMessage], addBosToken: Bool = true) throws -> Int {
-        let ids = try engine.queue.sync { () throws(LeapError) -> [Int] in
-            try engine.promptTokens(messages: messages, functions: [], options: GenerationOptions())
-        }
+    /// How many tokens the prompt of `messages` would take: the model's chat template over
+    /// the messages, with the definitions of `functions` (as a generation with these
+    /// `generationOptions` would render them; their call parser matters when the template
+    /// does not read `tools`) and the assistant's generation prompt, with BOS when the
+    /// template or tokenizer adds it.
+    ///
+    /// Never waits for a running generation (it reads only the tokenizer and the template),
+    /// so it can be called from any thread, including from a response callback.
+    public func getPromptTokensSize(
+        messages: [ChatMessage], functions: [LeapFunction] = [], generationOptions: GenerationOptions? = nil,
+        addBosToken: Bool = true
+    ) throws -> Int {
+        let ids = try engine.promptTokens(messages: messages, functions: functions, options: generationOptions ?? GenerationOptions())
         if !addBosToken, let bos = engine.tokenizer.bosID, ids.first == Int(bos) { return ids.count - 1 }
         return ids.count
-    }
-
-    /// Starts a generation for `conversation` (answering `pending` when given, else the
-    /// history as it is). Returns nil, doing nothing, when the conversation is already
-    /// generating. `emit` receives every response including `.complete`; `finished` is
-    /// called last, with the error if the generation failed.
-    func start(
-        conversation: Conversation, pending: ChatMessage?, options: GenerationOptions?,
-        emit: @escaping @Sendable (MessageResponse) -> Void,
-        finished: @escaping @Sendable (LeapError?) -> Void
-    ) -> CancellationFlag? {
-        guard conversation.beginGenerating() else { return nil }
-        let flag = CancellationFlag()
-        let request = GenerationRequest(
-            messages: conversation.history + (pending.map { [$0] } ?? []),
-            functions: conversation.functions,
-            options: options ?? GenerationOptions())
-        let engine = self.engine
-        engine.queue.async {
-            do throws(LeapError) {
-                let outcome = try engine.generate(request, cancel: flag, emit: emit)
-                // Commit before `.complete`, so that a caller reacting to it sees the new
-                // history and can start the next turn at once.
-                conversation.endGenerating(appending: outcome.cancelled ? nil : (pending.map { [$0] } ?? []) + [outcome.message])
-                emit(
-                    .complete(
-                        MessageCompletion(
-                            message: outcome.message, finishReason: outcome.finishReason,
-                            stats: outcome.stats)))
-                finished(nil)
-            } catch {
-                conversation.endGenerating(appending: nil)
-                finished(error)
-            }
-        }
-        return flag
     }
 }
 

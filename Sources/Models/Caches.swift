@@ -15,48 +15,56 @@ public enum KVCacheType: String, Sendable, CaseIterable {
 /// The attention keys and values of every attention layer, preallocated for the context
 /// window. Layout per layer and head: `[position][headDim]` contiguous, so that one head's
 /// keys form a row-major matrix that attention reads with SIMD or BLAS.
+///
+/// Every layer holds every position of the window (`LayerCache.keysAndValues`). A layer
+/// kind that holds only a sliding window (a ring of `window` rows, Gemma 3's local
+/// layers) would be a second case of `LayerCache` sized and addressed here.
 final class KVCache: @unchecked Sendable {
-    // Safety: owned by one InferenceSession, used by one forward pass at a time.
+    // Safety: owned by one sequence, used by one forward pass at a time.
     let type: KVCacheType
     let contextLength: Int
-    let headDim: Int
-    /// Per model layer: base of the keys / values, nil for a convolution layer.
+    /// Per model layer: base of the keys / values (nil for a layer without attention), and
+    /// the layer's heads and head width.
     private(set) var keys: [UnsafeMutableRawPointer?]
     private(set) var values: [UnsafeMutableRawPointer?]
     let kvHeads: [Int]
+    let headDims: [Int]
 
-    init(layers: [LayerKind], contextLength: Int, headDim: Int, type: KVCacheType) {
+    init(layers: [LayerCache], contextLength: Int, type: KVCacheType) {
         self.type = type
         self.contextLength = contextLength
-        self.headDim = headDim
         var keys: [UnsafeMutableRawPointer?] = []
         var values: [UnsafeMutableRawPointer?] = []
-        var heads: [Int] = []
+        var heads: [Int] = [], dims: [Int] = []
         for kind in layers {
-            if case .attention(let kv) = kind {
-                let bytes = kv * contextLength * headDim * type.bytesPerValue
+            if case .keysAndValues(let kv, let hd) = kind {
+                let bytes = kv * contextLength * hd * type.bytesPerValue
                 keys.append(.allocate(byteCount: bytes, alignment: 64))
                 values.append(.allocate(byteCount: bytes, alignment: 64))
                 heads.append(kv)
+                dims.append(hd)
             } else {
                 keys.append(nil)
                 values.append(nil)
                 heads.append(0)
+                dims.append(0)
             }
         }
         self.keys = keys
         self.values = values
         self.kvHeads = heads
+        self.headDims = dims
     }
 
     @inline(__always)
     private func base(_ of: [UnsafeMutableRawPointer?], layer: Int, head: Int) -> UnsafeMutableRawPointer {
-        of[layer]! + head * contextLength * headDim * type.bytesPerValue
+        of[layer]! + head * contextLength * headDims[layer] * type.bytesPerValue
     }
 
     /// Writes one position's key and value of `head` (from F32).
     @inline(__always)
     func store(layer: Int, head: Int, position: Int, key: UnsafePointer<Float>, value: UnsafePointer<Float>) {
+        let headDim = headDims[layer]
         let offset = position * headDim * type.bytesPerValue
         let k = base(keys, layer: layer, head: head) + offset
         let v = base(values, layer: layer, head: head) + offset
@@ -78,13 +86,13 @@ final class KVCache: @unchecked Sendable {
         switch type {
         case .f32: return UnsafePointer(b.assumingMemoryBound(to: Float.self))
         case .f16:
-            GGMLType.f16.dequantizeRow(b, into: scratch, count: count * headDim)
+            GGMLType.f16.dequantizeRow(b, into: scratch, count: count * headDims[layer])
             return UnsafePointer(scratch)
         }
     }
 
     /// Bytes held by the cache.
-    var byteCount: Int { kvHeads.reduce(0) { $0 + 2 * $1 * contextLength * headDim * type.bytesPerValue } }
+    var byteCount: Int { zip(kvHeads, headDims).reduce(0) { $0 + 2 * $1.0 * contextLength * $1.1 * type.bytesPerValue } }
 
     deinit {
         for p in keys { p?.deallocate() }
@@ -92,33 +100,50 @@ final class KVCache: @unchecked Sendable {
     }
 }
 
-/// The short-convolution inputs of every convolution layer, by position: row `p` holds
-/// `B * x` of token `p` (`d` floats). The convolution at position `p` reads rows
-/// `p-L+1 ... p` (rows before 0 are zero), so the state after any prefix of the sequence
-/// is still there, and truncating the sequence is as cheap as for the attention cache.
-/// Pages are touched only as positions are written.
+/// The inputs of every causal-convolution layer, by position: row `p` of a layer holds
+/// what the convolution reads for token `p` (LFM2: `B ⊙ x`, `d` floats). The convolution
+/// at position `p` reads rows `p-L+1 ... p` (rows before 0 are zero), so the state after
+/// any prefix of the sequence is still there, and truncating the sequence is as cheap as
+/// for the attention cache. Pages are touched only as positions are written.
 final class ConvCache: @unchecked Sendable {
-    // Safety: owned by one InferenceSession, used by one forward pass at a time.
-    let width: Int  // d
+    // Safety: owned by one sequence, used by one forward pass at a time.
     let contextLength: Int
+    /// Per model layer: its rows (nil for a layer without convolution) and their width.
     private(set) var inputs: [UnsafeMutablePointer<Float>?]
+    let widths: [Int]
 
-    init(layers: [LayerKind], width: Int, contextLength: Int) {
-        self.width = width
+    init(layers: [LayerCache], contextLength: Int) {
         self.contextLength = contextLength
-        inputs = layers.map { kind in
-            kind == .shortConv ? UnsafeMutablePointer<Float>.allocate(capacity: contextLength * width) : nil
-        }
+        widths = layers.map { if case .convolutionInputs(let w) = $0 { return w } else { return 0 } }
+        inputs = widths.map { $0 > 0 ? UnsafeMutablePointer<Float>.allocate(capacity: contextLength * $0) : nil }
     }
 
-    /// Row `position` of `layer` (`d` floats).
+    /// Row `position` of `layer` (its width in floats).
     @inline(__always)
     func row(layer: Int, position: Int) -> UnsafeMutablePointer<Float> {
-        inputs[layer]! + position * width
+        inputs[layer]! + position * widths[layer]
     }
 
     /// Bytes held by the cache.
-    var byteCount: Int { inputs.reduce(0) { $0 + ($1 == nil ? 0 : contextLength * width * 4) } }
+    var byteCount: Int { zip(inputs, widths).reduce(0) { $0 + ($1.0 == nil ? 0 : contextLength * $1.1 * 4) } }
 
     deinit { for p in inputs { p?.deallocate() } }
+}
+
+/// The state of one sequence: its caches and how many tokens they hold.
+final class SequenceState: @unchecked Sendable {
+    // Safety: used by one forward pass at a time (its owner serializes them).
+    let kv: KVCache
+    let conv: ConvCache
+    /// Tokens in the caches; the next token is evaluated at this position.
+    var position = 0
+
+    init(model: TransformerModel, contextLength: Int, kvCacheType: KVCacheType) {
+        let layers = model.weights.layers.map(\.cache)
+        kv = KVCache(layers: layers, contextLength: contextLength, type: kvCacheType)
+        conv = ConvCache(layers: layers, contextLength: contextLength)
+    }
+
+    /// Bytes held by the caches.
+    var byteCount: Int { kv.byteCount + conv.byteCount }
 }

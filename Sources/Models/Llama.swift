@@ -1,40 +1,54 @@
 import GGUF
 
-/// The `llama` architecture (Llama 2/3, SmolLM2, ...): pre-norm decoder layers of grouped-query
-/// attention with RoPE and a SwiGLU feed-forward block; the output head is tied to the
-/// token embedding when `output.weight` is absent.
-///
-/// ```
-/// h   = x + Attention(RMSNorm(x))        // blk.i.attn_norm, attn_q/k/v/output
-/// out = h + SwiGLU(RMSNorm(h))           // blk.i.ffn_norm, ffn_gate/up/down
-/// logits = output(RMSNorm(x_L))          // output_norm, output (or token_embd)
-/// ```
-enum Llama {
+/// The `llama` architecture (Llama 2/3, SmolLM2, ...; Touvron et al., 2023): pre-norm
+/// decoder layers of grouped-query attention with RoPE and a SwiGLU feed-forward block.
+/// RoPE rotates adjacent pairs of dimensions (the GGUF converter permuted the q/k weights
+/// for that pairing); the output head is tied to the token embedding when `output.weight`
+/// is absent.
+enum Llama: Architecture {
     static let name = "llama"
 
-    static func hyperparameters(_ m: GGUFMetadata) throws(ModelError) -> Hyperparameters {
-        try Hyperparameters.reading(m, architecture: name) { (blocks, heads) throws(ModelError) in
-            let kv = try m.modelOptionalInt("\(name).attention.head_count_kv") ?? heads
-            return [LayerKind](repeating: .attention(kvHeads: kv), count: blocks)
-        }
-    }
-
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
-        let hp = w.hp, d = hp.embeddingLength
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: d)
-        var layers: [DecoderLayer] = []
+        let hp = w.hp
+        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: hp.embeddingLength)
+        var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
-            guard case .attention(let kv) = hp.layers[i] else { continue }
+            let kv = hp.headCountKV[i]
+            guard kv > 0 else {
+                throw .invalidHyperParameter(key: "\(name).attention.head_count_kv", value: String(kv), reason: "must be positive")
+            }
             layers.append(
-                DecoderLayer(
-                    mixerNorm: try w.vector("blk.\(i).attn_norm.weight", count: d),
-                    mixer: .attention(try w.attention(i, kvHeads: kv, queryKeyNorm: false)),
-                    ffnNorm: try w.vector("blk.\(i).ffn_norm.weight", count: d),
-                    ffn: try w.feedForward(i)))
+                LlamaLayer(
+                    attentionNorm: try w.norm("blk.\(i).attn_norm.weight"),
+                    attention: try w.attention(i, kvHeads: kv, queryKeyNorm: false, ropeStyle: .adjacentPairs),
+                    ffnNorm: try w.norm("blk.\(i).ffn_norm.weight"),
+                    ffn: try w.swiGLU(i)))
         }
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
-            outputNorm: try w.vector("output_norm.weight", count: d),
+            outputNorm: try w.norm("output_norm.weight"),
             output: try w.outputHead(embedding: embedding))
+    }
+}
+
+/// One Llama decoder layer:
+///
+/// ```
+/// h   = x + Attention(RMSNorm(x))        // blk.i.attn_norm; attn_q/k/v/output
+/// out = h + SwiGLU(RMSNorm(h))           // blk.i.ffn_norm; ffn_gate/up/down
+/// ```
+struct LlamaLayer: DecoderLayer {
+    let attentionNorm: RMSNorm
+    let attention: Attention
+    let ffnNorm: RMSNorm
+    let ffn: SwiGLU
+
+    var cache: LayerCache { attention.cache }
+    var rope: RotaryEmbedding? { attention.rope }
+    var linears: [Linear] { attention.linears + ffn.linears }
+
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) {
+        f.add(attention(attentionNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
+        f.add(ffn(ffnNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
     }
 }

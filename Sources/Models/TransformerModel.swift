@@ -14,12 +14,12 @@ public final class TransformerModel: Sendable {
     /// Loads the model in `file`, checking the architecture, the hyper-parameters and
     /// every tensor's presence, shape and type. `threads` defaults to the number of cores.
     public init(file: GGUFFile, threads: Int? = nil) throws(ModelError) {
-        let entry = try Architectures.entry(for: file)
-        let hp = try entry.hyperparameters(file.metadata)
+        let architecture = try Architectures.architecture(of: file)
+        let hp = try architecture.hyperparameters(file.metadata)
         try hp.validate()
         self.file = file
         self.hyperparameters = hp
-        self.weights = try entry.weights(WeightLoader(file: file, hp: hp))
+        self.weights = try architecture.weights(WeightLoader(file: file, hp: hp))
         self.pool = ThreadPool(threads: threads ?? ThreadPool.defaultThreads)
     }
 
@@ -32,15 +32,7 @@ public final class TransformerModel: Sendable {
 
     /// Every weight matrix, for sizing scratch and reporting.
     var linears: [Linear] {
-        var out = [weights.tokenEmbedding, weights.output]
-        for layer in weights.layers {
-            switch layer.mixer {
-            case .attention(let a): out += [a.wq, a.wk, a.wv, a.wo]
-            case .shortConv(let c): out += [c.inProj, c.outProj]
-            }
-            out += [layer.ffn.gate, layer.ffn.up, layer.ffn.down]
-        }
-        return out
+        [weights.tokenEmbedding, weights.output] + weights.layers.flatMap(\.linears)
     }
 
     /// Number of parameters (elements of all tensors).

@@ -1,55 +1,8 @@
 import GGUF
 import Kernels
 
-/// Weights of one attention block.
-struct AttentionWeights: Sendable {
-    var wq: Linear  // (heads·headDim) x d
-    var wk: Linear  // (kvHeads·headDim) x d
-    var wv: Linear  // (kvHeads·headDim) x d
-    var wo: Linear  // d x (heads·headDim)
-    var qNorm: [Float]?  // headDim, LFM2 only
-    var kNorm: [Float]?  // headDim, LFM2 only
-    var kvHeads: Int
-}
-
-/// Weights of one LFM2 gated short-convolution block.
-struct ShortConvWeights: Sendable {
-    var inProj: Linear  // 3d x d, producing B, C, x in that order
-    var kernel: [Float]  // d x L: `kernel[c * L + k]`, tap k of channel c (k = L-1 is the newest input)
-    var outProj: Linear  // d x d
-}
-
-/// The token mixer of a layer.
-enum Mixer: Sendable {
-    case attention(AttentionWeights)
-    case shortConv(ShortConvWeights)
-}
-
-/// SwiGLU feed-forward weights: `down(silu(gate x) * up x)`.
-struct FeedForwardWeights: Sendable {
-    var gate: Linear  // ff x d
-    var up: Linear  // ff x d
-    var down: Linear  // d x ff
-}
-
-/// One decoder layer: `h = x + mixer(norm(x)); out = h + ffn(norm(h))`.
-struct DecoderLayer: Sendable {
-    var mixerNorm: [Float]
-    var mixer: Mixer
-    var ffnNorm: [Float]
-    var ffn: FeedForwardWeights
-}
-
-/// All weights of a decoder-only model, as views into the mapped file (norm vectors are
-/// small copies in F32).
-struct TransformerWeights: Sendable {
-    var tokenEmbedding: Linear  // vocab x d
-    var layers: [DecoderLayer]
-    var outputNorm: [Float]
-    var output: Linear  // vocab x d (the embedding itself when tied)
-}
-
-/// Reads weights by name with shape checks: one instance per load.
+/// Reads weights by name with shape checks, and builds the shared blocks from llama.cpp's
+/// tensor names (`blk.i.attn_q.weight` ...): one instance per load.
 struct WeightLoader {
     let file: GGUFFile
     let hp: Hyperparameters
@@ -77,24 +30,35 @@ struct WeightLoader {
 
     func has(_ name: String) -> Bool { file.tensor(named: name) != nil }
 
-    func feedForward(_ i: Int) throws(ModelError) -> FeedForwardWeights {
+    /// An RMSNorm weight of `count` values (the model width unless given).
+    func norm(_ name: String, count: Int? = nil) throws(ModelError) -> RMSNorm {
+        RMSNorm(weight: try vector(name, count: count ?? hp.embeddingLength), epsilon: hp.rmsEpsilon)
+    }
+
+    /// `blk.i.ffn_gate`, `ffn_up`, `ffn_down` as a SwiGLU block.
+    func swiGLU(_ i: Int) throws(ModelError) -> SwiGLU {
         let d = hp.embeddingLength, ff = hp.feedForwardLength
-        return FeedForwardWeights(
+        return SwiGLU(
             gate: try linear("blk.\(i).ffn_gate.weight", rows: ff, cols: d),
             up: try linear("blk.\(i).ffn_up.weight", rows: ff, cols: d),
             down: try linear("blk.\(i).ffn_down.weight", rows: d, cols: ff))
     }
 
-    func attention(_ i: Int, kvHeads: Int, queryKeyNorm: Bool) throws(ModelError) -> AttentionWeights {
+    /// `blk.i.attn_q`, `attn_k`, `attn_v`, `attn_output` (and `attn_q_norm`, `attn_k_norm`
+    /// when `queryKeyNorm`) as an attention block with `kvHeads` key/value heads and the
+    /// file's RoPE base and dimensions.
+    func attention(_ i: Int, kvHeads: Int, queryKeyNorm: Bool, ropeStyle: Elementwise.RopeStyle) throws(ModelError) -> Attention {
         let d = hp.embeddingLength, hd = hp.headDim
-        return AttentionWeights(
+        return Attention(
+            layer: i,
             wq: try linear("blk.\(i).attn_q.weight", rows: hp.headCount * hd, cols: d),
             wk: try linear("blk.\(i).attn_k.weight", rows: kvHeads * hd, cols: d),
             wv: try linear("blk.\(i).attn_v.weight", rows: kvHeads * hd, cols: d),
             wo: try linear("blk.\(i).attn_output.weight", rows: d, cols: hp.headCount * hd),
-            qNorm: queryKeyNorm ? try vector("blk.\(i).attn_q_norm.weight", count: hd) : nil,
-            kNorm: queryKeyNorm ? try vector("blk.\(i).attn_k_norm.weight", count: hd) : nil,
-            kvHeads: kvHeads)
+            queryKeyNorm: queryKeyNorm
+                ? (try norm("blk.\(i).attn_q_norm.weight", count: hd), try norm("blk.\(i).attn_k_norm.weight", count: hd)) : nil,
+            rope: RotaryEmbedding(base: hp.ropeFreqBase, dimensions: hp.ropeDimensions, style: ropeStyle),
+            heads: hp.headCount, kvHeads: kvHeads, headDim: hd, scale: 1 / Float(hd).squareRoot())
     }
 
     /// The output head: `output.weight`, or the token embedding when the model ties them.

@@ -21,6 +21,11 @@ protocol ToolRoundGenerator: AnyObject, Sendable {
 /// Generates rounds with a LEAP `Conversation`. Several messages before one reply (the
 /// results of several calls) are added by continuing the history in a new conversation of
 /// the same runner; the prompt cache keeps the shared prefix, so nothing is recomputed.
+///
+/// Calls are written and parsed in the model's own syntax: every round uses the runner's
+/// `functionCallParser` (LFM2's Pythonic calls, or Hermes JSON calls for a model whose
+/// template writes `<tool_call>` blocks), whatever parser the options carried, and the
+/// engine constrains call blocks with the grammar of that syntax.
 final class ConversationRoundGenerator: ToolRoundGenerator, @unchecked Sendable {
     // `@unchecked`: `conversation` is only replaced between rounds, which the loop runs
     // one after another; reads go through the lock.
@@ -45,6 +50,8 @@ final class ConversationRoundGenerator: ToolRoundGenerator, @unchecked Sendable 
         let registered = Set(conversation.functions.map(\.name))
         for function in functions where !registered.contains(function.name) { conversation.registerFunction(function) }
         lock.withLock { current = conversation }
+        var options = options
+        options.functionCallParser = conversation.modelRunner.functionCallParser
 
         var text = ""
         var calls: [LeapFunctionCall] = []

@@ -9,31 +9,51 @@ struct SentencePieceModel: Sendable {
     /// The token for each byte: `<0xXX>`, else the one-byte text, else the unknown token.
     let byteTokens: [Int32?]
 
-    /// True when no token has `▁` after another character (Llama 2, Phi-3...). Then no
-    /// merge can join a character to a following `▁`, so the text can be cut before every
-    /// `▁` that follows another character and the parts tokenized separately (and cached)
-    /// with exactly the result of tokenizing the whole text, which llama.cpp does.
-    let splitsAtWords: Bool
+    /// The characters (UTF-8) that some token holds right before a `▁` other than its
+    /// leading run of `▁`: none for Llama 2 and Phi-3, `>` for Gemma 3 (its token `>▁</`).
+    ///
+    /// A merge can only join two adjacent pieces into a token, so it can join a character
+    /// `c` to a following `▁` only if some token contains `c▁` with that `▁` after its
+    /// leading run. The text can therefore be cut before every `▁` that follows a
+    /// character other than `▁` and not in this list, and the parts tokenized separately
+    /// (and cached) with exactly the result of tokenizing the whole text, which llama.cpp
+    /// does: no merge ever crosses such a cut, and merges within a part happen in the
+    /// same order (by score, then position) as they would in the whole.
+    let charactersBeforeInnerSpace: [[UInt8]]
+    /// Whether a byte ends one of `charactersBeforeInnerSpace` (a quick filter).
+    private let endsCharacterBeforeInnerSpace: [Bool]
+
+    /// Whether the text is cut at words: false when too many characters can join a
+    /// following `▁` for the cut to pay.
+    var splitsAtWords: Bool { charactersBeforeInnerSpace.count <= Self.maximumJoiningCharacters }
+    static let maximumJoiningCharacters = 64
 
     init(vocabulary: Vocabulary, scores: [Float], unknownID: Int32?) {
         self.scores = scores
-        var splits = true
+        var joining = Set<[UInt8]>()
         vocabulary.arena.withUnsafeBufferPointer { arena in
-            for id in 0..<vocabulary.count where splits {
+            for id in 0..<vocabulary.count where joining.count <= Self.maximumJoiningCharacters {
                 var i = Int(vocabulary.starts[id])
+                let start = i
                 let end = Int(vocabulary.starts[id + 1])
-                // Skip the leading run of ▁, then look for another.
+                // Skip the leading run of ▁, then look for others.
                 while i + 2 < end && arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 { i += 3 }
                 while i + 2 < end {
-                    if arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 {
-                        splits = false
-                        break
+                    if i > start && arena[i] == 0xE2 && arena[i + 1] == 0x96 && arena[i + 2] == 0x81 {
+                        // The character before: back over continuation bytes.
+                        var c = i - 1
+                        while c > start && arena[c] & 0xC0 == 0x80 { c -= 1 }
+                        let character = Array(arena[c..<i])
+                        if character != [0xE2, 0x96, 0x81] { joining.insert(character) }
                     }
                     i += 1
                 }
             }
         }
-        self.splitsAtWords = splits
+        charactersBeforeInnerSpace = joining.sorted { $0.lexicographicallyPrecedes($1) }
+        var ends = [Bool](repeating: false, count: 256)
+        for c in joining { ends[Int(c.last!)] = true }
+        endsCharacterBeforeInnerSpace = ends
         var byteTokens = [Int32?](repeating: nil, count: 256)
         let hex = Array("0123456789ABCDEF".utf8)
         for b in 0..<256 {
@@ -67,11 +87,13 @@ struct SentencePieceModel: Sendable {
             var i = 1
             let n = bytes.count
             while i <= n {
-                // Cut before a ▁ whose previous character is not ▁, and at the end.
+                // Cut before a ▁ whose previous character is neither ▁ nor one that a token
+                // joins to a following ▁, and at the end.
                 let cut =
                     i == n
                     || (bytes[i] == 0xE2 && i + 2 < n && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
-                        && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81))
+                        && !(i >= 3 && bytes[i - 3] == 0xE2 && bytes[i - 2] == 0x96 && bytes[i - 1] == 0x81)
+                        && !joinsFollowingSpace(bytes, before: i))
                 if cut {
                     let word = UnsafeBufferPointer(rebasing: bytes[start..<i])
                     if !cache.lookup(word, into: &out) {
@@ -84,6 +106,16 @@ struct SentencePieceModel: Sendable {
                 i += 1
             }
         }
+    }
+
+    /// Whether the character that ends just before `position` is one of
+    /// `charactersBeforeInnerSpace`.
+    @inline(__always)
+    private func joinsFollowingSpace(_ bytes: UnsafeBufferPointer<UInt8>, before position: Int) -> Bool {
+        guard endsCharacterBeforeInnerSpace[Int(bytes[position - 1])] else { return false }
+        var c = position - 1
+        while c > 0 && bytes[c] & 0xC0 == 0x80 { c -= 1 }
+        return charactersBeforeInnerSpace.contains { $0.elementsEqual(bytes[c..<position]) }
     }
 
     /// The SentencePiece merge loop over all of `bytes`.

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Splitting text at special tokens before the tokenizer model runs, as llama.cpp's
 /// `tokenizer_st_partition` does.
 ///
@@ -9,8 +15,15 @@
 struct SpecialTokenMatcher: Sendable {
     /// Candidate ids, longest text first (ties: lower id first).
     let candidates: [Int32]
-    /// For each first byte, the candidates whose text starts with it (in candidate order).
-    let byFirstByte: [[Int32]]
+    /// The candidates' texts as a trie: `(node << 8 | byte)` -> child node; node 0 is the
+    /// root. Finding every candidate that starts at a position costs one lookup per byte
+    /// matched, however many candidates share a prefix (Gemma's 6,242 `<unusedN>` tokens).
+    let trie: PairTable
+    /// For each trie node, the first candidate whose text ends there, or -1.
+    let candidateEndingAt: [Int32]
+    /// For each candidate, the next one with the same text (a malformed vocabulary can
+    /// repeat a text), or -1.
+    let nextWithSameText: [Int32]
     /// Whether some candidate starts with this byte (a cheap filter for the scan).
     let isFirstByte: [Bool]
     let texts: [[UInt8]]
@@ -26,17 +39,41 @@ struct SpecialTokenMatcher: Sendable {
         candidates = order.map { ids[$0] }
         var texts: [[UInt8]] = []
         var attrs: [TokenAttributes] = []
-        var byFirst = [[Int32]](repeating: [], count: 256)
+        var trie = PairTable(capacity: 256)
+        var ending: [Int32] = [-1]
+        var next = [Int32](repeating: -1, count: candidates.count)
+        var isFirst = [Bool](repeating: false, count: 256)
         for (k, id) in candidates.enumerated() {
             let text = vocabulary.text(Int(id))
             texts.append(text)
             attrs.append(attributes[Int(id)])
-            if let first = text.first { byFirst[Int(first)].append(Int32(k)) }
+            guard let first = text.first else { continue }
+            isFirst[Int(first)] = true
+            var node: UInt64 = 0
+            for b in text {
+                let key = node << 8 | UInt64(b)
+                if let child = trie.find(key) {
+                    node = child
+                } else {
+                    trie.insertIfAbsent(key, UInt64(ending.count))
+                    node = UInt64(ending.count)
+                    ending.append(-1)
+                }
+            }
+            if ending[Int(node)] < 0 {
+                ending[Int(node)] = Int32(k)
+            } else {
+                var last = Int(ending[Int(node)])
+                while next[last] >= 0 { last = Int(next[last]) }
+                next[last] = Int32(k)
+            }
         }
         self.texts = texts
         self.attributes = attrs
-        self.byFirstByte = byFirst
-        self.isFirstByte = byFirst.map { !$0.isEmpty }
+        self.trie = trie
+        self.candidateEndingAt = ending
+        self.nextWithSameText = next
+        self.isFirstByte = isFirst
     }
 
     enum Fragment: Equatable {
@@ -53,11 +90,18 @@ struct SpecialTokenMatcher: Sendable {
         var present = [Bool](repeating: false, count: candidates.count)
         var any = false
         for i in 0..<bytes.count where isFirstByte[Int(bytes[i])] {
-            for k in byFirstByte[Int(bytes[i])] where !present[Int(k)] {
-                if !parseSpecial && !attributes[Int(k)].isDisjoint(with: [.control, .unknown]) { continue }
-                if matches(texts[Int(k)], bytes, at: i) {
-                    present[Int(k)] = true
-                    any = true
+            var node: UInt64 = 0
+            var j = i
+            while j < bytes.count, let child = trie.find(node << 8 | UInt64(bytes[j])) {
+                node = child
+                j += 1
+                var k = Int(candidateEndingAt[Int(node)])
+                while k >= 0 {
+                    if !present[k] && (parseSpecial || attributes[k].isDisjoint(with: [.control, .unknown])) {
+                        present[k] = true
+                        any = true
+                    }
+                    k = Int(nextWithSameText[k])
                 }
             }
         }
@@ -121,10 +165,14 @@ struct SpecialTokenMatcher: Sendable {
     }
 
     private func find(_ text: [UInt8], _ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Int? {
-        guard let first = text.first, to - from >= text.count else { return nil }
+        guard let first = text.first, to - from >= text.count, let base = bytes.baseAddress else { return nil }
         var i = from
-        while i + text.count <= to {
-            if bytes[i] == first && matches(text, bytes, at: i) { return i }
+        let last = to - text.count  // the last start that fits
+        while i <= last {
+            // memchr finds the next candidate start much faster than a byte loop.
+            guard let hit = memchr(base + i, Int32(first), last - i + 1) else { return nil }
+            i = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if matches(text, bytes, at: i) { return i }
             i += 1
         }
         return nil

@@ -1,5 +1,6 @@
 import Foundation
 import LeapJSON
+import Sampling
 import Testing
 
 @testable import ChatTemplates
@@ -97,8 +98,17 @@ private func error(
         #expect(e?.description.contains(construct) == true, "\(String(describing: e))")
     }
 
-    @Test func unknownFilterFailsAtParse() {
-        #expect(throws: ChatTemplateError.self) { try ChatTemplate(source: "{% if false %}{{ x|nosuch }}{% endif %}") }
+    @Test func unknownFilterFailsAtParseOutsideIfAndWhenRunInsideIf() throws {
+        // Outside an `if`, jinja2 rejects the name when it compiles the template.
+        #expect(throws: ChatTemplateError(.assertion, "No filter named 'nosuch'.", line: 1)) {
+            try ChatTemplate(source: "{{ x|nosuch }}")
+        }
+        // Inside one, only when the branch runs.
+        let template = try ChatTemplate(source: "{% if x %}{{ x|nosuch }}{% endif %}ok")
+        #expect(try template.render(context: [:]) == "ok")
+        #expect(throws: ChatTemplateError(.runtime, "No filter named 'nosuch' found.", line: 1)) {
+            try template.render(context: ["x": 1])
+        }
     }
 
     @Test func clockIsInjectable() throws {
@@ -178,18 +188,45 @@ private func error(
         #expect(error(json)?.kind == .limit)
     }
 
+    /// Random token soup (seeded): every template either renders or fails with an error of
+    /// a kind jinja2 could raise for it, never crashes, and renders the same way twice.
     @Test func garbageNeverCrashes() {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SplitMix64(seed: 0x6A17_2A00)
         let pieces = [
             "{{", "}}", "{%", "%}", "{#", "#}", "-", "+", "if", "for", "in", "endif", "endfor", "x", "(", ")",
             "[", "]", "{", "}", "'", "\"", "|", "is", "not", ".", ",", "=", "set", "macro", "endmacro", " ",
-            "\n", "1", "1.5", "loop", "raw", "endraw", "~", "*", "**", "//", "%", "call", "caller", "else"
+            "\n", "1", "1.5", "loop", "raw", "endraw", "~", "*", "**", "//", "%", "call", "caller", "else",
+            // Undefined names, calls and division by zero make some renders fail.
+            "y", "()", "/", "0", "x.", "x()"
         ]
+        let context: [String: JSONValue] = ["x": [1, 2]]
+        var rendered = 0, parseErrors = 0, renderErrors = 0
         for _ in 0..<2000 {
             let n = Int.random(in: 1...30, using: &generator)
-            let source = (0..<n).map { _ in pieces.randomElement(using: &generator)! }.joined()
-            _ = error(source, ["x": [1, 2]])
+            var source = (0..<n).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            // Half are wrapped in an output tag, so more of them are expressions that run.
+            if Bool.random(using: &generator) { source = "{{ \(source) }}" }
+            let template: ChatTemplate
+            do throws(ChatTemplateError) {
+                template = try ChatTemplate(source: source)
+            } catch {
+                parseErrors += 1
+                #expect([.syntax, .assertion].contains(error.kind), "\(source.debugDescription): \(error)")
+                continue
+            }
+            let first = Result { () throws(ChatTemplateError) in try template.render(context: context, options: .fixtures) }
+            let second = Result { () throws(ChatTemplateError) in try template.render(context: context, options: .fixtures) }
+            #expect(first == second, "\(source.debugDescription) renders differently twice")
+            switch first {
+            case .success: rendered += 1
+            case .failure(let error):
+                renderErrors += 1
+                #expect(![.unsupported, .limit, .syntax].contains(error.kind), "\(source.debugDescription): \(error)")
+            }
         }
+        // The soup reaches all three outcomes (a generator stuck on one would test little).
+        print("garbage: \(rendered) rendered, \(parseErrors) parse errors, \(renderErrors) render errors")
+        #expect(rendered > 100 && parseErrors > 100 && renderErrors > 5, "\(rendered) \(parseErrors) \(renderErrors)")
     }
 
     @Test func templatesAreSharedAcrossThreads() async throws {

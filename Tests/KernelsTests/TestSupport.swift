@@ -61,13 +61,14 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
-/// Rows of random weights of `type`: quantized from random floats where we have a
-/// quantizer, random bytes with sane fp16 scales for the K-quants.
+/// Rows of random weights of `type`: quantized from random floats for the 32-value formats,
+/// random bytes with sane fp16 scales for the K-quants (every level and every packed scale
+/// pattern, including Q6_K's negative scales, which their quantizers rarely produce).
 func randomWeights(_ type: GGMLType, rows: Int, cols: Int, seed: UInt64) -> [UInt8] {
     var rng = SeededRandom(seed: seed)
     let rowBytes = type.rowBytes(count: cols)!
     var bytes = [UInt8](repeating: 0, count: rows * rowBytes)
-    if type.canQuantize {
+    if type.canQuantize && type.blockSize <= 32 {
         for r in 0..<rows {
             var x = rng.normal(cols, scale: 0.02)
             if r % 3 == 1 { for j in stride(from: 0, to: cols, by: 5) { x[j] *= 10 } }  // outliers

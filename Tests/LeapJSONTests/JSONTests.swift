@@ -33,6 +33,55 @@ import Testing
     }
 }
 
+/// `StringLiteral`, the one string-escape decoder: its JSON dialect (the parser's) and its
+/// Python-literal dialect (the function-call readers').
+@Suite struct StringLiteralTests {
+    func read(_ literal: String, _ dialect: StringLiteral.Dialect) throws -> String {
+        let bytes = Array(literal.utf8)
+        var position = 0
+        let value = try StringLiteral.read(bytes, at: &position, dialect: dialect)
+        #expect(position == bytes.count, "the literal ends at its closing quote")
+        return value
+    }
+
+    @Test func bothDialectsReadJSON() throws {
+        for dialect in [StringLiteral.Dialect.json, .pythonLiteral] {
+            #expect(try read(#""a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00""#, dialect) == "a\"b\\c/d\u{08}\u{0C}\n\r\té😀")
+            // A lone surrogate, which a Swift String cannot hold, becomes U+FFFD.
+            #expect(try read(#""\ud800x""#, dialect) == "\u{FFFD}x")
+        }
+    }
+
+    @Test func pythonDialectAddsPythonsLiterals() throws {
+        #expect(try read(#"'it\'s'"#, .pythonLiteral) == "it's")
+        #expect(try read(#""\x41\U0001F600\v\a\0""#, .pythonLiteral) == "A😀\u{0B}\u{07}\u{00}")
+        #expect(try read(#""C:\dir""#, .pythonLiteral) == #"C:\dir"#, "an unknown escape stays as written")
+        #expect(try read("\"a\\\nb\"", .pythonLiteral) == "ab", "backslash-newline continues the line")
+        #expect(try read("\"tab\there\"", .pythonLiteral) == "tab\there")
+    }
+
+    @Test func jsonDialectRejectsWhatJSONDoesNot() {
+        #expect(throws: StringLiteral.Failure(message: #"invalid escape '\x'"#, offset: 1)) { try read(#""\x41""#, .json) }
+        #expect(throws: StringLiteral.Failure(message: "control character in string", offset: 2)) { try read("\"a\tb\"", .json) }
+        #expect(throws: StringLiteral.Failure(message: #"invalid escape '\''"#, offset: 1)) { try read(#""\'""#, .json) }
+    }
+
+    @Test func errorsNameTheProblemAndItsOffset() {
+        #expect(throws: StringLiteral.Failure(message: "unterminated string starting at byte 0", offset: 0)) {
+            try read(#""open"#, .json)
+        }
+        #expect(throws: StringLiteral.Failure(message: "invalid hex digit in escape (4 hex digits expected)", offset: 2)) {
+            try read(#""a\u12g4""#, .pythonLiteral)
+        }
+        #expect(throws: StringLiteral.Failure(message: "truncated escape (2 hex digits expected)", offset: 1)) {
+            try read(#""\x4"#, .pythonLiteral)
+        }
+        #expect(throws: StringLiteral.Failure(message: "escape does not name a Unicode scalar value", offset: 1)) {
+            try read(#""\U00110000""#, .pythonLiteral)
+        }
+    }
+}
+
 @Suite struct JSONSerializationTests {
     @Test func pythonStyle() throws {
         let v = try JSONValue.parse(#"{"name": "Zoë", "n": [1, 2.0, 1e-5, 1e16, 123.456], "ok": false, "z": null}"#)

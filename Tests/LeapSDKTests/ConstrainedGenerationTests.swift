@@ -205,11 +205,7 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
                 names.insert(call.name)
                 if let why = TestFunctions.problem(call) { failures.append("\(i): \(why) in \(call)") }
             }
-            var waited = 0
-            while conversation.isGenerating, waited < 500 {
-                try await Task.sleep(nanoseconds: 2_000_000)
-                waited += 1
-            }
+            try await within(120, "the generation left at its first call to end") { await conversation.waitUntilIdle() }
             #expect(!conversation.isGenerating, "leaving the stream stops the generation")
             #expect(conversation.history.map(\.role) == [.system], "a stopped generation appends nothing")
         }

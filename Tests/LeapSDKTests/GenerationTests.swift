@@ -6,12 +6,13 @@ import Testing
 @testable import LeapSDK
 @testable import LeapSDKCore
 
-/// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template) once.
+/// Loads lfm2-tiny (random weights, real LFM2 architecture and chat template), with a
+/// default seed so that requests without `rngSeed` are reproducible too.
 enum TinyModel {
     static let path = TestFixtures.path("models/lfm2-tiny.gguf")
 
     static func load(contextSize: Int? = 512) async throws -> LiquidInferenceEngineRunner {
-        let runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: contextSize))
+        let runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(contextSize: contextSize, defaultRNGSeed: 1))
         return try #require(runner as? LiquidInferenceEngineRunner)
     }
 }
@@ -114,6 +115,22 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         #expect(a == b)
         #expect(!a.isEmpty)
         #expect(a != c)
+    }
+
+    @Test func defaultSeedMakesUnseededRequestsReproducible() async throws {
+        let runner = try await TinyModel.load()
+        #expect(runner.defaultRNGSeed == 1)
+        func reply(seed: UInt64?) async throws -> String {
+            try await collect(
+                runner.createConversation().generateResponse(
+                    userTextMessage: "Tell me a story",
+                    generationOptions: GenerationOptions(temperature: 1.0, rngSeed: seed, maxOutputTokens: 16))
+            ).text
+        }
+        let unseeded = try await reply(seed: nil)
+        #expect(!unseeded.isEmpty)
+        #expect(try await reply(seed: nil) == unseeded)
+        #expect(try await reply(seed: 1) == unseeded, "an unseeded request uses the default seed")
     }
 
     @Test func sequenceLengthEndsWithExceedContext() async throws {
@@ -265,8 +282,8 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let count = try await task.value
         #expect(count >= 3)
         #expect(count < 400)
-        // Wait for the engine to notice and finish.
-        for _ in 0..<200 where conversation.isGenerating { try await Task.sleep(nanoseconds: 10_000_000) }
+        // The engine notices within one token and finishes.
+        try await within(120, "the cancelled generation to end") { await conversation.waitUntilIdle() }
         #expect(!conversation.isGenerating)
         #expect(conversation.history.isEmpty)
         // Usable afterwards.
@@ -277,48 +294,78 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         #expect(conversation.history.count == 2)
     }
 
-    @Test func stopEndsWithinOneTokenAndDoesNotAppend() async throws {
+    /// The runner's `stop()` ends the generation within one token: called from the
+    /// response callback of the second chunk (on the engine's thread), at most one more
+    /// chunk follows, then `.complete` with the partial reply.
+    @Test func runnerStopEndsWithinOneToken() async throws {
+        let runner = try await TinyModel.load()
+        struct State {
+            var chunks = 0
+            var afterStop = 0
+            var handler: GenerationHandler?
+        }
+        let state = Locked(State())
+        let done = AsyncStream<MessageCompletion>.makeStream()
+        // Hold the engine's queue so that the handler is stored before the first token.
+        let gate = DispatchSemaphore(value: 0)
+        runner.engine.queue.async { gate.wait() }
+        let handler = runner.generate(
+            GenerationRequest(
+                messages: [ChatMessage(role: .user, textContent: "Talk")],
+                options: GenerationOptions(rngSeed: 4, maxOutputTokens: 300)),
+            onResponse: { response in
+                switch response {
+                case .chunk:
+                    let stop: GenerationHandler? = state.withLock { s in
+                        s.chunks += 1
+                        if s.chunks > 2 { s.afterStop += 1 }
+                        return s.chunks == 2 ? s.handler : nil
+                    }
+                    stop?.stop()
+                case .complete(let completion):
+                    done.continuation.yield(completion)
+                    done.continuation.finish()
+                default: break
+                }
+            },
+            onError: { _ in done.continuation.finish() })
+        state.withLock { $0.handler = handler }
+        gate.signal()
+        let completion: MessageCompletion? = try await within(120, "the stopped generation's .complete") {
+            for await completion in done.stream { return completion }
+            return nil
+        }
+        #expect(completion?.finishReason == .stop)
+        #expect(state.withLock { $0.afterStop } <= 1)
+        #expect((completion?.stats?.completionTokens ?? 999) <= 3)
+    }
+
+    /// `stop()` on the callback variant's handler: no chunk is delivered after it, the
+    /// callback still receives `.complete`, and nothing is appended.
+    @MainActor @Test func callbackStopDeliversNothingMoreAndDoesNotAppend() async throws {
         let runner = try await TinyModel.load()
         let conversation = runner.createConversation(systemPrompt: nil)
-        let state = Locked<(tokens: Int, afterStop: Int, stopped: Bool, complete: MessageCompletion?)>((0, 0, false, nil))
-        let handlerBox = Locked<GenerationHandler?>(nil)
-        let done = AsyncStream<Void>.makeStream()
-        let handler = conversation.generateResponse(
+        let recorder = CallbackRecorder()
+        var chunksAfterStop = 0
+        var handler: GenerationHandler?
+        handler = conversation.generateResponse(
             message: ChatMessage(role: .user, textContent: "Talk"),
             generationOptions: GenerationOptions(rngSeed: 4, maxOutputTokens: 300)
         ) { response in
-            switch response {
-            case .chunk:
-                let stopNow = state.withLock { s -> Bool in
-                    s.tokens += 1
-                    if s.stopped { s.afterStop += 1 }
-                    if s.tokens == 2 {
-                        s.stopped = true
-                        return true
-                    }
-                    return false
-                }
-                if stopNow { handlerBox.withLock { $0 }?.stop() }
-            case .complete(let m):
-                state.withLock { $0.complete = m }
-                done.continuation.finish()
-            default: break
-            }
+            recorder.record(response)
+            guard case .chunk = response else { return }
+            if recorder.responses.count > 2 { chunksAfterStop += 1 }
+            if recorder.responses.count == 2 { handler?.stop() }
         }
-        handlerBox.withLock { $0 = handler }
         #expect(handler != nil)
-        for await _ in done.stream {}
-        let s = state.withLock { $0 }
-        // The handler may be stored after the first chunks arrived; either way generation ends
-        // within one token of stop().
-        #expect(s.afterStop <= 1)
-        #expect(s.complete?.finishReason == .stop)
-        #expect((s.complete?.stats?.completionTokens ?? 999) < 300)
+        try await recorder.waitUntilDelivered(conversation)
+        #expect(chunksAfterStop == 0)
+        #expect(recorder.completion?.finishReason == .stop)
         #expect(conversation.history.isEmpty)
         #expect(!conversation.isGenerating)
     }
 
-    @Test func secondGenerationWhileOneRunsFinishesEmpty() async throws {
+    @MainActor @Test func secondGenerationWhileOneRunsFinishesEmpty() async throws {
         let runner = try await TinyModel.load()
         let conversation = runner.createConversation(systemPrompt: nil)
         let first = conversation.generateResponse(
@@ -327,17 +374,17 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let second = try await collect(conversation.generateResponse(userTextMessage: "Again"))
         #expect(second.chunks.isEmpty)
         #expect(second.completion == nil)
-        let callbackResponses = Locked<[MessageResponse]>([])
+        let refused = CallbackRecorder()
         let handler = conversation.generateResponse(message: ChatMessage(role: .user, textContent: "And again")) { r in
-            callbackResponses.withLock { $0.append(r) }
+            refused.record(r)
         }
         #expect(handler == nil)
-        let responses = callbackResponses.withLock { $0 }
-        #expect(responses.count == 1)
-        if case .complete(let m)? = responses.first { #expect(m.finishReason == .stop) } else { Issue.record("expected .complete") }
         let c = try await collect(first)
         #expect(c.completion?.stats?.completionTokens == 64)
         #expect(conversation.history.count == 2)
+        try await refused.waitUntilDelivered(conversation)
+        #expect(refused.responses.count == 1)
+        #expect(refused.completion?.finishReason == .stop)
     }
 
     @Test func lowLevelRunnerAPIAnswersTheHistoryAndReportsErrors() async throws {
@@ -380,6 +427,82 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         }
     }
 
+    /// The prompt size counts the functions' definitions, and is the prompt size of a
+    /// generation with them.
+    @Test func promptTokensSizeCountsTheFunctions() async throws {
+        let runner = try await TinyModel.load()
+        let function = LeapFunction(
+            name: "get_weather", description: "Query the weather of a city",
+            parameters: [LeapFunctionParameter(name: "city", type: .string(StringType()), description: "The city")])
+        let messages = [ChatMessage(role: .system, textContent: "Be brief."), ChatMessage(role: .user, textContent: "Weather in Paris?")]
+        let without = try runner.getPromptTokensSize(messages: messages)
+        let with = try runner.getPromptTokensSize(messages: messages, functions: [function])
+        #expect(with > without + 20, "the tool list is missing from the count: \(with) vs \(without)")
+        let conversation = runner.createConversation(systemPrompt: "Be brief.")
+        conversation.registerFunction(function)
+        let c = try await collect(
+            conversation.generateResponse(
+                userTextMessage: "Weather in Paris?", generationOptions: GenerationOptions(rngSeed: 1, maxOutputTokens: 2)))
+        #expect(c.completion?.stats?.promptTokens == UInt64(with))
+        // LFM2's template writes BOS (<|startoftext|>) first.
+        #expect(try runner.getPromptTokensSize(messages: messages, functions: [function], addBosToken: false) == with - 1)
+    }
+
+    /// `getPromptTokensSize` reads only the tokenizer and the template: it returns while the
+    /// engine is busy (here its queue is held, as by a long generation).
+    @Test func promptTokensSizeDoesNotWaitForTheEngine() async throws {
+        let runner = try await TinyModel.load()
+        let gate = DispatchSemaphore(value: 0)
+        runner.engine.queue.async { gate.wait() }
+        defer { gate.signal() }
+        let count = try await within(60, "getPromptTokensSize while the engine is busy") {
+            try runner.getPromptTokensSize(messages: [ChatMessage(role: .user, textContent: "Hi")])
+        }
+        #expect(count > 3)
+    }
+
+    /// `getPromptTokensSize` from inside every kind of callback while a generation runs: the
+    /// runner's own (on the engine's thread, where the old queue-bound count deadlocked), the
+    /// main actor's, and a stream consumer's.
+    @MainActor @Test func promptTokensSizeFromInsideCallbacks() async throws {
+        let runner = try await TinyModel.load()
+        let messages = [ChatMessage(role: .user, textContent: "Hi")]
+        let expected = try runner.getPromptTokensSize(messages: messages)
+        let options = GenerationOptions(rngSeed: 1, maxOutputTokens: 3)
+
+        let fromEngine = Locked<[Int]>([])
+        let done = AsyncStream<Void>.makeStream()
+        _ = runner.generate(
+            GenerationRequest(messages: messages, options: options),
+            onResponse: { response in
+                fromEngine.withLock { $0.append((try? runner.getPromptTokensSize(messages: messages)) ?? -1) }
+                if case .complete = response { done.continuation.finish() }
+            },
+            onError: { _ in done.continuation.finish() })
+        try await within(120, "the generation to end") { for await _ in done.stream {} }
+        #expect(fromEngine.withLock { $0 }.count >= 2, "a chunk and .complete")
+        #expect(fromEngine.withLock { $0 }.allSatisfy { $0 == expected })
+
+        let conversation = runner.createConversation()
+        let recorder = CallbackRecorder()
+        var fromMain: [Int] = []
+        _ = conversation.generateResponse(message: messages[0], generationOptions: options) { response in
+            recorder.record(response)
+            fromMain.append((try? runner.getPromptTokensSize(messages: messages)) ?? -1)
+        }
+        try await recorder.waitUntilDelivered(conversation)
+        #expect(fromMain.count == recorder.responses.count)
+        #expect(fromMain.count >= 2)
+        #expect(fromMain.allSatisfy { $0 == expected })
+
+        var fromStream: [Int] = []
+        for try await _ in runner.createConversation().generateResponse(message: messages[0], generationOptions: options) {
+            fromStream.append(try runner.getPromptTokensSize(messages: messages))
+        }
+        #expect(fromStream.count >= 2)
+        #expect(fromStream.allSatisfy { $0 == expected })
+    }
+
     @Test func unloadMakesGenerationFail() async throws {
         let runner = try await TinyModel.load()
         await runner.unload()
@@ -391,12 +514,4 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
             #expect(error == .modelUnloaded)
         }
     }
-}
-
-/// A value guarded by a lock, for test callbacks that run on the runner's queue.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) -> R) -> R { lock.withLock { body(&value) } }
 }

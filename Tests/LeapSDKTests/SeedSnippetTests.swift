@@ -1,32 +1,43 @@
-// The Swift code snippets of the LEAP SDK documentation seeds (/work/shared/seeds 000-003),
-// copied verbatim and run against the random-weights test model
-// Tests/Fixtures/models/lfm2-tiny.gguf. Each test loads the model with
+// The Swift code samples of the LEAP SDK documents (/work/shared/seeds: 000 and 001,
+// function calling; 002, ModelRunner / Conversation / GenerationOptions; 003, chat
+// messages and audio), each compiled as written and run against the random-weights test
+// model Tests/Fixtures/models/lfm2-tiny.gguf. Seed 002's `setResponseFormat(type:)` sample
+// is in SeedSnippetGeneratableTests.swift; seed 004 (RunAnywhere) in
+// Tests/RunAnywhereTests/SeedSnippets.swift.
+//
+// Each test loads the model with
 // `Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)` (the one line
-// an app writes differently; the small context bounds unlimited generations),
-// defines the app-side names a snippet uses (`conversation`, `user`, `options`,
-// `handleFunctionCalls`, `audioRenderer`, `updateUI`, `handleResponse`, `audioPlayer`, ...)
-// as small local helpers that record what the snippet did, and then checks the recording:
-// lfm2-tiny's text is gibberish, but the API's behaviour (events, history, stop, cancel) is
-// checkable. Where a snippet calls `print`, a local `print` captures the text.
+// an app writes differently: a small context bounds unlimited generations, and a default
+// seed makes the run reproducible), defines the app-side names a sample uses
+// (`conversation`, `user`, `options`, `handleFunctionCalls`, `audioRenderer`, `updateUI`,
+// `handleResponse`, `audioPlayer`, ...) as small local helpers that record what the
+// sample did, and then checks the recording: lfm2-tiny's text is gibberish, but the API's
+// behaviour (events, history, stop, cancel) is checkable. Where a sample calls `print`, a
+// local `print` captures the text.
 //
-// Left out:
-// - Kotlin snippets (seeds 001 and 002 show Kotlin next to Swift): not Swift.
-// - Seed 003 "Recording Audio on iOS" (`AVAudioRecorder`, `AVFormatIDKey`,
-//   `kAudioFormatLinearPCM`, ...): needs AVFoundation, an Apple-only framework.
-// - Seed 002 "Constrained generation helper" (`@Generatable`-style `CityFact` with
-//   `setResponseFormat(type:)`): depends on the Generatable macros, not in LeapSDK yet; it
-//   is in SeedSnippetGeneratableTests.swift.pending, out of compilation.
-//
-// Changed beyond the loading line:
-// - Seed 003 "Creating Audio Content from WAV Files": `Bundle.main` is the app's bundle;
-//   in a test it is stood in for by a local `Bundle` whose `main.url(forResource:withExtension:)`
-//   finds a WAV file the test wrote (the snippet's text is unchanged).
-// - Seed 003 "Creating Audio Content from Raw PCM Samples": `import AVFoundation` is
-//   dropped (unused by the snippet, and not available on Linux) and the `...` placeholder
-//   in the sample array literal is replaced by concrete samples.
+// Samples that update the UI run in `@MainActor` tests, as app code does, with plain
+// helpers (`updateUI(with:)` is an ordinary main-actor function, not `@Sendable`): the
+// SDK's callbacks are main-actor closures, so the samples compile unchanged under Swift 6.
 //
 // Declarations the seeds list (`public struct ...`, `public protocol ...`) are not
 // statements; the `...Declarations` tests use each declared member with its declared type.
+// Where leap-ref's type differs, the test says so and uses both (see docs/leap-sdk.md,
+// "Differences from Liquid's SDK").
+//
+// Left out:
+// - Kotlin samples (seeds 001 and 002 show Kotlin next to Swift): not Swift.
+// - Seed 003 "Recording Audio on iOS" (`AVAudioRecorder`, `AVFormatIDKey`,
+//   `kAudioFormatLinearPCM`, ...): needs AVFoundation, an Apple-only framework.
+//
+// Lines changed in a sample:
+// - Seed 003 "Creating Audio Content from WAV Files": `Bundle.main` is the app's bundle;
+//   in a test it is stood in for by a local `Bundle` whose `main.url(forResource:withExtension:)`
+//   finds a WAV file the test wrote (the sample's text is unchanged).
+// - Seed 003 "Creating Audio Content from Raw PCM Samples": `import AVFoundation` is
+//   dropped (unused by the sample, and not available on Linux) and the `...` placeholder
+//   in the sample array literal is replaced by concrete samples.
+// - Samples whose loop body is only a comment get one added line recording the response
+//   (marked `(test: record)`), since an unused loop variable draws a warning.
 
 import Foundation
 import TestSupport
@@ -37,29 +48,20 @@ import Testing
 
 // MARK: - Helpers
 
-/// A thread-safe list of things a snippet produced (callbacks run on the runner's queue).
+/// A thread-safe list of things a sample produced.
 final class SnippetRecorder<Element>: @unchecked Sendable {
     private let storage = Locked<[Element]>([])
     func append(_ element: Element) { storage.withLock { $0.append(element) } }
     var items: [Element] { storage.withLock { $0 } }
 }
 
-/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-func waitUntil(seconds: Double = 300, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return true
-}
-
 /// The path of the test model.
 let seedTestModelPath = TestFixtures.path("models/lfm2-tiny.gguf")
 
-/// A 192-token context: several snippets generate without `maxOutputTokens`, and
-/// random weights rarely end a turn, so the context bounds their run time.
-let seedTestModelOptions = LiquidInferenceEngineOptions(contextSize: 192)
+/// A 192-token context: several samples generate without `maxOutputTokens`, and
+/// random weights rarely end a turn, so the context bounds their run time. The samples
+/// set no `rngSeed`; the default seed makes their runs reproducible.
+let seedTestModelOptions = LiquidInferenceEngineOptions(contextSize: 192, defaultRNGSeed: 2002)
 
 /// Stands in for an app's audio output in the seed 002 streaming snippet.
 final class SnippetAudioRenderer: @unchecked Sendable {
@@ -175,10 +177,8 @@ let expectedGetWeather = LeapFunction(
         // The registered function reaches the prompt: it is longer than without it.
         let runner = try #require(modelRunner as? LiquidInferenceEngineRunner)
         let messages = conversation.history + [ChatMessage(role: .user, textContent: "hi")]
-        let withTools = try runner.engine.queue.sync {
-            try runner.engine.promptTokens(messages: messages, functions: conversation.functions, options: GenerationOptions())
-        }
-        #expect(withTools.count > (try runner.getPromptTokensSize(messages: messages)))
+        let withTools = try runner.getPromptTokensSize(messages: messages, functions: conversation.functions)
+        #expect(withTools > (try runner.getPromptTokensSize(messages: messages)))
     }
 
     @Test func handleFunctionCallingResponse() async throws {
@@ -262,6 +262,37 @@ let expectedGetWeather = LeapFunction(
         #expect(completion.stats?.completionTokens ?? 0 > 0)
         #expect(conversation.history.count == 2)
         #expect(conversation.history.last?.role == .assistant)
+    }
+}
+
+extension SeedSnippet000FunctionCalling {
+    @Test func declarations() {
+        // `public enum MessageResponse { case functionCall([LeapFunctionCall]) ... }`
+        let response = MessageResponse.functionCall([LeapFunctionCall(name: "f", arguments: [:])])
+        guard case .functionCall(let calls) = response else {
+            Issue.record("not a function call")
+            return
+        }
+        #expect(calls.map(\.name) == ["f"])
+        // `public struct LeapFunction: Equatable` / `LeapFunctionParameter: Equatable` with
+        // their fields, `LeapFunctionParameterType: Codable, Equatable` with its cases.
+        let function = seed000ComprehensiveFunction()
+        let (name, description, parameters): (String, String, [LeapFunctionParameter]) =
+            (function.name, function.description, function.parameters)
+        #expect(name == "get_weather" && description == "Query the weather of cities" && parameters.count == 2)
+        let parameter = parameters[1]
+        let fields: (String, LeapFunctionParameterType, String, Bool) = (
+            parameter.name, parameter.type, parameter.description, parameter.optional
+        )
+        #expect(fields.0 == "unit" && fields.1 == .string(StringType(enumValues: ["celsius", "fahrenheit"])) && !fields.3)
+        let all: [LeapFunctionParameterType] = [
+            .string(StringType()), .number(NumberType(enumValues: [1.5])), .integer(IntegerType(enumValues: [1])),
+            .boolean(BooleanType()), .array(ArrayType(itemType: .null(NullType()))),
+            .object(ObjectType(properties: ["a": .boolean(BooleanType())], required: ["a"])), .null(NullType())
+        ]
+        let decoded = try? JSONDecoder().decode([LeapFunctionParameterType].self, from: JSONEncoder().encode(all))
+        #expect(decoded == all)
+        #expect(function == seed000ComprehensiveFunction())
     }
 }
 
@@ -401,19 +432,80 @@ let expectedGetWeather = LeapFunction(
     }
 
     @Test func parameterTypeConstructors() {
-        // Seed 001, "Parameter types" (Swift), with the listed argument types filled in.
-        #expect(
-            LeapFunctionParameterType.LeapStr(enumValues: ["a"], description: "d")
-                == .string(StringType(enumValues: ["a"], description: "d")))
+        // Seed 001, "Parameter types" (Swift): each direct constructor, with the argument
+        // types the seed lists (the bridged `[NSNumber]` and `[KotlinInt]` included).
+        let str: ([String]?, String?) -> LeapFunctionParameterType = LeapFunctionParameterType.LeapStr(enumValues:description:)
+        let num: ([NSNumber]?, String?) -> LeapFunctionParameterType = LeapFunctionParameterType.LeapNum(enumValues:description:)
+        let int: ([KotlinInt]?, String?) -> LeapFunctionParameterType = LeapFunctionParameterType.LeapInt(enumValues:description:)
+        let bool: (String?) -> LeapFunctionParameterType = LeapFunctionParameterType.LeapBool(description:)
+        let arr: (LeapFunctionParameterType, String?) -> LeapFunctionParameterType =
+            LeapFunctionParameterType.LeapArr(itemType:description:)
+        let obj: ([String: LeapFunctionParameterType], [String], String?) -> LeapFunctionParameterType =
+            LeapFunctionParameterType.LeapObj(properties:required:description:)
+        let null: () -> LeapFunctionParameterType = LeapFunctionParameterType.LeapNull
+
+        #expect(str(["a"], "d") == .string(StringType(enumValues: ["a"], description: "d")))
+        #expect(num([NSNumber(value: 1.5), NSNumber(value: 2)], nil) == .number(NumberType(enumValues: [1.5, 2])))
+        #expect(int([KotlinInt(int: 1), KotlinInt(value: 2), 3], nil) == .integer(IntegerType(enumValues: [1, 2, 3])))
+        #expect(bool("b") == .boolean(BooleanType(description: "b")))
+        #expect(arr(null(), nil) == .array(ArrayType(itemType: .null(NullType()))))
+        #expect(obj(["x": bool(nil)], ["x"], nil) == .object(ObjectType(properties: ["x": .boolean(BooleanType())], required: ["x"])))
+        #expect(null() == .null(NullType()))
+
+        // The same calls spelled as an app writes them: Swift literals pick the native
+        // overloads, bridged values the bridged ones, and `nil` is not ambiguous.
         #expect(LeapFunctionParameterType.LeapNum(enumValues: [1.5], description: nil) == .number(NumberType(enumValues: [1.5])))
+        #expect(LeapFunctionParameterType.LeapNum(enumValues: nil, description: nil) == .number(NumberType()))
         #expect(LeapFunctionParameterType.LeapInt(enumValues: [1, 2], description: nil) == .integer(IntegerType(enumValues: [1, 2])))
-        #expect(LeapFunctionParameterType.LeapBool(description: "b") == .boolean(BooleanType(description: "b")))
+        #expect(LeapFunctionParameterType.LeapInt(enumValues: nil, description: "n") == .integer(IntegerType(description: "n")))
+        let kotlinInts: [KotlinInt] = [4, 5]
+        #expect(LeapFunctionParameterType.LeapInt(enumValues: kotlinInts, description: nil) == .integer(IntegerType(enumValues: [4, 5])))
+    }
+
+    /// "SKIE generates an onEnum(of:)-compatible enum view" of `LeapFunctionParameterType`.
+    @Test func onEnumOverParameterTypes() {
+        func summary(_ type: LeapFunctionParameterType) -> String {
+            switch onEnum(of: type) {
+            case .leapStr(let s): return "str \(s.enumValues ?? [])"
+            case .leapNum(let n): return "num \(n.enumValues ?? [])"
+            case .leapInt(let i): return "int \(i.enumValues ?? [])"
+            case .leapBool(let b): return "bool \(b.description ?? "")"
+            case .leapArr(let a): return "arr of " + summary(a.itemType)
+            case .leapObj(let o): return "obj \(o.properties.keys.sorted()) required \(o.required)"
+            case .leapNull: return "null"
+            }
+        }
+        #expect(summary(.LeapStr(enumValues: ["a", "b"], description: nil)) == #"str ["a", "b"]"#)
+        #expect(summary(.LeapNum(enumValues: [NSNumber(value: 0.5)], description: nil)) == "num [0.5]")
+        #expect(summary(.LeapInt(enumValues: [KotlinInt(int: 7)], description: nil)) == "int [7]")
+        #expect(summary(.LeapBool(description: "flag")) == "bool flag")
+        #expect(summary(.LeapArr(itemType: .LeapNull(), description: nil)) == "arr of null")
         #expect(
-            LeapFunctionParameterType.LeapArr(itemType: .LeapNull(), description: nil) == .array(ArrayType(itemType: .null(NullType()))))
-        #expect(
-            LeapFunctionParameterType.LeapObj(properties: ["x": .LeapBool(description: nil)], required: ["x"], description: nil)
-                == .object(ObjectType(properties: ["x": .boolean(BooleanType())], required: ["x"])))
-        #expect(LeapFunctionParameterType.LeapNull() == .null(NullType()))
+            summary(.LeapObj(properties: ["y": .LeapNull(), "x": .LeapNull()], required: ["x"], description: nil))
+                == #"obj ["x", "y"] required ["x"]"#)
+    }
+
+    @Test func declarations() {
+        // Seed 001, "LeapFunctionCall" (Swift): `arguments` is `[String: Any]`. Seed 000
+        // declares `[String: Any?]` for the native spelling; both bindings compile.
+        let call = LeapFunctionCall(name: "get_weather", arguments: ["city": "NYC", "days": 2, "unit": nil])
+        let name: String = call.name
+        let bridged: [String: Any] = call.arguments
+        let native: [String: Any?] = call.arguments
+        #expect(name == "get_weather")
+        #expect(bridged["city"] as? String == "NYC")
+        #expect(native["days"] as? Int == 2)
+        #expect(bridged["unit"] is NSNull, "null arrives as NSNull, as through the ObjC bridge")
+        // Seed 001, "LeapFunction" (Swift): the bridged initializers and renamed properties.
+        var function = LeapFunction(name: "f", functionDescription: "d", parameters: [])
+        function.functionDescription = "e"
+        let functionDescription: String = function.functionDescription
+        var parameter = LeapFunctionParameter(name: "p", type: .LeapBool(description: nil), parameterDescription: "q", optional: false)
+        parameter.parameterDescription = "r"
+        let parameterDescription: String = parameter.parameterDescription
+        let optional: Bool = parameter.optional
+        #expect(functionDescription == "e" && function.description == "e")
+        #expect(parameterDescription == "r" && !optional)
     }
 }
 
@@ -447,20 +539,26 @@ let expectedGetWeather = LeapFunction(
 
         // Without stop() the generation would run to the end of the context and append its
         // reply; stopped, it ends and leaves the history as it was.
-        #expect(await waitUntil { !conversation.isGenerating })
+        try await within(300, "the stopped generation to end") { await conversation.waitUntilIdle() }
         #expect(roleTexts(conversation.history) == before)
     }
 
-    @Test func streamingGeneration() async throws {
+    /// An app's view model, as the sample's `Task` would live in one: main-actor state, no
+    /// `@Sendable` anywhere.
+    @MainActor @Test func streamingGeneration() async throws {
         let path = seedTestModelPath
         let modelRunner = try await Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)
         let conversation = modelRunner.createConversation(systemPrompt: nil)
-        let printed = SnippetRecorder<String>()
-        @Sendable func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-            printed.append(items.map { "\($0)" }.joined(separator: separator) + terminator)
+        var printed: [String] = []
+        let (finished, finish) = AsyncStream<Void>.makeStream()
+        func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+            let line = items.map { "\($0)" }.joined(separator: separator) + terminator
+            printed.append(line)
+            // The sample's last line, on either path.
+            if line.hasPrefix("Prompt tokens:") || line.hasPrefix("Generation failed") { finish.finish() }
         }
-        let handledCalls = SnippetRecorder<[LeapFunctionCall]>()
-        @Sendable func handleFunctionCalls(_ calls: [LeapFunctionCall]) { handledCalls.append(calls) }
+        var handledCalls: [[LeapFunctionCall]] = []
+        func handleFunctionCalls(_ calls: [LeapFunctionCall]) { handledCalls.append(calls) }
         let audioRenderer = SnippetAudioRenderer()
 
         // Seed 002, "Streaming Generation" (Swift).
@@ -496,10 +594,8 @@ let expectedGetWeather = LeapFunction(
             }
         }
 
-        #expect(
-            await waitUntil(seconds: 600) { printed.items.contains { $0.hasPrefix("Prompt tokens:") || $0.hasPrefix("Generation failed") } }
-        )
-        let output = printed.items.joined()
+        try await within(600, "the sample's last line") { for await _ in finished {} }
+        let output = printed.joined()
         let history = conversation.history
         #expect(history.count == 2)
         let reply = try #require(history.last)
@@ -509,17 +605,18 @@ let expectedGetWeather = LeapFunction(
         #expect(output.contains("\nComplete: \(reply.textContent)\nPrompt tokens: \(promptTokens), completions: "))
         let completions = output.components(separatedBy: "completions: ").last.flatMap { Int($0.dropLast()) }
         #expect((completions ?? 0) > 0)
-        #expect(handledCalls.items.flatMap { $0 }.count == reply.functionCalls?.count ?? 0)
+        #expect(handledCalls.flatMap { $0 }.count == reply.functionCalls?.count ?? 0)
         #expect(audioRenderer.enqueued.items.isEmpty, "a text-only model emits no audio")
         #expect(!output.contains("Generation failed"))
     }
 
-    @Test func callbackConvenienceStop() async throws {
+    /// `updateUI(with:)` is what an app has: a main-actor method updating views.
+    @MainActor @Test func callbackConvenienceStop() async throws {
         let path = seedTestModelPath
         let modelRunner = try await Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)
         let conversation = modelRunner.createConversation(systemPrompt: "You are a helpful assistant.")
-        let responses = SnippetRecorder<MessageResponse>()
-        @Sendable func updateUI(with response: MessageResponse) { responses.append(response) }
+        let recorder = CallbackRecorder()
+        func updateUI(with response: MessageResponse) { recorder.record(response) }
         let user = ChatMessage(role: .user, content: [.text("Hello! What can you do?")])
 
         // Seed 002, "Callback Convenience (Swift only)".
@@ -530,17 +627,18 @@ let expectedGetWeather = LeapFunction(
         handler?.stop()
 
         #expect(handler != nil)
-        #expect(await waitUntil { !conversation.isGenerating })
-        // A stopped generation still ends with .complete, and appends nothing.
-        #expect(
-            await waitUntil {
-                if case .complete? = responses.items.last { return true }
-                return false
-            })
+        try await recorder.waitUntilDelivered(conversation)
+        // A stopped generation still ends with .complete (on the main actor), and appends nothing.
+        guard case .complete(let completion)? = recorder.responses.last else {
+            Issue.record("the callback did not receive .complete: \(recorder.responses)")
+            return
+        }
+        #expect(completion.finishReason == .stop)
+        #expect(recorder.allOnMainQueue)
         #expect(roleTexts(conversation.history) == ["system: You are a helpful assistant."])
     }
 
-    @Test func callbackConvenienceWhileGenerating() async throws {
+    @MainActor @Test func callbackConvenienceWhileGenerating() async throws {
         let path = seedTestModelPath
         let modelRunner = try await Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)
         let conversation = modelRunner.createConversation(systemPrompt: nil)
@@ -548,25 +646,25 @@ let expectedGetWeather = LeapFunction(
         let first = conversation.generateResponse(message: user) { _ in }
         // "If a generation is already running, the method returns nil and emits a .complete
         // message with finishReason == .stop via the callback."
-        let second = SnippetRecorder<MessageResponse>()
-        let refused = conversation.generateResponse(message: user) { second.append($0) }
+        let second = CallbackRecorder()
+        let refused = conversation.generateResponse(message: user) { second.record($0) }
         #expect(first != nil)
         #expect(refused == nil)
-        guard case .complete(let completion)? = second.items.first, second.items.count == 1 else {
-            Issue.record("expected exactly one .complete, got \(second.items)")
+        first?.stop()
+        try await second.waitUntilDelivered(conversation)
+        guard case .complete(let completion)? = second.responses.first, second.responses.count == 1 else {
+            Issue.record("expected exactly one .complete, got \(second.responses)")
             return
         }
         #expect(completion.finishReason == .stop)
-        first?.stop()
-        #expect(await waitUntil { !conversation.isGenerating })
     }
 
-    @Test func cancellationByTask() async throws {
+    @MainActor @Test func cancellationByTask() async throws {
         let path = seedTestModelPath
         let modelRunner = try await Leap.load(url: URL(fileURLWithPath: path), options: seedTestModelOptions)
         let conversation = modelRunner.createConversation(systemPrompt: nil)
         let handled = SnippetRecorder<MessageResponse>()
-        @Sendable func handleResponse(_ response: MessageResponse) { handled.append(response) }
+        func handleResponse(_ response: MessageResponse) { handled.append(response) }
         let user = ChatMessage(role: .user, content: [.text("Tell me a long story.")])
 
         // Seed 002, "Cancellation" (Swift).
@@ -581,7 +679,7 @@ let expectedGetWeather = LeapFunction(
         generationTask.cancel()
 
         _ = await generationTask.result
-        #expect(await waitUntil { !conversation.isGenerating })
+        try await within(300, "the cancelled generation to end") { await conversation.waitUntilIdle() }
         #expect(conversation.history.isEmpty, "a cancelled generation appends neither the message nor a partial reply")
         // The stream ended early: no .complete reached the consumer.
         #expect(!handled.items.contains { if case .complete = $0 { return true } else { return false } })
@@ -633,6 +731,21 @@ let expectedGetWeather = LeapFunction(
         #expect(GenerationOptions().temperature == nil && GenerationOptions().maxOutputTokens == nil)
         // ChatMessageRole
         #expect(ChatMessageRole.allCases.map(\.rawValue) == ["user", "system", "assistant", "tool"])
+        // GenerationHandler is Sendable.
+        func isSendable<T: Sendable>(_: T.Type) -> Bool { true }
+        #expect(isSendable((any GenerationHandler).self))
+        // "LiquidInferenceEngineRunner exposes ... getPromptTokensSize(messages:addBosToken:)".
+        let engineRunner = try #require(modelRunner as? LiquidInferenceEngineRunner)
+        let promptSize: Int = try engineRunner.getPromptTokensSize(messages: Array(conversation.history.prefix(2)), addBosToken: true)
+        #expect(UInt64(promptSize) == stats.promptTokens)
+        // The callbacks' declared types are `(MessageResponse) -> Void` and `(LeapError) -> Void`;
+        // leap-ref's are main-actor closures of those types (see docs/leap-sdk.md).
+        let onResponse: @MainActor (MessageResponse) -> Void = { _ in }
+        let onError: @MainActor (LeapError) -> Void = { _ in }
+        let stopped = modelRunner.generateResponse(
+            conversation: fromHistory, generationOptions: nil, onResponseCallback: onResponse, onErrorCallback: onError)
+        stopped.stop()
+        try await within(300, "the stopped generation to end") { await fromHistory.waitUntilIdle() }
         // unload(): later generations fail with LeapError.modelUnloaded.
         await modelRunner.unload()
         await #expect(throws: LeapError.modelUnloaded) {

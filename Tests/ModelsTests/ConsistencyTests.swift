@@ -5,8 +5,8 @@ import Testing
 /// Our own paths against each other: the batched prefill (8-bit integer matmul for the
 /// legacy quantized types on VNNI builds, else exact F32 products with the dequantized
 /// weights) and the one-token decode (8-bit activations, integer dot products) must give
-/// the same logits within the activation rounding, and splitting a
-/// prompt into several batches, or truncating and re-evaluating, must not change them.
+/// the same logits within the activation rounding, and splitting a prompt into several
+/// batches, or truncating and re-evaluating, must not change them.
 @Suite(.serialized) struct ConsistencyTests {
     static let tokens = [504, 3575, 282, 4649, 314, 7042, 30, 198, 198, 504, 1797, 1918, 553, 253, 2155, 28, 1069, 30]
 
@@ -16,7 +16,7 @@ import Testing
     }
 
     @Test(arguments: ["SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q8_0.gguf", "lfm2-tiny"])
-    func decodeMatchesExactPrefill(_ name: String) throws {
+    func decodeMatchesPrefill(_ name: String) throws {
         let path =
             name == "lfm2-tiny"
             ? TestFixtures.path("models/lfm2-tiny.gguf") : try TestFixtures.require(TestFixtures.modelCache + "/" + name)

@@ -27,17 +27,26 @@ struct ModelToolLoopTests {
         return session
     }
 
-    @Test func forcedCallRunsTheHandlerAndFeedsTheResultBack() async throws {
-        let session = try await loadedSession()
+    /// Registers `weather` (it answers 18 degrees, logging its arguments), forces the first
+    /// reply to call a tool, and asks for the weather in Paris.
+    static func askWithAForcedCall(_ session: ToolCallingSession, maxToolCalls: Int) async throws
+        -> (result: ToolCallingResult, log: CallLog)
+    {
         let log = CallLog()
-        await session.registerTool(Self.weather) { args -> [String: ToolValue] in
+        await session.registerTool(weather) { args -> [String: ToolValue] in
             log.record(args)
             return ["city": args["city"] ?? .null, "temperature": 18]
         }
         await session.setFirstRoundCallMode(.required)
         let result = try await session.generateWithTools(
             prompt: "What's the weather in Paris?",
-            options: ToolCallingOptions(maxToolCalls: 2, temperature: 0, maxTokens: 120, rngSeed: 7))
+            options: ToolCallingOptions(maxToolCalls: maxToolCalls, temperature: 0, maxTokens: 120, rngSeed: 7))
+        return (result, log)
+    }
+
+    @Test func forcedCallRunsTheHandlerAndFeedsTheResultBack() async throws {
+        let session = try await loadedSession()
+        let (result, log) = try await Self.askWithAForcedCall(session, maxToolCalls: 2)
         let arguments = try #require(log.all.first, "the forced first reply did not call the tool")
         #expect(arguments["city"]?.stringValue != nil)
         #expect(log.all.count <= 2)
@@ -131,9 +140,11 @@ struct ModelToolLoopTests {
         }
     }
 
-    /// Seed 004's "Basic Usage" through the static API, on lfm2-tiny.
+    /// Seed 004's "Basic Usage" through the static API, on lfm2-tiny (loaded with a default
+    /// seed: the sample samples at temperature 0.7 without one).
     @Test func seedBasicUsageRuns() async throws {
-        try await RunAnywhere.loadModel(path: try TestFixtures.require(Self.tinyPath))
+        let runner = try await Leap.load(path: Self.tinyPath, options: LiquidInferenceEngineOptions(defaultRNGSeed: 4))
+        await RunAnywhere.shared.setModelRunner(runner)
         let result = try await seedBasicUsage()
         #expect(await RunAnywhere.registeredTools.map(\.name) == ["get_weather"])
         #expect(result.toolCalls.count == result.toolResults.count)

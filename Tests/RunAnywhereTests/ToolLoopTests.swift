@@ -1,6 +1,7 @@
 import Foundation
 import LeapJSON
 import LeapSDKCore
+import TestSupport
 import Testing
 
 @testable import RunAnywhere
@@ -132,19 +133,22 @@ struct ToolLoopTests {
 
     @Test func slowHandlerTimesOut() async throws {
         let session = ToolCallingSession()
+        let gate = Gate()
+        let handlerReturned = Locked(false)
         await session.registerTool(weatherDefinition) { _ -> [String: ToolValue] in
-            // Ignores cancellation: the loop must not wait for it.
-            let until = Date().addingTimeInterval(20)
-            while Date() < until { try? await Task.sleep(for: .milliseconds(20)) }
+            // Waits for the gate, ignoring cancellation: the loop must not wait for it.
+            await gate.wait()
+            handlerReturned.withLock { $0 = true }
             return ["late": true]
         }
+        defer { gate.open() }
         let generator = ScriptedGenerator([ToolRound(text: "", calls: [call("get_weather", ["city": "Lima"])])])
-        let started = ContinuousClock.now
         let result = try await session.run(
             ChatMessage(role: .user, textContent: "hi"), generator: generator,
             options: ToolCallingOptions(toolTimeout: .milliseconds(100)),
             generationOptions: nil, onEvent: { _ in })
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // The loop returned while the handler was still blocked.
+        #expect(!handlerReturned.withLock { $0 })
         #expect(result.toolResults == [.failed("get_weather", "tool 'get_weather' timed out after 0.1 s")])
         #expect(generator.requests[1].messages[0].textContent.contains("timed out"))
     }
@@ -302,6 +306,32 @@ struct ToolLoopTests {
             #expect(error.code == .processingFailed)
             #expect(error.message.contains("boom"))
         }
+    }
+}
+
+/// An event a task can wait for; the wait ignores cancellation.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let openNow = lock.withLock {
+                if !isOpen { waiters.append(continuation) }
+                return isOpen
+            }
+            if openNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
+            isOpen = true
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in woken { waiter.resume() }
     }
 }
 

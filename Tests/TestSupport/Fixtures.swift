@@ -22,6 +22,9 @@ public enum TestFixtures {
     /// The shipped SmolLM2-135M-Instruct Q4_1 GGUF.
     public static var smolLM2Q4_1: String { modelCache + "/SmolLM2-135M-Instruct.Q4_1.gguf" }
 
+    /// Gemma 3 270M in Q4_K_M (`scripts/setup.sh --gemma`, which `scripts/test.sh` runs).
+    public static var gemma3_270mQ4_K_M: String { modelCache + "/gemma-3-270m-q4_k_m.gguf" }
+
     /// Returns `path` if the file exists, else throws an error telling how to install it.
     public static func require(_ path: String) throws -> String {
         guard FileManager.default.fileExists(atPath: path) else { throw MissingFixture(path: path) }
@@ -30,6 +33,6 @@ public enum TestFixtures {
 
     public struct MissingFixture: Error, CustomStringConvertible {
         public let path: String
-        public var description: String { "missing \(path): run ./scripts/setup.sh first (it installs the models the tests use)" }
+        public var description: String { "missing \(path): run ./scripts/setup.sh --gemma first (it installs the models the tests use)" }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Tokenizers
+@testable import leap_ref
 
 /// `leap-ref tokenize --vocab-test FILE.inp` prints `VocabTest.run`; its output must be
 /// the `.out` file byte for byte.

@@ -78,14 +78,22 @@ struct SentencePieceTests {
         let spm = try #require(tokenizer.spm)
         #expect(spm.splitsAtWords)
         for sample in SentencePieceTests.samples + vocab.cases.map(\.text) {
-            let escaped = Array(("▁" + sample).utf8.flatMap { $0 == 0x20 ? [0xE2, 0x96, 0x81] : [$0] })
-            var whole: [TokenID] = []
-            escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
-            var cache = WordCache()
-            var chunked: [TokenID] = []
-            spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+            let (whole, chunked) = Self.wholeAndChunked(spm, tokenizer, "▁" + sample)
             #expect(whole == chunked, "\(sample.debugDescription)")
             if !sample.isEmpty { #expect(tokenizer.encode(sample, addSpecial: false) == chunked) }
         }
+    }
+
+    /// `text` (spaces escaped as `▁`) merged as one piece and cut at words.
+    static func wholeAndChunked(
+        _ spm: SentencePieceModel, _ tokenizer: Tokenizer, _ text: String
+    ) -> (whole: [TokenID], chunked: [TokenID]) {
+        let escaped = Array(text.utf8.flatMap { $0 == 0x20 ? [0xE2, 0x96, 0x81] : [$0] })
+        var whole: [TokenID] = []
+        escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
+        var cache = WordCache()
+        var chunked: [TokenID] = []
+        spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+        return (whole, chunked)
     }
 }

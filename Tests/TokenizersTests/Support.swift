@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import Tokenizers
+@testable import leap_ref
 
 /// The vocabularies of `Tests/Fixtures/tokenizer` (llama.cpp's test vocabularies) and
 /// SmolLM2's own, each with its test strings and the ids llama.cpp produces.
@@ -63,17 +64,23 @@ struct VocabCase: Sendable, CustomTestStringConvertible {
     static var all: [VocabCase] { VocabFixture.allCases.flatMap(\.cases) }
 }
 
+/// Tokenizers loaded once per test process, by GGUF path (the large vocabularies take a
+/// noticeable time to build in debug builds).
 final class TokenizerCache: @unchecked Sendable {
     static let shared = TokenizerCache()
     private let lock = NSLock()
-    private var loaded: [VocabFixture: Tokenizer] = [:]
+    private var loaded: [String: Tokenizer] = [:]
 
     func get(_ fixture: VocabFixture) throws -> Tokenizer {
+        try get(path: fixture.modelPath())
+    }
+
+    func get(path: String) throws -> Tokenizer {
         lock.lock()
         defer { lock.unlock() }
-        if let t = loaded[fixture] { return t }
-        let t = try Tokenizer(gguf: GGUFFile(path: fixture.modelPath()))
-        loaded[fixture] = t
+        if let t = loaded[path] { return t }
+        let t = try Tokenizer(gguf: GGUFFile(path: path))
+        loaded[path] = t
         return t
     }
 }

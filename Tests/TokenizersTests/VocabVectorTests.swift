@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Tokenizers
+@testable import leap_ref
 
 /// Every test string of every vocabulary tokenizes to exactly llama.cpp's ids.
 @Suite("llama.cpp vocabulary vectors")

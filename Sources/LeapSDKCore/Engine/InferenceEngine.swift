@@ -17,14 +17,6 @@ final class CancellationFlag: @unchecked Sendable {
     func cancel() { lock.withLock { value = true } }
 }
 
-/// What one generation is asked to do.
-struct GenerationRequest: Sendable {
-    /// The whole conversation, including the message being answered.
-    var messages: [ChatMessage]
-    var functions: [LeapFunction]
-    var options: GenerationOptions
-}
-
 /// How one generation ended.
 struct GenerationOutcome: Sendable {
     var message: ChatMessage

@@ -21,7 +21,8 @@ public struct LeapFunctionCallParseError: Error, Sendable, Equatable, CustomStri
 /// Reads the text of a call block: Pythonic calls (`name(key=value, ...)`) and literal
 /// values in a dialect that is a superset of both Python literals and JSON.
 ///
-/// Values: strings in single or double quotes (Python escapes plus JSON's `\/`), integers,
+/// Values: strings in single or double quotes (`StringLiteral`'s Python-literal dialect:
+/// Python's escapes plus JSON's `\/`), integers,
 /// floats (with exponent), a leading `-` or `+`, `True`/`true`, `False`/`false`,
 /// `None`/`null`, `NaN`/`nan`, `Infinity`/`inf`, lists `[...]`, tuples `(...)` (read as
 /// lists), dicts `{...}` with string keys. Trailing commas are accepted, as in Python.
@@ -190,88 +191,14 @@ struct CallTextReader {
         }
     }
 
-    /// A quoted string; `pos` is at the opening quote.
+    /// A quoted string; `pos` is at the opening quote. Escapes are decoded by LeapJSON's
+    /// `StringLiteral` in its Python-literal dialect.
     mutating func readString() throws(LeapFunctionCallParseError) -> String {
-        let start = pos
-        let quote = bytes[pos]
-        pos += 1
-        var out: [UInt8] = []
-        while true {
-            guard pos < bytes.count else { throw fail("unterminated string starting at byte \(start)", at: start) }
-            let c = bytes[pos]
-            if c == quote {
-                pos += 1
-                break
-            }
-            if c != UInt8(ascii: "\\") {
-                out.append(c)
-                pos += 1
-                continue
-            }
-            let escapeStart = pos
-            pos += 1
-            guard pos < bytes.count else { throw fail("unterminated string starting at byte \(start)", at: start) }
-            let e = bytes[pos]
-            pos += 1
-            switch e {
-            case UInt8(ascii: "\\"): out.append(0x5C)
-            case UInt8(ascii: "'"): out.append(0x27)
-            case UInt8(ascii: "\""): out.append(0x22)
-            case UInt8(ascii: "/"): out.append(0x2F)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "v"): out.append(0x0B)
-            case UInt8(ascii: "a"): out.append(0x07)
-            case UInt8(ascii: "0"): out.append(0x00)
-            case 0x0A: break  // backslash-newline: line continuation
-            case UInt8(ascii: "x"), UInt8(ascii: "u"), UInt8(ascii: "U"):
-                let digits = e == UInt8(ascii: "x") ? 2 : e == UInt8(ascii: "u") ? 4 : 8
-                var scalar = try readHex(digits, escapeStart: escapeStart)
-                if e == UInt8(ascii: "u"), (0xD800..<0xDC00).contains(scalar), pos + 6 <= bytes.count,
-                    bytes[pos] == UInt8(ascii: "\\"), bytes[pos + 1] == UInt8(ascii: "u")
-                {
-                    // A JSON-style surrogate pair.
-                    let save = pos
-                    pos += 2
-                    let low = try readHex(4, escapeStart: save)
-                    if (0xDC00..<0xE000).contains(low) {
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        pos = save
-                    }
-                }
-                guard let u = Unicode.Scalar(scalar) else {
-                    throw fail("escape does not name a Unicode scalar value", at: escapeStart)
-                }
-                out.append(contentsOf: Array(String(Character(u)).utf8))
-            default:
-                // Python keeps an unknown escape as written.
-                out.append(0x5C)
-                out.append(e)
-            }
+        do {
+            return try StringLiteral.read(bytes, at: &pos, dialect: .pythonLiteral)
+        } catch {
+            throw fail(error.message, at: error.offset)
         }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    mutating func readHex(_ count: Int, escapeStart: Int) throws(LeapFunctionCallParseError) -> UInt32 {
-        var value: UInt32 = 0
-        for _ in 0..<count {
-            guard pos < bytes.count else { throw fail("truncated escape (\(count) hex digits expected)", at: escapeStart) }
-            let c = bytes[pos]
-            let digit: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
-            default: throw fail("invalid hex digit in escape (\(count) hex digits expected)", at: escapeStart)
-            }
-            value = value << 4 | digit
-            pos += 1
-        }
-        return value
     }
 
     /// An integer or a float. An integer too large for `Int` becomes a `Double`.

@@ -74,19 +74,10 @@ extension JSONValue {
         throw FunctionArgumentConversionError(path: path, typeName: String(describing: type(of: value)))
     }
 
-    /// The Swift form of this value as a function-call argument: `nil` for null, then
-    /// `Bool`, `Int`, `Double`, `String`, `[Any?]`, `[String: Any?]`.
-    public var functionArgumentValue: Any? {
-        switch self {
-        case .null: return nil
-        case .bool(let b): return b
-        case .integer(let i): return i
-        case .double(let d): return d
-        case .string(let s): return s
-        case .array(let items): return items.map { $0.functionArgumentValue }
-        case .object(let object): return object.functionArguments
-        }
-    }
+    /// The Swift form of this value as a function-call argument, as `JSONSerialization`
+    /// would give it: `NSNull()` for null, then `Bool`, `Int`, `Double`, `String`, `[Any]`,
+    /// `[String: Any]`.
+    public var functionArgumentValue: Any { AnyJSON.toAny(self) }
 }
 
 /// Lets the converter see through `Optional` values boxed in `Any`.
@@ -104,19 +95,16 @@ extension Optional: OptionalArgument {
 }
 
 extension JSONObject {
-    /// The object as a function call's `arguments` (null values are kept as `nil` entries).
-    public var functionArguments: [String: Any?] {
-        var out: [String: Any?] = [:]
-        for (key, value) in self {
-            // updateValue, not subscript assignment: assigning nil would drop the key.
-            out.updateValue(value.functionArgumentValue, forKey: key)
-        }
+    /// The object as a function call's `arguments` (null members become `NSNull()`).
+    public var functionArguments: [String: Any] {
+        var out: [String: Any] = [:]
+        for (key, value) in self { out[key] = value.functionArgumentValue }
         return out
     }
 }
 
 extension LeapFunctionCall {
-    /// A call whose arguments come from a JSON object (null members become `nil` entries).
+    /// A call whose arguments come from a JSON object (null members become `NSNull()`).
     public init(name: String, argumentsJSON: JSONObject) {
         self.init(name: name, arguments: argumentsJSON.functionArguments)
     }
@@ -138,7 +126,7 @@ extension LeapFunctionCall {
         var object = JSONObject()
         for key in arguments.keys.sorted() {
             let value = arguments[key]!
-            object[key] = (try? JSONValue.convertArgument(value, key: key)) ?? .string(value.map { String(describing: $0) } ?? "nil")
+            object[key] = (try? JSONValue.convertArgument(value, key: key)) ?? .string(String(describing: value))
         }
         return object
     }

@@ -2,20 +2,25 @@ import Foundation
 
 /// A function call the model requested: the function's name and its arguments.
 ///
-/// `arguments` maps parameter names to values decoded from the model's call syntax:
-/// `String`, `Int`, `Double`, `Bool`, `nil` (JSON `null` / Python `None`), `[Any?]` and
-/// `[String: Any?]`, nested. The app should validate them before dispatching: the model
-/// may omit a parameter or name a function that does not exist (unless generation was
-/// constrained to the registered functions, which leap-ref does by default).
+/// `arguments` maps parameter names to values decoded from the model's call syntax, in
+/// the shapes `JSONSerialization` produces: `String`, `Int`, `Double`, `Bool`, `NSNull`
+/// (JSON `null` / Python `None`), `[Any]` and `[String: Any]`, nested. Its type is the
+/// Kotlin-bridged SDK's `[String: Any]`; code written for the native spelling's
+/// `[String: Any?]` compiles too (`let a: [String: Any?] = call.arguments` converts, and
+/// `call.arguments["city"] as? String` reads the same). The app should validate the
+/// arguments before dispatching: the model may omit a parameter or name a function that
+/// does not exist (unless generation was constrained to the registered functions, which
+/// leap-ref does by default).
 ///
 /// `@unchecked Sendable`: the arguments hold only the immutable value types listed above.
 public struct LeapFunctionCall: @unchecked Sendable, CustomStringConvertible {
     public let name: String
-    public let arguments: [String: Any?]
+    public let arguments: [String: Any]
 
+    /// A call with these arguments; a `nil` value is stored as `NSNull()`.
     public init(name: String, arguments: [String: Any?]) {
         self.name = name
-        self.arguments = arguments
+        self.arguments = arguments.mapValues { $0 ?? NSNull() }
     }
 
     public var description: String { "LeapFunctionCall(name: \(name), arguments: \(arguments))" }

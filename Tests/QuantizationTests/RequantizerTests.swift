@@ -1,5 +1,6 @@
 import GGUF
 import Models
+import Quantization
 import TestSupport
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
     @Test(arguments: expected.map { $0.0 })
     func smolLM2ReencodingIsByteIdenticalToGGUFPy(_ type: GGMLType) throws {
         let file = try GGUFFile(path: try TestFixtures.require(TestFixtures.smolLM2Q4_1))
-        let image = try Requantizer.requantize(file, to: type).serialize()
+        let image = try Requantizer.requantize(file, to: .uniform(type)).serialize()
         #expect(SHA256.hex(image) == Self.expected.first { $0.0 == type }!.1)
     }
 
@@ -32,9 +33,9 @@ import Testing
     @Test func newTypesRoundTripAndUpdateFileType() throws {
         let file = try GGUFFile(path: TestFixtures.path("models/lfm2-tiny.gguf"))
         for type in [GGMLType.bf16, .q5_0, .q5_1] {
-            let out = try GGUFFile(bytes: try Requantizer.requantize(file, to: type).serialize())
+            let out = try GGUFFile(bytes: try Requantizer.requantize(file, to: .uniform(type)).serialize())
             #expect(out.tensors.count == file.tensors.count)
-            #expect(try out.metadata.int("general.file_type") == Int(Requantizer.fileType(for: type)))
+            #expect(try out.metadata.int("general.file_type") == Int(QuantizationScheme.uniform(type).fileType))
             #expect(try out.requireTensor("blk.0.ffn_up.weight").type == type)
             #expect(try out.requireTensor("blk.0.attn_norm.weight").type == .f32)
             #expect(out.metadata.keys == file.metadata.keys)

@@ -1,0 +1,57 @@
+import Kernels
+
+/// RMSNorm (Zhang & Sennrich, 2019), per row:
+///
+/// ```
+/// y = x / sqrt(mean(x²) + ε) ⊙ g          g: [width]
+/// ```
+struct RMSNorm: Sendable {
+    let weight: [Float]  // g
+    let epsilon: Float
+
+    /// `y_i = RMSNorm(x_i)` for every row of `x`, into `y` (which may be `x`).
+    func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+        let out = Rows(base: y, count: x.count, width: x.width)
+        weight.withUnsafeBufferPointer { g in
+            f.inParallel(rows: x.count) { rows in
+                for i in rows { Elementwise.rmsNorm(x[i], weight: g.baseAddress!, out[i], count: x.width, eps: epsilon) }
+            }
+        }
+        return out
+    }
+
+    /// Normalizes each of `heads` consecutive vectors of `weight.count` floats at `p` in
+    /// place (LFM2's per-head q/k norm).
+    @inline(__always)
+    func normalize(heads: Int, at p: UnsafeMutablePointer<Float>) {
+        let hd = weight.count
+        weight.withUnsafeBufferPointer { g in
+            for h in 0..<heads { Elementwise.rmsNorm(p + h * hd, weight: g.baseAddress!, p + h * hd, count: hd, eps: epsilon) }
+        }
+    }
+}
+
+/// The SwiGLU feed-forward block (Shazeer, 2020), the FFN of Llama and LFM2:
+///
+/// ```
+/// g, u = x W_gateᵀ, x W_upᵀ                 [n, ff]    blk.i.ffn_gate, blk.i.ffn_up
+/// h    = SiLU(g) ⊙ u,  SiLU(g) = g σ(g)     [n, ff]
+/// out  = h W_downᵀ                          [n, d]     blk.i.ffn_down
+/// ```
+struct SwiGLU: Sendable {
+    let gate: Linear  // [ff, d]
+    let up: Linear  // [ff, d]
+    let down: Linear  // [d, ff]
+
+    var linears: [Linear] { [gate, up, down] }
+
+    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+        let input = f.quantize(x, for: gate, up)
+        let g = f.project(gate, input, into: f.gate)
+        let u = f.project(up, input, into: f.up)
+        f.inParallel(rows: x.count) { rows in
+            for i in rows { Elementwise.siluMultiply(g[i], u[i], count: g.width) }
+        }
+        return f.project(down, f.quantize(g, for: down), into: out)
+    }
+}
