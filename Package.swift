@@ -128,8 +128,8 @@ let package = Package(
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
-        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
-        .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON"], path: "Fuzz/SchemaFuzz")
+        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON", "Sampling"], resources: [.copy("Fixtures")]),
+        .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON", "Sampling"], path: "Fuzz/SchemaFuzz")
     ]
 )
 

@@ -14,18 +14,7 @@
 import Foundation
 import Grammar
 import LeapJSON
-
-/// SplitMix64: reproducible walks.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import Sampling
 
 /// What the worker found for one request.
 struct Report {
@@ -75,7 +64,7 @@ final class Worker {
         report.fields["compile"] = .string("ok")
         let texts = (request["texts"]?.arrayValue ?? []).compactMap(\.stringValue)
         report.fields["accepted"] = .array(texts.map { .bool(check($0, grammar, &report)) })
-        var rng = SeededGenerator(state: UInt64(truncatingIfNeeded: request["seed"]?.intValue ?? 1))
+        var rng = SplitMix64(seed: UInt64(truncatingIfNeeded: request["seed"]?.intValue ?? 1))
         var generated: [JSONValue] = []
         for _ in 0..<(request["walks"]?.intValue ?? 0) {
             if let doc = walk(grammar, &rng, &report, maxTokens: request["maxTokens"]?.intValue ?? 300) { generated.append(.string(doc)) }
@@ -145,7 +134,7 @@ final class Worker {
     }
 
     /// A random document of the grammar, or nil when the walk does not finish.
-    func walk(_ grammar: Grammar, _ rng: inout SeededGenerator, _ report: inout Report, maxTokens: Int) -> String? {
+    func walk(_ grammar: Grammar, _ rng: inout SplitMix64, _ report: inout Report, maxTokens: Int) -> String? {
         let m = GrammarMatcher(grammar: grammar)
         var out: [UInt8] = []
         for step in 0..<maxTokens {

@@ -225,6 +225,22 @@ func nested(_ depth: Int, _ wrap: String, _ inner: String = "{}") -> String {
         #expect(limitName(compileError(schema) { $0.limits.compileTimeBudget = .zero }) == "compileTimeBudget")
     }
 
+    /// The closure templates are computed after the schema's last check; the build checks the
+    /// deadline itself (found by the fuzzer: an object of 20,000 properties spent 6.5 s there).
+    @Test func grammarBuildChecksTheDeadline() throws {
+        var b = GrammarBuilder()
+        var items: [[GrammarBuilder.Symbol]] = []
+        for i in 0..<3000 { items.append([b.rule("item", [[b.literal("x\(i)")]])]) }
+        let root = b.rule("root", items)
+        _ = try b.build(root: root, limits: .init(), deadline: nil)
+        do {
+            _ = try b.build(root: root, limits: .init(), deadline: ContinuousClock.now - .seconds(1))
+            Issue.record("a spent deadline was not noticed")
+        } catch let error as GrammarError {
+            #expect(error.limit == "compileTimeBudget")
+        }
+    }
+
     @Test func tricksWithNumbers() {
         // Every string satisfies maxLength: Int.max, so its negation is unsatisfiable (and nothing overflows).
         #expect(compileError(#"{"not": {"maxLength": 9223372036854775807}}"#)?.kind == .unsatisfiable)
