@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 //
 // leap-ref: a pure-Swift LLM inference engine and LEAP-compatible SDK.
 //
@@ -27,9 +27,13 @@ func hostCPUFlags() -> Set<String> {
 
 var kernelSwiftSettings: [SwiftSetting] = []
 let portable = ProcessInfo.processInfo.environment["LEAP_REF_PORTABLE"].map { $0 != "0" && !$0.isEmpty } ?? false
+// `LEAP_REF_FORCE_VNNI=1` compiles the AVX-512 VNNI kernels whatever the host has: a
+// compile-only check (scripts/test.sh runs it on hosts without VNNI), never to be run there.
+let forceVNNI = ProcessInfo.processInfo.environment["LEAP_REF_FORCE_VNNI"].map { $0 != "0" && !$0.isEmpty } ?? false
 #if arch(x86_64) && os(Linux)
 if !portable {
-    let flags = hostCPUFlags()
+    var flags = hostCPUFlags()
+    if forceVNNI { flags.formUnion(["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) }
     if flags.isSuperset(of: ["avx2", "fma", "f16c"]) {
         var cc = ["-mavx2", "-mfma", "-mf16c"]
         // Swift's own code generation (generic SIMD types, auto-vectorized loops) gets the
@@ -61,11 +65,20 @@ let package = Package(
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
-        .library(name: "RunAnywhere", targets: ["RunAnywhere"])
+        .library(name: "RunAnywhere", targets: ["RunAnywhere"]),
+        .library(name: "OpenAIWire", targets: ["OpenAIWire"]),
+        .library(name: "LeapServer", targets: ["LeapServer"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0")
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
+        // The HTTP server (LeapServer only; the SDK does not depend on NIO). No traits: the
+        // swift-configuration support and full Foundation are not used.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
     ],
     targets: [
         .systemLibrary(
@@ -95,11 +108,23 @@ let package = Package(
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
+        .target(name: "OpenAIWire", dependencies: ["LeapJSON"]),
+        .target(
+            name: "LeapServer",
+            dependencies: [
+                "OpenAIWire", "LeapSDKCore", "LeapJSON",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ]
+        ),
         .executableTarget(
             name: "leap-ref",
             dependencies: [
                 "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
-                "LeapSDKCore", "RunAnywhere",
+                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -113,6 +138,14 @@ let package = Package(
             name: "TokenizerBench",
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
+        ),
+        .executableTarget(
+            name: "ServeBench",
+            dependencies: [
+                "LeapJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio")
+            ],
+            path: "Benchmarks/ServeBench"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
@@ -128,6 +161,14 @@ let package = Package(
         .testTarget(
             name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
+        .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
+        .testTarget(
+            name: "LeapServerTests",
+            dependencies: [
+                "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird")
+            ]
+        ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON", "Sampling"], resources: [.copy("Fixtures")]),
         .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON", "Sampling"], path: "Fuzz/SchemaFuzz")
     ]

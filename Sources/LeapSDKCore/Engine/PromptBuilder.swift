@@ -32,9 +32,17 @@ struct PromptBuilder: Sendable {
         messages: [ChatMessage], functions: [LeapFunction], callFormat: LeapFunctionCallParserProtocol,
         enableThinking: Bool?
     ) throws(LeapError) -> String {
+        try render(messages: messages, tools: functions.map(\.toolJSON), callFormat: callFormat, enableThinking: enableThinking)
+    }
+
+    /// The same, with the tools given as the JSON the template receives
+    /// (`{"name", "description", "parameters"}` each).
+    func render(
+        messages: [ChatMessage], tools: [JSONValue], callFormat: LeapFunctionCallParserProtocol,
+        enableThinking: Bool?
+    ) throws(LeapError) -> String {
         var rendered: [JSONValue] = []
         var toolsInSystem: String?
-        let tools = functions.map(\.toolJSON)
         if !tools.isEmpty, !templateReadsTools {
             toolsInSystem =
                 "List of tools: <|tool_list_start|>["

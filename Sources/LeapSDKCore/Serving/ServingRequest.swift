@@ -1,0 +1,220 @@
+import LeapJSON
+
+// The request and event types of `ServingEngine`: the generation entry point below
+// `Conversation` that an HTTP server (or any multi-client front end) drives. They carry
+// what the OpenAI protocol can ask for, in the SDK's own terms.
+
+/// A tool the model may call: its name, description and the JSON Schema of its arguments
+/// (any schema the grammar compiler accepts; not limited to `LeapFunction`'s types).
+public struct ServingTool: Sendable, Equatable {
+    /// The function's name, as the model writes it in a call.
+    public var name: String
+    /// What the function does, shown to the model.
+    public var description: String
+    /// The JSON Schema of the arguments object.
+    public var parameters: JSONValue
+
+    public init(name: String, description: String = "", parameters: JSONValue = ["type": "object", "properties": [:]]) {
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+    }
+
+    /// The tool as chat templates receive it (`{"name", "description", "parameters"}`),
+    /// the same shape as `LeapFunction.toolJSON`.
+    var templateJSON: JSONValue {
+        .object(
+            JSONObject([("name", .string(name)), ("description", .string(description)), ("parameters", parameters)]))
+    }
+}
+
+/// What the model continues from.
+public enum ServingPrompt: Sendable {
+    /// A conversation, rendered with the model's chat template (tools included) and
+    /// followed by the assistant's generation prompt.
+    case chat(messages: [ChatMessage], tools: [ServingTool])
+    /// Raw text, tokenized with special tokens parsed and BOS added as the model asks.
+    case text(String)
+    /// Token ids, used as they are.
+    case tokens([Int])
+}
+
+/// Whether and how the reply may call tools (`ServingPrompt.chat`'s tools).
+public enum ServingToolChoice: Sendable, Equatable {
+    /// The model decides; a call it opens is constrained to the tools' schemas.
+    case auto
+    /// No call: the tools are shown to the model but the call-start marker is masked out.
+    case none
+    /// The reply is a call to one of the tools (constrained from the first token).
+    case required
+    /// The reply is a call to the named tool.
+    case function(String)
+}
+
+/// A constraint on the whole reply.
+public enum ServingOutputConstraint: Sendable, Equatable {
+    /// Free text.
+    case none
+    /// A JSON document satisfying this JSON Schema.
+    case jsonSchema(JSONValue)
+}
+
+/// Sampling settings; `nil` fields take the model's defaults (its `general.sampling.*`
+/// metadata, else leap-ref's). Each field means what it means in `SamplingParameters`.
+public struct ServingSampling: Sendable, Equatable {
+    public var temperature: Float?
+    public var topP: Float?
+    public var topK: Int?
+    public var minP: Float?
+    public var repetitionPenalty: Float?
+    /// OpenAI's `frequency_penalty` (see `SamplingParameters.frequencyPenalty`).
+    public var frequencyPenalty: Float?
+    /// OpenAI's `presence_penalty` (see `SamplingParameters.presencePenalty`).
+    public var presencePenalty: Float?
+    /// Seed of the random draw; nil draws a random seed.
+    public var seed: UInt64?
+
+    public init(
+        temperature: Float? = nil, topP: Float? = nil, topK: Int? = nil, minP: Float? = nil,
+        repetitionPenalty: Float? = nil, frequencyPenalty: Float? = nil, presencePenalty: Float? = nil,
+        seed: UInt64? = nil
+    ) {
+        self.temperature = temperature
+        self.topP = topP
+        self.topK = topK
+        self.minP = minP
+        self.repetitionPenalty = repetitionPenalty
+        self.frequencyPenalty = frequencyPenalty
+        self.presencePenalty = presencePenalty
+        self.seed = seed
+    }
+}
+
+/// One completion to run.
+public struct ServingRequest: Sendable {
+    /// What the model continues from.
+    public var prompt: ServingPrompt
+    /// How tokens are drawn.
+    public var sampling: ServingSampling
+    /// The most tokens to generate; nil runs until the end of the turn or the context.
+    public var maxTokens: Int?
+    /// Generation stops before the first occurrence of any of these strings (which are
+    /// not part of the output).
+    public var stop: [String]
+    /// Report log-probabilities: nil for none, else the number of most likely
+    /// alternatives per token (0 reports the chosen token's alone).
+    public var logprobs: Int?
+    /// A constraint on the whole reply (a JSON Schema), or none.
+    public var constraint: ServingOutputConstraint
+    /// Whether the reply may, must or must not call the prompt's tools.
+    public var toolChoice: ServingToolChoice
+    /// Reuse the slot's cached prefix (llama-server's `cache_prompt`, default true).
+    public var cachePrompt: Bool
+    /// For thinking models: let the model reason or not (the template's `enable_thinking`).
+    public var enableThinking: Bool?
+    /// Never end the turn: end-of-generation tokens are masked out, so generation runs to
+    /// `maxTokens` (llama-server's `ignore_eos`, for benchmarks).
+    public var ignoreEndOfGeneration: Bool
+
+    public init(
+        prompt: ServingPrompt, sampling: ServingSampling = ServingSampling(), maxTokens: Int? = nil,
+        stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
+        toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
+        ignoreEndOfGeneration: Bool = false
+    ) {
+        self.prompt = prompt
+        self.sampling = sampling
+        self.maxTokens = maxTokens
+        self.stop = stop
+        self.logprobs = logprobs
+        self.constraint = constraint
+        self.toolChoice = toolChoice
+        self.cachePrompt = cachePrompt
+        self.enableThinking = enableThinking
+        self.ignoreEndOfGeneration = ignoreEndOfGeneration
+    }
+}
+
+/// A token's log-probability and the most likely alternatives at its position.
+public struct ServingTokenLogprob: Sendable, Equatable {
+    /// One candidate token: its text (special tokens rendered), its bytes and log-probability.
+    public struct Candidate: Sendable, Equatable {
+        public var token: String
+        public var bytes: [UInt8]
+        public var logprob: Float
+    }
+    /// The generated token.
+    public var chosen: Candidate
+    /// Best first; as many as `ServingRequest.logprobs` asked for.
+    public var top: [Candidate]
+}
+
+/// Why a completion ended.
+public enum ServingFinishReason: String, Sendable, Equatable {
+    /// The model ended its turn, a stop string was met, or a JSON document was complete.
+    case stop
+    /// `maxTokens` or the context was reached.
+    case length
+    /// The reply is one or more tool calls.
+    case toolCalls = "tool_calls"
+    /// Cancelled by the client (the stream was dropped or `cancel()` was called).
+    case cancelled
+}
+
+/// Token counts and timings of a completion.
+public struct ServingUsage: Sendable, Equatable {
+    /// Tokens of the prompt, all of them (cached or processed).
+    public var promptTokens: Int
+    /// Prompt tokens whose state came from the slot's cache.
+    public var cachedTokens: Int
+    /// Tokens generated.
+    public var completionTokens: Int
+    /// Seconds spent waiting for a slot, processing the prompt, and generating.
+    public var queueSeconds: Double
+    public var promptSeconds: Double
+    public var generationSeconds: Double
+    /// Which slot ran the completion.
+    public var slot: Int
+}
+
+/// What a running completion reports, in order: `.started`, then text, reasoning and
+/// tool calls as they are produced, then `.finished`.
+public enum ServingEvent: Sendable {
+    /// The prompt is processed (the first token follows).
+    case started(promptTokens: Int, cachedTokens: Int, slot: Int)
+    /// Reply text, with the log-probabilities of the tokens released with it (when asked for).
+    case text(String, logprobs: [ServingTokenLogprob])
+    /// Reasoning text (between `<think>` and `</think>`).
+    case reasoning(String)
+    /// Tool calls, parsed once their call block closed.
+    case toolCalls([LeapFunctionCall])
+    case finished(ServingFinishReason, ServingUsage)
+}
+
+/// Why a completion could not be run. `ServingEngine.submit` throws the request errors
+/// before anything is queued; the event stream throws the others.
+public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The request cannot be served as asked (a bad schema, an unknown tool, a bad value).
+    case invalidRequest(String)
+    /// The prompt does not fit in a slot's context.
+    case promptTooLong(tokens: Int, limit: Int)
+    /// Every slot is busy and the wait queue is full.
+    case queueFull(limit: Int)
+    /// The engine is shutting down and takes no new work.
+    case shuttingDown
+    /// The model failed.
+    case engineFailure(String)
+
+    /// What went wrong and what to do, for the client.
+    public var description: String {
+        switch self {
+        case .invalidRequest(let m): return m
+        case .promptTooLong(let tokens, let limit):
+            return "the prompt has \(tokens) tokens, which does not fit in the context of \(limit) tokens"
+        case .queueFull(let limit):
+            return "the server is busy: every slot is in use and \(limit) requests are already waiting; retry later"
+        case .shuttingDown: return "the server is shutting down"
+        case .engineFailure(let m): return "the model failed: \(m)"
+        }
+    }
+}

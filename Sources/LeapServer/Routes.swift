@@ -1,0 +1,360 @@
+import Foundation
+import Hummingbird
+import LeapJSON
+import LeapSDKCore
+import NIOCore
+import OpenAIWire
+
+/// The request context of the server's routes: Hummingbird's core context plus the
+/// connection, whose closing cancels the request's completion.
+public struct ServerContext: RequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// The routes of `leap-ref serve`: the OpenAI endpoints, llama-server's extras, health
+/// and metrics.
+public enum ServerRoutes {
+    /// A router serving `state`'s model under `configuration`.
+    public static func router(state: ModelState, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<ServerContext> {
+        let router = Router(context: ServerContext.self)
+        router.middlewares.add(ErrorMiddleware(metrics: metrics))
+        router.middlewares.add(APIKeyMiddleware(keys: configuration.apiKeys))
+        let handlers = Handlers(state: state, configuration: configuration, metrics: metrics)
+
+        for path in ["/health", "/v1/health"] {
+            router.get(RouterPath(path)) { _, _ in try handlers.health() }
+        }
+        router.get("/metrics") { _, _ in try handlers.metricsText() }
+        for path in ["/v1/models", "/models"] {
+            router.get(RouterPath(path)) { _, _ in try handlers.models() }
+        }
+        for path in ["/v1/chat/completions", "/chat/completions"] {
+            router.post(RouterPath(path)) { request, context in try await handlers.chat(request, context) }
+        }
+        for path in ["/v1/completions", "/completions"] {
+            router.post(RouterPath(path)) { request, context in try await handlers.text(request, context) }
+        }
+        router.post("/tokenize") { request, _ in try await handlers.tokenize(request) }
+        router.post("/detokenize") { request, _ in try await handlers.detokenize(request) }
+        return router
+    }
+}
+
+/// Turns every error into an OpenAI error object and counts answered requests.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let endpoint = request.uri.path
+        do {
+            let response = try await next(request, context)
+            metrics.request(endpoint: endpoint, status: response.status.code)
+            return response
+        } catch let error as APIError {
+            metrics.request(endpoint: endpoint, status: error.body.status)
+            throw error
+        } catch let error as HTTPError {
+            let status = error.status.code
+            metrics.request(endpoint: endpoint, status: status)
+            let message: String
+            switch status {
+            case 404: message = "no route for \(request.method) \(endpoint)"
+            case 405: message = "\(request.method) is not allowed on \(endpoint)"
+            case 413: message = "the request body is larger than this server accepts"
+            default: message = error.body ?? error.status.reasonPhrase
+            }
+            throw APIError(status: status, message: message)
+        } catch {
+            metrics.request(endpoint: endpoint, status: 500)
+            throw APIError(status: 500, message: "internal error: \(error)")
+        }
+    }
+}
+
+/// Checks the API key, except on `/health` and `/metrics`.
+struct APIKeyMiddleware: RouterMiddleware {
+    typealias Context = ServerContext
+    let keys: Set<String>
+
+    static let openPaths: Set<String> = ["/health", "/v1/health", "/metrics"]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard !keys.isEmpty, !Self.openPaths.contains(request.uri.path) else { return try await next(request, context) }
+        var given: String?
+        if let auth = request.headers[.authorization] {
+            let parts = auth.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer" { given = String(parts[1]).trimmingCharacters(in: .whitespaces) }
+        }
+        if given == nil { given = request.headers.first { $0.name.canonicalName == "x-api-key" }?.value }
+        guard let given else {
+            throw APIError(status: 401, message: "an API key is required: send 'Authorization: Bearer KEY'")
+        }
+        guard keys.contains(where: { constantTimeEqual($0, given) }) else {
+            throw APIError(status: 401, message: "invalid API key")
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares without stopping at the first difference (no timing hint of the prefix).
+    func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var diff = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) { diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0) }
+        return diff == 0
+    }
+}
+
+/// The endpoint handlers.
+struct Handlers: Sendable {
+    let state: ModelState
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: value.serialized())))
+    }
+
+    func health() throws -> Response {
+        _ = try state.engine()
+        return Self.json(["status": "ok"])
+    }
+
+    func metricsText() throws -> Response {
+        guard configuration.metricsEnabled else {
+            throw APIError(status: 501, message: "the metrics endpoint is off; start the server with --metrics")
+        }
+        var status: ServingEngine.Status?
+        if case .ready(let engine) = state.phase { status = engine.status }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render(status: status))))
+    }
+
+    func models() throws -> Response {
+        let engine = try state.engine()
+        return Self.json(ModelList(ids: [engine.modelId], created: WireMapping.now).json)
+    }
+
+    /// The body as JSON, within the size limit.
+    func body(_ request: Request) async throws -> JSONValue {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
+            throw tooLarge()
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw tooLarge()
+        }
+        do {
+            return try JSONValue.parseRequestBody(Array(buffer.readableBytesView))
+        } catch {
+            throw APIError(error)
+        }
+    }
+
+    func tooLarge() -> APIError {
+        APIError(status: 413, message: "the request body is larger than \(configuration.maxBodyBytes) bytes (--max-body-bytes)")
+    }
+
+    func tokenize(_ request: Request) async throws -> Response {
+        let engine = try state.engine()
+        let r: TokenizeRequest
+        do { r = try TokenizeRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let ids = engine.tokenize(r.content, addSpecial: r.addSpecial, parseSpecial: r.parseSpecial)
+        let tokens: [JSONValue] =
+            r.withPieces
+            ? ids.map { ["id": .integer($0), "piece": .string(engine.tokenPiece($0))] } : ids.map { .integer($0) }
+        return Self.json(["tokens": .array(tokens)])
+    }
+
+    func detokenize(_ request: Request) async throws -> Response {
+        let engine = try state.engine()
+        let r: DetokenizeRequest
+        do { r = try DetokenizeRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        do {
+            return Self.json(["content": .string(try engine.detokenize(r.tokens))])
+        } catch {
+            throw APIError(status: 400, message: error.description, param: "tokens")
+        }
+    }
+
+    /// Submits a request, turning refusals into API errors, and cancels it if the
+    /// client's connection closes.
+    func submit(_ request: ServingRequest, to engine: ServingEngine, context: ServerContext) throws -> ServingCompletion {
+        let completion: ServingCompletion
+        do {
+            completion = try engine.submit(request)
+        } catch {
+            if case .queueFull = error { metrics.rejectedBusy() }
+            throw APIError(error)
+        }
+        context.channel.closeFuture.whenComplete { _ in completion.cancel() }
+        return completion
+    }
+
+    // MARK: Chat completions
+
+    func chat(_ request: Request, _ context: ServerContext) async throws -> Response {
+        let engine = try state.engine()
+        let wire: ChatCompletionRequest
+        do { wire = try ChatCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let serving = try WireMapping.chatRequest(wire, maxTokensLimit: configuration.maxTokensLimit)
+        let completion = try submit(serving, to: engine, context: context)
+        let id = WireMapping.newID(prefix: "chatcmpl-"), created = WireMapping.now
+        let model = wire.model ?? engine.modelId
+        let withLogprobs = wire.topLogprobs != nil
+        if wire.sampling.stream {
+            let includeUsage = wire.sampling.includeUsage
+            return Self.eventStream(completion) { event in
+                func chunk(_ delta: ChatCompletionChunk.Delta) -> String {
+                    ServerSentEvents.event(ChatCompletionChunk(id: id, created: created, model: model, delta: delta).json)
+                }
+                switch event.kind {
+                case .start: return [chunk(.role)]
+                case .event(.text(let text, let logprobs)):
+                    guard !text.isEmpty || !logprobs.isEmpty else { return [] }
+                    return [chunk(.content(text, logprobs: withLogprobs ? logprobs.map(WireMapping.logprob) : nil))]
+                case .event(.reasoning(let text)): return [chunk(.reasoning(text))]
+                case .event(.toolCalls(let calls)):
+                    let first = event.callsSoFar - calls.count
+                    return [chunk(.toolCalls(calls.enumerated().map { (first + $0.offset, WireMapping.toolCall($0.element)) }))]
+                case .event(.finished(let reason, let usage)):
+                    var out = [chunk(.finish(WireMapping.finishReason(reason)))]
+                    if includeUsage { out.append(chunk(.usage(WireMapping.usage(usage), WireMapping.timings(usage)))) }
+                    return out
+                case .event(.started): return []
+                }
+            }
+        }
+        let (result, reason, usage) = try await Self.collect(completion)
+        let response = ChatCompletionResponse(
+            id: id, created: created, model: model, content: result.text,
+            reasoningContent: result.reasoning.isEmpty ? nil : result.reasoning, toolCalls: result.calls,
+            logprobs: withLogprobs ? result.logprobs : nil, finishReason: WireMapping.finishReason(reason),
+            usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
+        return Self.json(response.json)
+    }
+
+    // MARK: Text completions
+
+    func text(_ request: Request, _ context: ServerContext) async throws -> Response {
+        let engine = try state.engine()
+        let wire: TextCompletionRequest
+        do { wire = try TextCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let serving = try WireMapping.textRequest(wire, maxTokensLimit: configuration.maxTokensLimit)
+        let completion = try submit(serving, to: engine, context: context)
+        let id = WireMapping.newID(prefix: "cmpl-"), created = WireMapping.now
+        let model = wire.model ?? engine.modelId
+        let withLogprobs = wire.logprobs != nil
+        if wire.sampling.stream {
+            let includeUsage = wire.sampling.includeUsage
+            return Self.eventStream(completion) { event in
+                func piece(_ text: String, _ lp: [WireTokenLogprob]?, _ finish: String?) -> String {
+                    ServerSentEvents.event(
+                        TextCompletionResponse(
+                            id: id, created: created, model: model, text: text, logprobs: lp, finishReason: finish, usage: nil
+                        ).json)
+                }
+                switch event.kind {
+                case .event(.text(let text, let logprobs)):
+                    guard !text.isEmpty || !logprobs.isEmpty else { return [] }
+                    return [piece(text, withLogprobs ? logprobs.map(WireMapping.logprob) : nil, nil)]
+                case .event(.finished(let reason, let usage)):
+                    var out = [piece("", withLogprobs ? [] : nil, WireMapping.finishReason(reason))]
+                    if includeUsage {
+                        let u = TextCompletionResponse(
+                            id: id, created: created, model: model, text: "", logprobs: nil, finishReason: nil,
+                            usage: WireMapping.usage(usage), timings: WireMapping.timings(usage), usageOnly: true)
+                        out.append(ServerSentEvents.event(u.json))
+                    }
+                    return out
+                default: return []
+                }
+            }
+        }
+        let (result, reason, usage) = try await Self.collect(completion)
+        let response = TextCompletionResponse(
+            id: id, created: created, model: model, text: result.text, logprobs: withLogprobs ? result.logprobs : nil,
+            finishReason: WireMapping.finishReason(reason), usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
+        return Self.json(response.json)
+    }
+
+    /// What a non-streamed completion produced.
+    struct Collected {
+        var text = ""
+        var reasoning = ""
+        var calls: [WireReplyToolCall] = []
+        var logprobs: [WireTokenLogprob] = []
+    }
+
+    /// Reads a completion to its end (for the non-streamed responses).
+    static func collect(_ completion: ServingCompletion) async throws -> (Collected, ServingFinishReason, ServingUsage) {
+        var result = Collected()
+        do {
+            for try await event in completion.events {
+                switch event {
+                case .text(let t, let lp):
+                    result.text += t
+                    result.logprobs += lp.map(WireMapping.logprob)
+                case .reasoning(let t): result.reasoning += t
+                case .toolCalls(let c): result.calls += c.map(WireMapping.toolCall)
+                case .finished(let reason, let usage): return (result, reason, usage)
+                case .started: break
+                }
+            }
+        } catch let error as ServingError {
+            throw APIError(error)
+        }
+        throw APIError(status: 500, message: "the completion ended without a result")
+    }
+
+    // MARK: Server-sent events
+
+    /// What the SSE renderer is shown: the stream's start, then each event (with the
+    /// number of tool calls seen so far, for the calls' indices).
+    struct StreamEvent {
+        enum Kind {
+            case start
+            case event(ServingEvent)
+        }
+        let kind: Kind
+        let callsSoFar: Int
+    }
+
+    /// A `text/event-stream` response that renders the completion's events, ends with
+    /// `data: [DONE]`, reports a failure as an error event, and cancels the completion
+    /// when the client goes away (a write fails) or the stream ends early.
+    static func eventStream(_ completion: ServingCompletion, render: @escaping @Sendable (StreamEvent) -> [String]) -> Response {
+        let body = ResponseBody { writer in
+            defer { completion.cancel() }
+            var calls = 0
+            for text in render(StreamEvent(kind: .start, callsSoFar: 0)) { try await writer.write(ByteBuffer(string: text)) }
+            do {
+                for try await event in completion.events {
+                    if case .toolCalls(let c) = event { calls += c.count }
+                    for text in render(StreamEvent(kind: .event(event), callsSoFar: calls)) {
+                        try await writer.write(ByteBuffer(string: text))
+                    }
+                }
+                try await writer.write(ByteBuffer(string: ServerSentEvents.done))
+            } catch let error as ServingError {
+                let api = APIError(error)
+                try await writer.write(ByteBuffer(string: ServerSentEvents.event(api.body.json)))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: body)
+    }
+}

@@ -1,0 +1,36 @@
+/// What `leap-ref serve` is told: where to listen, who may call, and the limits that keep
+/// a client from exhausting the server. Every limit has a default and a flag.
+public struct ServerConfiguration: Sendable {
+    /// Address to bind (default loopback only).
+    public var host: String
+    /// Port to bind; 0 picks a free one (the bound port is reported when the server runs).
+    public var port: Int
+    /// Accepted API keys (`Authorization: Bearer KEY` or `X-Api-Key: KEY`); empty: no key
+    /// is needed. `/health` and `/metrics` never need one.
+    public var apiKeys: Set<String>
+    /// Largest request body in bytes; larger bodies get 413.
+    public var maxBodyBytes: Int
+    /// Largest `max_tokens` a request may ask for (and the default when it asks for none);
+    /// nil: up to the context.
+    public var maxTokensLimit: Int?
+    /// Most open connections; further connections wait in the listen backlog.
+    public var maxConnections: Int
+    /// Serve `/metrics` (Prometheus text); otherwise it answers 501, as llama-server does.
+    public var metricsEnabled: Bool
+    /// On SIGTERM: how long running completions may go on before they are cancelled.
+    public var shutdownGraceSeconds: Double
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, apiKeys: Set<String> = [], maxBodyBytes: Int = 8 << 20,
+        maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10
+    ) {
+        self.host = host
+        self.port = port
+        self.apiKeys = apiKeys
+        self.maxBodyBytes = maxBodyBytes
+        self.maxTokensLimit = maxTokensLimit
+        self.maxConnections = maxConnections
+        self.metricsEnabled = metricsEnabled
+        self.shutdownGraceSeconds = shutdownGraceSeconds
+    }
+}

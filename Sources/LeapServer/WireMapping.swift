@@ -1,0 +1,108 @@
+import Foundation
+import LeapJSON
+import LeapSDKCore
+import OpenAIWire
+
+/// Translations between the OpenAI wire types and the SDK's serving types.
+enum WireMapping {
+    static func sampling(_ s: SamplingFields) -> ServingSampling {
+        ServingSampling(
+            temperature: s.temperature.map(Float.init), topP: s.topP.map(Float.init), topK: s.topK, minP: s.minP.map(Float.init),
+            repetitionPenalty: s.repeatPenalty.map(Float.init), frequencyPenalty: s.frequencyPenalty.map(Float.init),
+            presencePenalty: s.presencePenalty.map(Float.init), seed: s.seed.map { UInt64(bitPattern: Int64($0)) })
+    }
+
+    /// `max_tokens` checked against the server's limit (which is also the default).
+    static func maxTokens(_ asked: Int?, limit: Int?) throws(APIError) -> Int? {
+        guard let limit else { return asked }
+        guard let asked else { return limit }
+        guard asked <= limit else {
+            throw APIError(status: 400, message: "'max_tokens' is \(asked), more than this server allows (\(limit))", param: "max_tokens")
+        }
+        return asked
+    }
+
+    static func message(_ m: WireMessage) -> ChatMessage {
+        let role: ChatMessageRole
+        switch m.role {
+        case .system: role = .system
+        case .user: role = .user
+        case .assistant: role = .assistant
+        case .tool: role = .tool
+        }
+        let calls = m.toolCalls.map { LeapFunctionCall(name: $0.name, argumentsJSON: $0.arguments) }
+        return ChatMessage(
+            role: role, content: [.text(m.content)], reasoningContent: m.reasoningContent,
+            functionCalls: calls.isEmpty ? nil : calls)
+    }
+
+    static func chatRequest(_ r: ChatCompletionRequest, maxTokensLimit: Int?) throws(APIError) -> ServingRequest {
+        let tools = r.tools.map { ServingTool(name: $0.name, description: $0.description, parameters: $0.parameters) }
+        let choice: ServingToolChoice
+        switch r.toolChoice {
+        case .auto: choice = .auto
+        case .none: choice = .none
+        case .required: choice = .required
+        case .function(let name): choice = .function(name)
+        }
+        let constraint: ServingOutputConstraint
+        switch r.responseFormat {
+        case .text: constraint = .none
+        case .jsonObject: constraint = .jsonSchema(["type": "object"])
+        case .jsonSchema(let s): constraint = .jsonSchema(s)
+        }
+        return ServingRequest(
+            prompt: .chat(messages: r.messages.map(message), tools: tools), sampling: sampling(r.sampling),
+            maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit), stop: r.sampling.stop,
+            logprobs: r.topLogprobs, constraint: constraint, toolChoice: choice, cachePrompt: r.sampling.cachePrompt,
+            enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS)
+    }
+
+    static func textRequest(_ r: TextCompletionRequest, maxTokensLimit: Int?) throws(APIError) -> ServingRequest {
+        let prompt: ServingPrompt
+        switch r.prompt {
+        case .text(let t): prompt = .text(t)
+        case .tokens(let ids): prompt = .tokens(ids)
+        }
+        return ServingRequest(
+            prompt: prompt, sampling: sampling(r.sampling), maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit),
+            stop: r.sampling.stop, logprobs: r.logprobs, cachePrompt: r.sampling.cachePrompt,
+            ignoreEndOfGeneration: r.sampling.ignoreEOS)
+    }
+
+    static func logprob(_ l: ServingTokenLogprob) -> WireTokenLogprob {
+        func candidate(_ c: ServingTokenLogprob.Candidate) -> WireTokenLogprob.Candidate {
+            WireTokenLogprob.Candidate(token: c.token, bytes: c.bytes, logprob: Double(c.logprob))
+        }
+        return WireTokenLogprob(chosen: candidate(l.chosen), top: l.top.map(candidate))
+    }
+
+    static func toolCall(_ call: LeapFunctionCall) -> WireReplyToolCall {
+        WireReplyToolCall(id: newID(prefix: "call_"), name: call.name, arguments: call.argumentsJSONString())
+    }
+
+    static func usage(_ u: ServingUsage) -> WireUsage {
+        WireUsage(promptTokens: u.promptTokens, completionTokens: u.completionTokens, cachedTokens: u.cachedTokens)
+    }
+
+    static func timings(_ u: ServingUsage) -> WireTimings {
+        WireTimings(
+            promptTokens: u.promptTokens, promptMilliseconds: u.promptSeconds * 1000, predictedTokens: u.completionTokens,
+            predictedMilliseconds: u.generationSeconds * 1000, cachedTokens: u.cachedTokens)
+    }
+
+    /// The OpenAI finish reason (a cancelled completion has no client left to read it).
+    static func finishReason(_ r: ServingFinishReason) -> String {
+        r == .cancelled ? "stop" : r.rawValue
+    }
+
+    private static let idAlphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+    /// A random identifier such as `chatcmpl-…` or `call_…` (24 random characters).
+    static func newID(prefix: String) -> String {
+        var rng = SystemRandomNumberGenerator()
+        return prefix + String((0..<24).map { _ in idAlphabet[Int(rng.next() % UInt64(idAlphabet.count))] })
+    }
+
+    static var now: Int { Int(Date().timeIntervalSince1970) }
+}

@@ -1,0 +1,388 @@
+import LeapJSON
+
+/// The sampling and length fields shared by chat and text completions (OpenAI's, plus
+/// llama-server's `top_k`, `min_p`, `repeat_penalty`, `cache_prompt` and `ignore_eos`).
+/// In this module a field named like a wire field (`topP` for `top_p`) holds that field,
+/// validated; nil when the request left it out.
+public struct SamplingFields: Sendable, Equatable {
+    public var temperature: Double?
+    public var topP: Double?
+    public var topK: Int?
+    public var minP: Double?
+    public var repeatPenalty: Double?
+    public var frequencyPenalty: Double?
+    public var presencePenalty: Double?
+    public var seed: Int?
+    /// `max_completion_tokens`, else `max_tokens`.
+    public var maxTokens: Int?
+    public var stop: [String]
+    public var stream: Bool
+    /// `stream_options.include_usage`.
+    public var includeUsage: Bool
+    /// llama-server's `cache_prompt` (default true).
+    public var cachePrompt: Bool
+    /// llama-server's `ignore_eos`: generate until `max_tokens` (for benchmarks).
+    public var ignoreEOS: Bool
+
+    /// The most stop strings a request may give.
+    public static let maxStopStrings = 16
+
+    init(_ r: FieldReader) throws(WireError) {
+        temperature = try r.number("temperature", in: 0...2)
+        topP = try r.number("top_p", in: 0...1)
+        topK = try r.integer("top_k", in: 0...Int.max)
+        minP = try r.number("min_p", in: 0...1)
+        repeatPenalty = try r.number("repeat_penalty", in: 0...10)
+        if repeatPenalty == 0 { throw WireError("'repeat_penalty' must be positive (1 is off)", param: "repeat_penalty") }
+        frequencyPenalty = try r.number("frequency_penalty", in: -2...2)
+        presencePenalty = try r.number("presence_penalty", in: -2...2)
+        seed = try r.integer("seed", in: Int.min...Int.max)
+        let maxTokens = try r.integer("max_tokens", in: 1...Int.max)
+        self.maxTokens = try r.integer("max_completion_tokens", in: 1...Int.max) ?? maxTokens
+        if let n = try r.integer("n", in: Int.min...Int.max), n != 1 {
+            throw WireError("'n' must be 1: this server returns one choice per request, not \(n)", param: "n")
+        }
+        switch r.value("stop") {
+        case nil: stop = []
+        case .string(let s)?: stop = [s]
+        case .array(let items)?:
+            stop = []
+            for (i, item) in items.enumerated() {
+                guard case .string(let s) = item else {
+                    throw WireError("'stop[\(i)]' must be a string, not \(kindName(item))", param: "stop[\(i)]")
+                }
+                stop.append(s)
+            }
+        case let other?: throw r.error("stop", "a string or an array of strings", got: other)
+        }
+        if stop.count > Self.maxStopStrings {
+            throw WireError("'stop' may hold at most \(Self.maxStopStrings) strings, not \(stop.count)", param: "stop")
+        }
+        stream = try r.bool("stream") ?? false
+        let options = try r.reader("stream_options")
+        if options != nil && !stream {
+            throw WireError("'stream_options' is only allowed when 'stream' is true", param: "stream_options")
+        }
+        includeUsage = try options?.bool("include_usage") ?? false
+        cachePrompt = try r.bool("cache_prompt") ?? true
+        ignoreEOS = try r.bool("ignore_eos") ?? false
+    }
+}
+
+/// A function the model may call (`tools[i]`).
+public struct WireTool: Sendable, Equatable {
+    public var name: String
+    public var description: String
+    /// The JSON Schema of the arguments (an empty object schema when absent).
+    public var parameters: JSONValue
+
+    init(_ value: JSONValue, path: String) throws(WireError) {
+        let r = try FieldReader(value, path: path)
+        guard try r.choice("type", ["function"]) != nil else {
+            throw WireError("'\(path).type' is required ('function')", param: "\(path).type")
+        }
+        guard let f = try r.reader("function") else {
+            throw WireError("'\(path).function' is required", param: "\(path).function")
+        }
+        guard let name = try f.string("name") else { throw WireError("'\(f.field("name"))' is required", param: f.field("name")) }
+        let valid =
+            !name.isEmpty && name.unicodeScalars.count <= 64
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-")
+            }
+        guard valid else {
+            throw WireError("'\(f.field("name"))' must be 1 to 64 letters, digits, '_' or '-', not '\(name)'", param: f.field("name"))
+        }
+        self.name = name
+        description = try f.string("description") ?? ""
+        if let p = try f.objectValue("parameters") {
+            parameters = .object(p)
+        } else {
+            parameters = ["type": "object", "properties": [:]]
+        }
+    }
+}
+
+/// `tool_choice`.
+public enum WireToolChoice: Sendable, Equatable {
+    case auto, none, required
+    case function(String)
+}
+
+/// `response_format` (or llama-server's top-level `json_schema`).
+public enum WireResponseFormat: Sendable, Equatable {
+    case text
+    /// Any JSON object (`json_object` without a schema).
+    case jsonObject
+    case jsonSchema(JSONValue)
+}
+
+/// One content part of a message.
+public enum WireMessageContent: Sendable, Equatable {
+    case text(String)
+}
+
+/// A tool call carried by an assistant message in the history.
+public struct WireToolCall: Sendable, Equatable {
+    public var id: String
+    public var name: String
+    /// The arguments object, parsed from the JSON text the API carries.
+    public var arguments: JSONObject
+
+    public init(id: String, name: String, arguments: JSONObject) {
+        self.id = id
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+/// One message of `messages`.
+public struct WireMessage: Sendable, Equatable {
+    public enum Role: String, Sendable, Equatable {
+        case system, user, assistant, tool
+    }
+    public var role: Role
+    /// The text (string content, or the concatenated text parts).
+    public var content: String
+    public var reasoningContent: String?
+    public var toolCalls: [WireToolCall]
+    /// The call a tool message answers.
+    public var toolCallID: String?
+
+    init(_ value: JSONValue, path: String) throws(WireError) {
+        let r = try FieldReader(value, path: path)
+        guard let roleName = try r.choice("role", ["system", "developer", "user", "assistant", "tool"]) else {
+            throw WireError("'\(r.field("role"))' is required", param: r.field("role"))
+        }
+        role = roleName == "developer" ? .system : Role(rawValue: roleName)!
+        switch r.value("content") {
+        case nil:
+            content = ""
+        case .string(let s)?:
+            content = s
+        case .array(let parts)?:
+            content = ""
+            for (i, part) in parts.enumerated() {
+                let p = try FieldReader(part, path: r.field("content") + "[\(i)]")
+                let type = try p.string("type")
+                guard type == "text" else {
+                    let what = type.map { "'\($0)'" } ?? "without a type"
+                    throw WireError(
+                        "'\(p.field("type"))': content part \(what) is not supported; this server's models read text parts only",
+                        param: p.field("type"))
+                }
+                guard let text = try p.string("text") else { throw WireError("'\(p.field("text"))' is required", param: p.field("text")) }
+                content += text
+            }
+        case let other?:
+            throw r.error("content", "a string or an array of content parts", got: other)
+        }
+        reasoningContent = try r.string("reasoning_content")
+        toolCalls = []
+        if let calls = try r.array("tool_calls") {
+            guard role == .assistant else {
+                throw WireError("'\(r.field("tool_calls"))' is only allowed on assistant messages", param: r.field("tool_calls"))
+            }
+            for (i, call) in calls.enumerated() {
+                let c = try FieldReader(call, path: r.field("tool_calls") + "[\(i)]")
+                guard let f = try c.reader("function") else {
+                    throw WireError("'\(c.field("function"))' is required", param: c.field("function"))
+                }
+                guard let name = try f.string("name") else { throw WireError("'\(f.field("name"))' is required", param: f.field("name")) }
+                let argumentsText = try f.string("arguments") ?? "{}"
+                guard case .object(let arguments)? = try? JSONValue.parse(argumentsText) else {
+                    throw WireError("'\(f.field("arguments"))' must be a JSON object encoded as a string", param: f.field("arguments"))
+                }
+                toolCalls.append(WireToolCall(id: try c.string("id") ?? "", name: name, arguments: arguments))
+            }
+        }
+        toolCallID = try r.string("tool_call_id")
+        if role == .tool && toolCallID == nil {
+            throw WireError("'\(r.field("tool_call_id"))' is required on tool messages", param: r.field("tool_call_id"))
+        }
+    }
+}
+
+/// `POST /v1/chat/completions`.
+public struct ChatCompletionRequest: Sendable, Equatable {
+    public var model: String?
+    public var messages: [WireMessage]
+    public var sampling: SamplingFields
+    /// `logprobs: true` with `top_logprobs` alternatives (0 when absent); nil without logprobs.
+    public var topLogprobs: Int?
+    public var tools: [WireTool]
+    public var toolChoice: WireToolChoice
+    public var responseFormat: WireResponseFormat
+    /// llama-server's `chat_template_kwargs.enable_thinking`.
+    public var enableThinking: Bool?
+
+    /// The most messages and tools a request may carry.
+    public static let maxMessages = 4096
+    public static let maxTools = 128
+
+    /// Decodes and validates a request body.
+    public init(json: JSONValue) throws(WireError) {
+        let r = try FieldReader(json, path: "")
+        model = try r.string("model")
+        guard let messages = try r.array("messages") else { throw WireError("'messages' is required", param: "messages") }
+        guard !messages.isEmpty else { throw WireError("'messages' must hold at least one message", param: "messages") }
+        guard messages.count <= Self.maxMessages else {
+            throw WireError("'messages' may hold at most \(Self.maxMessages) messages", param: "messages")
+        }
+        var decoded: [WireMessage] = []
+        for (i, m) in messages.enumerated() { decoded.append(try WireMessage(m, path: "messages[\(i)]")) }
+        self.messages = decoded
+        sampling = try SamplingFields(r)
+        let logprobs = try r.bool("logprobs") ?? false
+        let top = try r.integer("top_logprobs", in: 0...20)
+        if top != nil && !logprobs {
+            throw WireError("'top_logprobs' needs 'logprobs': true", param: "top_logprobs")
+        }
+        topLogprobs = logprobs ? (top ?? 0) : nil
+
+        tools = []
+        if let list = try r.array("tools") {
+            guard list.count <= Self.maxTools else { throw WireError("'tools' may hold at most \(Self.maxTools) tools", param: "tools") }
+            for (i, t) in list.enumerated() { tools.append(try WireTool(t, path: "tools[\(i)]")) }
+        }
+        switch r.value("tool_choice") {
+        case nil: toolChoice = .auto
+        case .string?:
+            switch try r.choice("tool_choice", ["auto", "none", "required"]) {
+            case "none": toolChoice = .none
+            case "required": toolChoice = .required
+            default: toolChoice = .auto
+            }
+        case let v?:
+            let c = try FieldReader(v, path: "tool_choice")
+            guard try c.choice("type", ["function"]) != nil, let f = try c.reader("function"), let name = try f.string("name") else {
+                throw WireError(
+                    "'tool_choice' must be 'auto', 'none', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                    param: "tool_choice")
+            }
+            toolChoice = .function(name)
+        }
+        if toolChoice != .auto && toolChoice != .none && tools.isEmpty {
+            throw WireError("'tool_choice' asks for a tool call but 'tools' is empty", param: "tool_choice")
+        }
+        if case .function(let name) = toolChoice, !tools.contains(where: { $0.name == name }) {
+            throw WireError("'tool_choice' names '\(name)', which is not in 'tools'", param: "tool_choice.function.name")
+        }
+
+        responseFormat = .text
+        if let f = try r.reader("response_format") {
+            switch try f.choice("type", ["text", "json_object", "json_schema"]) {
+            case nil:
+                throw WireError("'response_format.type' is required", param: "response_format.type")
+            case "json_object":
+                responseFormat = try f.objectValue("schema").map { .jsonSchema(.object($0)) } ?? .jsonObject
+            case "json_schema":
+                if let s = try f.objectValue("schema") {
+                    responseFormat = .jsonSchema(.object(s))
+                } else {
+                    guard let js = try f.reader("json_schema") else {
+                        throw WireError(
+                            "'response_format.json_schema' is required for type 'json_schema'", param: "response_format.json_schema")
+                    }
+                    guard let schema = try js.objectValue("schema") else {
+                        throw WireError("'response_format.json_schema.schema' is required", param: "response_format.json_schema.schema")
+                    }
+                    responseFormat = .jsonSchema(.object(schema))
+                }
+            default:
+                break
+            }
+        }
+        if let schema = try r.objectValue("json_schema") {
+            guard responseFormat == .text else {
+                throw WireError("give the schema in 'response_format' or in 'json_schema', not both", param: "json_schema")
+            }
+            responseFormat = .jsonSchema(.object(schema))
+        }
+        if responseFormat != .text && !tools.isEmpty && toolChoice != .none {
+            throw WireError(
+                "'response_format' with a schema cannot be combined with 'tools'; send one or the other", param: "response_format")
+        }
+        enableThinking = try r.reader("chat_template_kwargs")?.bool("enable_thinking")
+    }
+}
+
+/// The prompt of a text completion.
+public enum WirePrompt: Sendable, Equatable {
+    case text(String)
+    case tokens([Int])
+}
+
+/// `POST /v1/completions`.
+public struct TextCompletionRequest: Sendable, Equatable {
+    public var model: String?
+    public var prompt: WirePrompt
+    public var sampling: SamplingFields
+    /// `logprobs` (0 to 5 alternatives); nil without.
+    public var logprobs: Int?
+
+    /// OpenAI's default `max_tokens` for text completions.
+    public static let defaultMaxTokens = 16
+
+    public init(json: JSONValue) throws(WireError) {
+        let r = try FieldReader(json, path: "")
+        model = try r.string("model")
+        switch r.value("prompt") {
+        case nil: throw WireError("'prompt' is required", param: "prompt")
+        case .string(let s)?: prompt = .text(s)
+        case .array(let items)?:
+            if items.count == 1, case .string(let s) = items[0] {
+                prompt = .text(s)
+            } else if !items.isEmpty, items.allSatisfy({ $0.intValue != nil }) {
+                prompt = .tokens(items.map { $0.intValue! })
+            } else {
+                throw WireError("'prompt' must be a string, an array of one string, or an array of token ids", param: "prompt")
+            }
+        case let other?: throw r.error("prompt", "a string or an array of token ids", got: other)
+        }
+        if let suffix = try r.string("suffix"), !suffix.isEmpty {
+            throw WireError("'suffix' (fill-in-the-middle) is not supported", param: "suffix")
+        }
+        if try r.bool("echo") == true { throw WireError("'echo' is not supported", param: "echo") }
+        if let best = try r.integer("best_of", in: Int.min...Int.max), best != 1 {
+            throw WireError("'best_of' must be 1, not \(best)", param: "best_of")
+        }
+        sampling = try SamplingFields(r)
+        if sampling.maxTokens == nil { sampling.maxTokens = Self.defaultMaxTokens }
+        logprobs = try r.integer("logprobs", in: 0...5)
+    }
+}
+
+/// llama-server's `POST /tokenize`: `content`, `add_special`, `parse_special`, `with_pieces`.
+public struct TokenizeRequest: Sendable, Equatable {
+    public var content: String
+    public var addSpecial: Bool
+    public var parseSpecial: Bool
+    public var withPieces: Bool
+
+    public init(json: JSONValue) throws(WireError) {
+        let r = try FieldReader(json, path: "")
+        guard let content = try r.string("content") else { throw WireError("'content' is required", param: "content") }
+        self.content = content
+        addSpecial = try r.bool("add_special") ?? false
+        parseSpecial = try r.bool("parse_special") ?? true
+        withPieces = try r.bool("with_pieces") ?? false
+    }
+}
+
+/// llama-server's `POST /detokenize`: `tokens`.
+public struct DetokenizeRequest: Sendable, Equatable {
+    public var tokens: [Int]
+
+    public init(json: JSONValue) throws(WireError) {
+        let r = try FieldReader(json, path: "")
+        guard let items = try r.array("tokens") else { throw WireError("'tokens' is required", param: "tokens") }
+        tokens = []
+        for (i, item) in items.enumerated() {
+            guard let id = item.intValue else {
+                throw WireError("'tokens[\(i)]' must be an integer token id, not \(kindName(item))", param: "tokens[\(i)]")
+            }
+            tokens.append(id)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import Kernels
+import LeapSDKCore
+import LeapServer
+import Logging
+
+/// `leap-ref serve`: an OpenAI-compatible HTTP server (see docs/serving.md).
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the model over the OpenAI HTTP API (chat and text completions, streaming, tools, JSON Schema).",
+        discussion: """
+            Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, \
+            GET /metrics (with --metrics), POST /tokenize, POST /detokenize. The server listens at once and \
+            answers /health with 503 until the model is loaded. SIGTERM or SIGINT: stop accepting, finish \
+            running completions (cancelled after --shutdown-grace seconds), exit 0. See docs/serving.md.
+            """
+    )
+
+    @Option(help: "The GGUF model (default: the model installed by scripts/setup.sh).")
+    var model: String?
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0: any free port; the bound port is printed).")
+    var port = 8080
+
+    @Option(name: [.customLong("parallel"), .customShort("n")], help: "Slots: completions served at once, each with its own prompt cache.")
+    var parallel = 1
+
+    @Option(help: "Accepted API key (clients send 'Authorization: Bearer KEY'); /health and /metrics stay open.")
+    var apiKey: String?
+
+    @Option(help: "File of accepted API keys, one per line.")
+    var apiKeyFile: String?
+
+    @Option(
+        name: [.customLong("ctx-size"), .customShort("c")],
+        help: "Context window of each slot in tokens (default: the model's, capped at 4096).")
+    var ctxSize: Int?
+
+    @Option(help: "Requests that may wait for a slot; beyond, 503 with Retry-After.")
+    var queue = 64
+
+    @Flag(help: "Serve Prometheus metrics at /metrics.")
+    var metrics = false
+
+    @Option(help: "Largest request body in bytes (413 beyond).")
+    var maxBodyBytes = 8 << 20
+
+    @Option(help: "Largest max_tokens a request may ask for, and the default (default: up to the context).")
+    var maxTokens: Int?
+
+    @Option(help: "Most open client connections.")
+    var maxConnections = 256
+
+    @Option(help: "Seconds running completions may go on after SIGTERM before they are cancelled.")
+    var shutdownGrace = 10.0
+
+    @Option(name: .shortAndLong, help: "Threads for the kernels (default: all cores).")
+    var threads: Int?
+
+    func run() async throws {
+        try await runReportingErrors {
+            guard parallel >= 1, parallel <= 64 else { throw CLIError("--parallel must be between 1 and 64") }
+            guard queue >= 0 else { throw CLIError("--queue must not be negative") }
+            guard maxBodyBytes >= 1024 else { throw CLIError("--max-body-bytes must be at least 1024") }
+            guard maxConnections >= 1 else { throw CLIError("--max-connections must be at least 1") }
+            if let c = ctxSize, c < 16 { throw CLIError("--ctx-size must be at least 16") }
+            if let m = maxTokens, m < 1 { throw CLIError("--max-tokens must be at least 1") }
+            guard (0...65535).contains(port) else { throw CLIError("--port must be between 0 and 65535") }
+            let path = try ModelCache.resolve(model)
+            var keys = Set<String>()
+            if let apiKey { keys.insert(apiKey) }
+            if let file = apiKeyFile {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CLIError("cannot read the API key file '\(file)'")
+                }
+                let fromFile = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
+                guard !fromFile.isEmpty else { throw CLIError("the API key file '\(file)' holds no key") }
+                keys.formUnion(fromFile)
+            }
+            let configuration = ServerConfiguration(
+                host: host, port: port, apiKeys: keys, maxBodyBytes: maxBodyBytes, maxTokensLimit: maxTokens,
+                maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace)
+            var logger = Logger(label: "leap-ref.serve")
+            logger.logLevel = .info
+            let host = self.host
+            try await LeapHTTPServer.run(
+                configuration: configuration, modelPath: path,
+                loadOptions: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: ctxSize),
+                serving: ServingEngine.Configuration(slots: parallel, contextSize: ctxSize, queueLimit: queue),
+                logger: logger,
+                onListening: { port in writeOut("leap-ref serve: listening on http://\(host):\(port)\n") },
+                onReady: { engine in writeOut("leap-ref serve: ready: \(engine.modelId)\n") })
+        }
+    }
+}

@@ -1,0 +1,97 @@
+"""A bounded load test and a fault test on lfm2-tiny with four slots."""
+
+import concurrent.futures
+import json
+import socket
+import urllib.parse
+
+from conftest import REQUEST_TIMEOUT, http
+
+PROMPTS = [f"Request {i}: tell me something about the number {i * 7}." for i in range(6)]
+MAX_TOKENS = 12
+
+
+def chat(url, prompt, stream):
+    body = {"model": "tiny", "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+            "max_tokens": MAX_TOKENS, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    status, headers, text = http("POST", url + "/v1/chat/completions", body)
+    assert status == 200, text
+    if not stream:
+        data = json.loads(text)
+        return data["choices"][0]["message"]["content"], data["choices"][0]["finish_reason"], data["usage"]
+    assert headers["Content-Type"] == "text/event-stream"
+    events = [line[len("data: "):] for line in text.split("\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    pieces, finish, usage = [], None, None
+    for e in events[:-1]:
+        chunk = json.loads(e)
+        usage = chunk.get("usage") or usage
+        for c in chunk["choices"]:
+            pieces.append(c["delta"].get("content") or "")
+            finish = c["finish_reason"] or finish
+    return "".join(pieces), finish, usage
+
+
+def metrics(url):
+    values = {}
+    for line in http("GET", url + "/metrics")[2].splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def test_48_requests_from_8_clients_each_checked(tiny_server):
+    url = tiny_server.url
+    # Each prompt once, alone: the reference text (greedy, so every later run must match).
+    expected = {p: chat(url, p, stream=False)[0] for p in PROMPTS}
+    jobs = [(PROMPTS[i % len(PROMPTS)], i % 2 == 0) for i in range(48)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda job: (job[0], chat(url, *job)), jobs))
+    assert len(results) == 48
+    for prompt, (text, finish, usage) in results:
+        assert text == expected[prompt]
+        assert finish == "length"
+        assert usage["completion_tokens"] == MAX_TOKENS
+    m = metrics(url)
+    assert m["leapref_slots_busy"] == 0 and m["leapref_requests_deferred"] == 0
+    assert m['leapref_requests_total{endpoint="/v1/chat/completions",code="200"}'] >= 54
+
+
+def open_stream_and_drop(url, prompt, chunks_to_read):
+    """Starts a streamed completion on a raw socket, reads a little, and hangs up."""
+    parsed = urllib.parse.urlparse(url)
+    body = json.dumps({"messages": [{"role": "user", "content": prompt}], "max_tokens": 3000, "stream": True,
+                       "temperature": 0}).encode()
+    s = socket.create_connection((parsed.hostname, parsed.port), timeout=REQUEST_TIMEOUT)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    received = b""
+    while received.count(b"data: ") < chunks_to_read:
+        data = s.recv(4096)
+        if not data:
+            break
+        received += data
+    s.close()
+    return received
+
+
+def test_dropped_streams_are_cancelled_and_free_their_slots(tiny_server):
+    url = tiny_server.url
+    before = metrics(url).get("leapref_completions_cancelled_total", 0)
+    # Eight clients hang up mid-stream after two events (four of them first wait in the
+    # queue for a slot, which frees when an earlier client hangs up)...
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        received = list(pool.map(lambda i: open_stream_and_drop(url, PROMPTS[i % 6] + " Go on.", 2), range(8)))
+    assert all(r.startswith(b"HTTP/1.1 200") for r in received)
+    # ...and the server reports each cancellation as it happens.
+    for _ in range(8):
+        tiny_server.wait_for("completion cancelled", timeout=REQUEST_TIMEOUT)
+    m = metrics(url)
+    assert m["leapref_completions_cancelled_total"] - before == 8
+    assert m["leapref_slots_busy"] == 0 and m["leapref_requests_deferred"] == 0
+    # The server still answers, with the same text as before.
+    reference = chat(url, PROMPTS[0], stream=False)[0]
+    assert chat(url, PROMPTS[0], stream=True)[0] == reference

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""leap-ref and llama.cpp on the same files, same machine, same threads, in one run.
+
+For every model and every round, `leap-ref bench` and `llama-bench` run back to back with
+the same flags (the order alternates from round to round, so neither always gets the
+warmer or the quieter minute); the table gives each engine's median over the rounds and
+the ratio of the medians. `--load N` runs a competing CPU-bound process (`stress-ng --cpu
+N`, Debian's stress-ng) for the whole measurement: the contention figures of
+docs/performance.md.
+
+    scripts/bench_side_by_side.py --llama-bin DIR [--rounds 3] [-p 512] [-n 128] [-t 2]
+        [-d 0] [-r 3] [--load 0] MODEL.gguf...
+
+`--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
+the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
+table and the commands it ran. Not part of the test suite: speed is never asserted.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROW = re.compile(r"^\|\s*(?P<model>[^|]+?)\s*\|.*\|\s*(?P<test>(?:pp|tg)\d+(?:\s*@\s*d\d+)?)\s*\|\s*(?P<mean>[\d.]+)\s*±\s*(?P<sd>[\d.]+)\s*\|$")
+
+
+def parse(output: str) -> dict:
+    """Test name -> tokens/s from a llama-bench style Markdown table."""
+    found = {}
+    for line in output.splitlines():
+        m = ROW.match(line.strip())
+        if m:
+            found[re.sub(r"\s+", "", m.group("test"))] = float(m.group("mean"))
+    return found
+
+
+def run(cmd: list) -> dict:
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-2000:]}")
+    result = parse(done.stdout)
+    if not result:
+        sys.exit(f"no results in the output of: {' '.join(cmd)}\n{done.stdout[-2000:]}")
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--llama-bin", required=True, help="llama.cpp build/bin directory")
+    ap.add_argument("--leap-ref", default=None, help="leap-ref binary (default: the release build)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-t", type=int, default=2)
+    ap.add_argument("-d", type=int, default=0, help="tokens already in the cache (llama-bench -d)")
+    ap.add_argument("-r", type=int, default=3, help="repetitions inside each bench run")
+    ap.add_argument("--load", type=int, default=0, help="competing CPU-bound workers (stress-ng --cpu N)")
+    args = ap.parse_args()
+
+    leap = args.leap_ref
+    if leap is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=root, capture_output=True, text=True)
+        leap = os.path.join(out.stdout.strip(), "leap-ref")
+    llama = os.path.join(args.llama_bin, "llama-bench")
+    for exe in (leap, llama):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"not executable: {exe}")
+
+    flags = ["-p", str(args.p), "-n", str(args.n), "-t", str(args.t), "-r", str(args.r)]
+    if args.d:
+        flags += ["-d", str(args.d)]
+    stress = None
+    if args.load:
+        if shutil.which("stress-ng") is None:
+            sys.exit("--load needs stress-ng (apt-get install stress-ng)")
+        stress = subprocess.Popen(["stress-ng", "--cpu", str(args.load), "--timeout", "0"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(2)
+    try:
+        print(f"load average before: {open('/proc/loadavg').read().split()[:3]}; competing workers: {args.load}")
+        rows = []
+        for model in args.models:
+            leap_cmd = [leap, "bench", "--model", model] + flags
+            llama_cmd = [llama, "-m", model, "-o", "md"] + flags
+            samples = {"leap-ref": [], "llama.cpp": []}
+            for r in range(args.rounds):
+                order = [("leap-ref", leap_cmd), ("llama.cpp", llama_cmd)]
+                if r % 2:
+                    order.reverse()
+                for name, cmd in order:
+                    samples[name].append(run(cmd))
+            tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys(), key=lambda t: (t[:2] != "pp", t))
+            for test in tests:
+                ours = [s[test] for s in samples["leap-ref"]]
+                theirs = [s[test] for s in samples["llama.cpp"]]
+                rows.append((os.path.basename(model), test, ours, theirs))
+            print(f"  {' '.join(leap_cmd)}\n  {' '.join(llama_cmd)}", file=sys.stderr)
+        print(f"\n| model file | test | leap-ref t/s (median of {args.rounds}) | llama.cpp t/s | ratio | leap-ref rounds | llama.cpp rounds |")
+        print("|---|---|---:|---:|---:|---|---|")
+        for model, test, ours, theirs in rows:
+            a, b = statistics.median(ours), statistics.median(theirs)
+            fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
+            print(f"| {model} | {test} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {fmt(ours)} | {fmt(theirs)} |")
+        print(f"\nthreads {args.t}; {os.cpu_count()} cores; load average after: {open('/proc/loadavg').read().split()[:3]}")
+    finally:
+        if stress:
+            stress.terminate()
+            stress.wait()
+
+
+if __name__ == "__main__":
+    main()
