@@ -169,8 +169,8 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird")
             ]
         ),
-        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON"], resources: [.copy("Fixtures")]),
-        .executableTarget(name: "SchemaBench", dependencies: ["Grammar", "LeapJSON"], path: "Benchmarks/SchemaBench")
+        .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON", "Sampling"], resources: [.copy("Fixtures")]),
+        .executableTarget(name: "SchemaFuzz", dependencies: ["Grammar", "LeapJSON", "Sampling"], path: "Fuzz/SchemaFuzz")
     ]
 )
 

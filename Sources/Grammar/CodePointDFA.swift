@@ -1,3 +1,34 @@
+/// Bounds on the construction of an automaton (regex, product): states, the repetition
+/// counts of patterns, and a deadline.
+struct AutomatonLimits: Sendable {
+    var maxStates = Int.max
+    var maxRepetition = Int.max
+    var deadline: ContinuousClock.Instant? = nil
+
+    /// No bounds (for the automata of the built-in formats, which are constants).
+    static let unlimited = AutomatonLimits()
+
+    /// Throws when `states` is above the bound, or (every 64 states) when time is up.
+    @inline(__always) func check(states: Int) throws(AutomatonLimitError) {
+        if states > maxStates { throw AutomatonLimitError(limit: .states(maxStates)) }
+        if states & 63 == 0 { try checkTime() }
+    }
+
+    func checkTime() throws(AutomatonLimitError) {
+        if let deadline, ContinuousClock.now > deadline { throw AutomatonLimitError(limit: .time) }
+    }
+}
+
+/// An automaton construction that outgrew its `AutomatonLimits`.
+struct AutomatonLimitError: Error {
+    enum Limit {
+        case states(Int)
+        case repetition(Int)
+        case time
+    }
+    let limit: Limit
+}
+
 /// A set of Unicode scalar values as sorted, disjoint, non-adjacent closed ranges.
 struct ScalarSet: Hashable, Sendable {
     var ranges: [ClosedRange<UInt32>]
@@ -65,8 +96,10 @@ final class CodePointDFA: Sendable, Hashable {
     /// transitions[s]: sorted (lo, hi, target) triples.
     let transitions: [[(lo: UInt32, hi: UInt32, target: Int32)]]
     let accepting: [Bool]
-    /// ascii[s * 128 + c]: target for ASCII c, or -1.
+    /// ascii[s * 128 + c]: target for ASCII c, or -1 (empty for automata with more than
+    /// `maxTabledStates` states, which use the transition lists).
     let ascii: [Int32]
+    static let maxTabledStates = 4_096
     /// Shortest number of scalars from each state to acceptance.
     let minToAccept: [Int32]
     /// Longest number of scalars from each state to acceptance (Int32.max when unbounded).
@@ -138,31 +171,16 @@ final class CodePointDFA: Sendable, Hashable {
         self.transitions = transitions
         self.accepting = accepting
         self.minToAccept = minToAccept
-        // Longest path to acceptance: every state is live, so a state on or before a cycle
-        // has no bound. Depth-first search with colouring.
-        let n = accepting.count
-        var longest = [Int32](repeating: -1, count: n)
-        var colour = [UInt8](repeating: 0, count: n)  // 0 new, 1 on stack, 2 done
-        func visit(_ s: Int) -> Int32 {
-            if colour[s] == 2 { return longest[s] }
-            if colour[s] == 1 { return Int32.max }
-            colour[s] = 1
-            var best: Int32 = accepting[s] ? 0 : Int32.min
-            for t in transitions[s] {
-                let sub = visit(Int(t.target))
-                if sub == Int32.max { best = Int32.max } else if best != Int32.max { best = max(best, sub + 1) }
-            }
-            colour[s] = 2
-            longest[s] = best
-            return best
-        }
-        for s in 0..<n { _ = visit(s) }
-        maxToAccept = longest
+        maxToAccept = CodePointDFA.longestPaths(transitions: transitions, accepting: accepting)
         self.start = 0
-        var table = [Int32](repeating: -1, count: accepting.count * 128)
-        for s in 0..<accepting.count {
-            for t in transitions[s] where t.lo < 128 {
-                for c in t.lo...min(t.hi, 127) { table[s * 128 + Int(c)] = t.target }
+        // The ASCII table costs 512 bytes a state: only small automata get one.
+        var table: [Int32] = []
+        if accepting.count <= CodePointDFA.maxTabledStates {
+            table = [Int32](repeating: -1, count: accepting.count * 128)
+            for s in 0..<accepting.count {
+                for t in transitions[s] where t.lo < 128 {
+                    for c in t.lo...min(t.hi, 127) { table[s * 128 + Int(c)] = t.target }
+                }
             }
         }
         ascii = table
@@ -176,8 +194,48 @@ final class CodePointDFA: Sendable, Hashable {
         }
     }
 
+    /// The longest number of scalars from each state to acceptance (Int32.max when a cycle is
+    /// reachable: every state is live, so a cycle means no bound). Iterative depth-first
+    /// search, so that long chains (a 10,000-character literal) need no deep stack.
+    static func longestPaths(transitions: [[(lo: UInt32, hi: UInt32, target: Int32)]], accepting: [Bool]) -> [Int32] {
+        let n = accepting.count
+        var longest = [Int32](repeating: -1, count: n)
+        var colour = [UInt8](repeating: 0, count: n)  // 0 new, 1 on the stack, 2 done
+        var stack: [(state: Int, next: Int)] = []
+        for root in 0..<n where colour[root] == 0 {
+            colour[root] = 1
+            longest[root] = accepting[root] ? 0 : Int32.min
+            stack.append((root, 0))
+            while let (s, k) = stack.last {
+                if k < transitions[s].count {
+                    stack[stack.count - 1].next = k + 1
+                    let t = Int(transitions[s][k].target)
+                    if colour[t] == 0 {
+                        colour[t] = 1
+                        longest[t] = accepting[t] ? 0 : Int32.min
+                        stack.append((t, 0))
+                    } else {
+                        longest[s] = extend(longest[s], colour[t] == 1 ? Int32.max : longest[t])
+                    }
+                    continue
+                }
+                colour[s] = 2
+                stack.removeLast()
+                if let parent = stack.last { longest[parent.state] = extend(longest[parent.state], longest[s]) }
+            }
+        }
+        return longest
+    }
+
+    /// The longest path of a state given one successor's longest path.
+    @inline(__always) private static func extend(_ best: Int32, _ successor: Int32) -> Int32 {
+        if best == Int32.max || successor == Int32.max { return Int32.max }
+        if successor == Int32.min { return best }
+        return max(best, successor + 1)
+    }
+
     @inline(__always) func step(_ s: Int32, _ c: UInt32) -> Int32 {
-        if c < 128 { return ascii[Int(s) &* 128 &+ Int(c)] }
+        if c < 128 && !ascii.isEmpty { return ascii[Int(s) &* 128 &+ Int(c)] }
         let list = transitions[Int(s)]
         var lo = 0, hi = list.count
         while lo < hi {
@@ -248,8 +306,9 @@ final class CodePointDFA: Sendable, Hashable {
         return CodePointDFA.make(transitions: trans, accepting: acc, start: start)
     }
 
-    /// Strings accepted by both (nil if none).
-    func intersection(_ other: CodePointDFA) -> CodePointDFA? {
+    /// Strings accepted by both (nil if none), by the product construction (its reachable
+    /// states, at most `limits.maxStates` of them).
+    func intersection(_ other: CodePointDFA, limits: AutomatonLimits) throws(AutomatonLimitError) -> CodePointDFA? {
         var ids: [Int64: Int32] = [:]
         var pairs: [(Int32, Int32)] = [(start, other.start)]
         ids[Int64(start) << 32 | Int64(other.start)] = 0
@@ -257,6 +316,7 @@ final class CodePointDFA: Sendable, Hashable {
         var acc: [Bool] = []
         var i = 0
         while i < pairs.count {
+            try limits.check(states: pairs.count)
             let (a, b) = pairs[i]
             i += 1
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []

@@ -53,7 +53,7 @@ enum Formats {
     static let compiled: [String: CodePointDFA] = {
         var out: [String: CodePointDFA] = [:]
         for (name, re) in enforced {
-            if let node = try? RegexParser.parse(re), let dfa = try? RegexCompiler.compile(node) { out[name] = dfa }
+            if let node = try? RegexParser.parse(re), let dfa = try? RegexCompiler.compile(node, limits: .unlimited) { out[name] = dfa }
         }
         return out
     }()

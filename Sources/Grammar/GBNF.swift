@@ -23,13 +23,24 @@ public enum GBNF {
         _ text: String, root: String = "root", schemas: [String: JSONValue] = [:],
         options: JSONSchemaCompiler.Options = .init()
     ) throws(GrammarError) -> Grammar {
+        try LargeStack.run(needing: LargeStack.bytesNeeded(maxDepth: options.limits.maxDepth)) { () throws(GrammarError) in
+            try parseHere(text, root: root, schemas: schemas, options: options)
+        }
+    }
+
+    static func parseHere(_ text: String, root: String, schemas: [String: JSONValue], options: JSONSchemaCompiler.Options)
+        throws(GrammarError)
+        -> Grammar
+    {
         var p = GBNFParser(text: text)
         try p.parseRules()
         var b = GrammarBuilder()
         var symbols: [String: GrammarBuilder.Symbol] = [:]
         for name in p.ruleOrder { symbols[name] = b.declareRule(name) }
         for (name, schema) in schemas where symbols[name] == nil {
-            do { symbols[name] = try JSONSchemaCompiler.addSchema(schema, to: &b, options: options) } catch {
+            do {
+                symbols[name] = try JSONSchemaCompiler.addSchema(schema, to: &b, options: options, budget: CompileBudget(options.limits))
+            } catch {
                 throw GrammarError(message: "rule \(name): \(error)")
             }
         }
@@ -40,7 +51,7 @@ public enum GBNF {
             b.define(symbols[name]!, alts)
         }
         guard let start = symbols[root] else { throw GrammarError(message: "GBNF: no rule named '\(root)'") }
-        return try b.build(root: start)
+        return try b.build(root: start, limits: options.limits)
     }
 
     static func lower(_ e: GBNFParser.Element, _ b: inout GrammarBuilder, _ symbols: [String: GrammarBuilder.Symbol]) throws(GrammarError)
@@ -88,6 +99,9 @@ struct GBNFParser {
     var pos = 0
     var rules: [String: [[Element]]] = [:]
     var ruleOrder: [String] = []
+    /// Nesting of groups being parsed (bounded, so that `((((...` cannot exhaust the stack).
+    var depth = 0
+    static let maxDepth = 256
 
     init(text: String) { chars = text.unicodeScalars.map(\.value) }
 
@@ -214,6 +228,9 @@ struct GBNFParser {
                 el = .scalars(ScalarSet.all.withoutSurrogates)
             case 40:
                 pos += 1
+                depth += 1
+                defer { depth -= 1 }
+                if depth > GBNFParser.maxDepth { throw error("groups nested more than \(GBNFParser.maxDepth) deep") }
                 let alts = try parseAlternatives(nested: true)
                 skipSpace()
                 guard pos < chars.count, chars[pos] == 41 else { throw error("missing ')'") }
@@ -223,9 +240,14 @@ struct GBNFParser {
                 guard let n = name() else { throw error("unexpected character '\(Character(Unicode.Scalar(c)!))'") }
                 el = .ref(n)
             }
-            // Postfix operators (no space before them).
+            // Postfix operators (no space before them), a bounded number of them.
+            var postfixes = 0
             while pos < chars.count {
                 let q = chars[pos]
+                if q == 42 || q == 43 || q == 63 || q == 123 {
+                    postfixes += 1
+                    if postfixes > 8 { throw error("too many repetition operators in a row") }
+                }
                 if q == 42 {
                     pos += 1
                     el = .repeated(el, min: 0, max: nil)

@@ -7,9 +7,16 @@ struct MatchThread: Hashable {
 }
 
 /// A set of threads plus whether the input so far is a complete sentence.
+///
+/// `overflowed`: the input needed more parses at once than the grammar's `maxThreads`; the
+/// matcher then accepts any further byte but never a complete sentence, and masks allow no
+/// token (generation stops with an error rather than doing unbounded work).
 struct MatchState: Hashable {
     var threads: [MatchThread]
     var canEnd: Bool
+    var overflowed = false
+
+    static let overflow = MatchState(threads: [], canEnd: false, overflowed: true)
 }
 
 /// Hash-consed return stacks: a stack is an id; id 0 is the empty stack.
@@ -85,18 +92,49 @@ struct MatchEngine {
 
     /// Advances every thread by one byte into `out` (cleared first). Returns whether the result
     /// is a complete sentence.
+    ///
+    /// A byte after which more than `grammar.maxThreads` distinct parses would be alive
+    /// leaves `out` empty and returns false (as a refused byte would) with `overflowed` set:
+    /// an ambiguous grammar cannot make the work per byte grow without bound.
     @inline(__always)
     func step(_ threads: [MatchThread], _ byte: UInt8, into out: inout [MatchThread]) -> Bool {
+        var overflowed = false
+        return step(threads, byte, into: &out, overflowed: &overflowed)
+    }
+
+    @inline(__always)
+    func step(_ threads: [MatchThread], _ byte: UInt8, into out: inout [MatchThread], overflowed: inout Bool) -> Bool {
         out.removeAll(keepingCapacity: true)
         var canEnd = false
+        let limit = grammar.maxThreads
         for th in threads {
             let term = grammar.terminals[Int(grammar.symbols[Int(th.position)])]
             guard let ns = term.step(th.lex, byte) else { continue }
             if term.canContinue(ns) { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
             if term.isFinal(ns) { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
+            if out.count > limit &* 4 {
+                dedupe(&out)
+                if out.count > limit { break }
+            }
         }
         dedupe(&out)
+        if out.count > limit {
+            out.removeAll(keepingCapacity: true)
+            overflowed = true
+            return false
+        }
         return canEnd
+    }
+
+    /// The state after one byte: nil when refused, the overflow state when too many parses
+    /// would be alive (an overflowed state takes any byte).
+    func next(_ state: MatchState, _ byte: UInt8, scratch: inout [MatchThread]) -> MatchState? {
+        if state.overflowed { return state }
+        var overflowed = false
+        let canEnd = step(state.threads, byte, into: &scratch, overflowed: &overflowed)
+        if overflowed { return .overflow }
+        if scratch.isEmpty && !canEnd { return nil }
+        return MatchState(threads: scratch, canEnd: canEnd)
     }
 }
 
@@ -136,15 +174,18 @@ public final class GrammarMatcher {
     public var isComplete: Bool { state.canEnd && state.threads.isEmpty }
 
     /// Whether some byte can still be accepted.
-    public var canContinue: Bool { !state.threads.isEmpty }
+    public var canContinue: Bool { !state.threads.isEmpty || state.overflowed }
+
+    /// Whether the input so far needed more simultaneous parses than the grammar allows
+    /// (`JSONSchemaCompiler.Limits.maxParseThreads`, reached only by an ambiguous grammar
+    /// nested deeply): from then on no token is allowed and the input can never be complete.
+    public var hasOverflowed: Bool { state.overflowed }
 
     /// Accepts one byte if the grammar allows it; otherwise returns false and changes nothing.
     @discardableResult
     public func accept(byte: UInt8) -> Bool {
-        let cur = state
-        let canEnd = engine.step(cur.threads, byte, into: &scratch)
-        if scratch.isEmpty && !canEnd { return false }
-        history.append(MatchState(threads: scratch, canEnd: canEnd))
+        guard let next = engine.next(state, byte, scratch: &scratch) else { return false }
+        history.append(next)
         return true
     }
 
@@ -184,15 +225,14 @@ public final class GrammarMatcher {
         var out: [UInt8] = []
         var cur = state
         var buf: [MatchThread] = []
-        while out.count < limit && !cur.canEnd {
+        while out.count < limit && !cur.canEnd && !cur.overflowed {
             var only: (UInt8, MatchState)?
             var count = 0
             for b in 0...255 {
-                let e = engine.step(cur.threads, UInt8(b), into: &buf)
-                if !buf.isEmpty || e {
+                if let next = engine.next(cur, UInt8(b), scratch: &buf) {
                     count += 1
                     if count > 1 { break }
-                    only = (UInt8(b), MatchState(threads: buf, canEnd: e))
+                    only = (UInt8(b), next)
                 }
             }
             guard count == 1, let (b, next) = only else { break }
@@ -204,15 +244,12 @@ public final class GrammarMatcher {
 
     /// Whether `bytes` would be accepted from the current state (the state is not changed).
     public func wouldAccept(_ bytes: [UInt8]) -> Bool {
-        var cur = state.threads
+        var cur = state
         var buf: [MatchThread] = []
-        var canEnd = state.canEnd
         for b in bytes {
-            canEnd = engine.step(cur, b, into: &buf)
-            if buf.isEmpty && !canEnd { return false }
-            swap(&cur, &buf)
+            guard let next = engine.next(cur, b, scratch: &buf) else { return false }
+            cur = next
         }
-        _ = canEnd
         return true
     }
 }

@@ -16,7 +16,18 @@ indirect enum RegexNode {
     case eol
 }
 
-struct RegexError: Error { let message: String }
+/// Why a pattern could not be compiled: a syntax error or an unsupported construct
+/// (`message`), or an automaton that outgrew its limits (`limit`).
+struct RegexError: Error {
+    let message: String
+    var limit: AutomatonLimitError? = nil
+
+    init(message: String) { self.message = message }
+    init(_ limit: AutomatonLimitError) {
+        message = "pattern too complex"
+        self.limit = limit
+    }
+}
 
 struct RegexParser {
     let chars: [UInt32]
@@ -24,10 +35,16 @@ struct RegexParser {
     /// Read classes as the union of the ECMA-262 and Python `re` meanings (a superset) instead
     /// of their intersection (a subset, the default): see `RegexCompiler.compilePattern`.
     var lenient = false
+    /// The largest `{n,m}` count accepted.
+    var maxRepetition = Int.max
+    /// Groups being parsed (bounded, so that `((((...` cannot exhaust the stack).
+    var depth = 0
+    static let maxDepth = 256
 
-    init(_ pattern: String, lenient: Bool = false) {
+    init(_ pattern: String, lenient: Bool = false, maxRepetition: Int = .max) {
         chars = pattern.unicodeScalars.map(\.value)
         self.lenient = lenient
+        self.maxRepetition = maxRepetition
     }
 
     // Class escapes under both readings. ECMA-262 classes are ASCII (`\s`: its own list);
@@ -55,8 +72,8 @@ struct RegexParser {
     static let word = ScalarSet(ranges: [48...57, 65...90, 95...95, 97...122])
     static let dot = ScalarSet(ranges: [10...10, 13...13, 0x2028...0x2029]).complement
 
-    static func parse(_ pattern: String, lenient: Bool = false) throws(RegexError) -> RegexNode {
-        var p = RegexParser(pattern, lenient: lenient)
+    static func parse(_ pattern: String, lenient: Bool = false, maxRepetition: Int = .max) throws(RegexError) -> RegexNode {
+        var p = RegexParser(pattern, lenient: lenient, maxRepetition: maxRepetition)
         let node = try p.parseAlt()
         if p.pos != p.chars.count { throw RegexError(message: "unbalanced ')' at \(p.pos)") }
         return node
@@ -78,7 +95,8 @@ struct RegexParser {
         var items: [RegexNode] = []
         while let c = peek(), c != 0x7C, c != 0x29 {
             var atom = try parseAtom()
-            // Quantifiers.
+            // A quantifier (one: `a**` is a syntax error in ECMA-262 and Python alike).
+            var quantified = false
             while let q = peek() {
                 var minC = 0, maxC: Int? = nil
                 if q == 0x2A {
@@ -95,11 +113,15 @@ struct RegexParser {
                 } else {
                     break
                 }
+                if quantified { throw RegexError(message: "multiple repeat") }
+                quantified = true
                 if peek() == 0x3F { pos += 1 }  // lazy: same language
                 if case .bol = atom { throw RegexError(message: "quantified anchor") }
                 if case .eol = atom { throw RegexError(message: "quantified anchor") }
                 if let m = maxC, m < minC { throw RegexError(message: "bad quantifier range") }
-                if minC > 1000 || (maxC ?? 0) > 1000 { throw RegexError(message: "repetition count too large") }
+                if minC > maxRepetition || (maxC ?? 0) > maxRepetition {
+                    throw RegexError(AutomatonLimitError(limit: .repetition(maxRepetition)))
+                }
                 atom = .repeat(atom, min: minC, max: maxC)
             }
             items.append(atom)
@@ -150,6 +172,9 @@ struct RegexParser {
                     throw RegexError(message: "lookaround is not supported")
                 }
             }
+            depth += 1
+            defer { depth -= 1 }
+            if depth > RegexParser.maxDepth { throw RegexError(message: "groups nested more than \(RegexParser.maxDepth) deep") }
             let inner = try parseAlt()
             guard peek() == 0x29 else { throw RegexError(message: "missing ')'") }
             pos += 1
@@ -305,11 +330,18 @@ struct RegexCompiler {
     }
     var states: [State] = []
     var lenientDollar = false
-    static let maxNFAStates = 40_000
-    static let maxDFAStates = 4_000
+    var limits: AutomatonLimits
+    /// NFA states allowed per DFA state allowed (the NFA of a pattern is a few times larger
+    /// than its DFA in the common cases).
+    static let nfaStatesPerDFAState = 4
+
+    init(limits: AutomatonLimits) { self.limits = limits }
 
     mutating func new() throws(RegexError) -> Int {
-        if states.count >= RegexCompiler.maxNFAStates { throw RegexError(message: "pattern too large") }
+        let (bound, overflow) = limits.maxStates.multipliedReportingOverflow(by: RegexCompiler.nfaStatesPerDFAState)
+        if !overflow && states.count >= bound {
+            throw RegexError(AutomatonLimitError(limit: .states(limits.maxStates)))
+        }
         states.append(State())
         return states.count - 1
     }
@@ -394,12 +426,8 @@ struct RegexCompiler {
         return out
     }
 
-    /// A canonical key for a set of NFA states.
-    func key(_ set: [Int]) -> [UInt64] {
-        var k = [UInt64](repeating: 0, count: (states.count + 63) / 64)
-        for x in set { k[x >> 6] |= 1 << UInt64(x & 63) }
-        return k
-    }
+    /// A canonical key for a set of NFA states (sorted state numbers).
+    func key(_ set: [Int]) -> [Int32] { set.map { Int32($0) }.sorted() }
 
     /// Whether acceptance is reachable by passing an end-of-input assertion (no more input).
     func acceptsAtEnd(_ set: [Int], accept: Int, atStart: Bool, mark: inout [UInt32], stamp: inout UInt32) -> Bool {
@@ -431,72 +459,85 @@ struct RegexCompiler {
     /// `lenientDollar`: `$` also matches before a final newline (Python's `re`). Positive
     /// uses take the ECMA-262 language (a subset); negated uses take the lenient one (a
     /// superset), so that the result is exact under both readings.
-    static func compilePattern(_ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false) throws(RegexError)
-        -> CodePointDFA?
-    {
-        var node = try RegexParser.parse(pattern, lenient: lenientDollar)
+    static func compilePattern(
+        _ pattern: String, caseInsensitiveASCII: Bool = false, lenientDollar: Bool = false, limits: AutomatonLimits
+    ) throws(RegexError) -> CodePointDFA? {
+        var node = try RegexParser.parse(pattern, lenient: lenientDollar, maxRepetition: limits.maxRepetition)
         if caseInsensitiveASCII { node = caseFold(node) }
         let anyStar = RegexNode.repeat(.set(.all), min: 0, max: nil)
-        return try compile(.concat([anyStar, node, anyStar]), lenientDollar: lenientDollar)
+        return try compile(.concat([anyStar, node, anyStar]), lenientDollar: lenientDollar, limits: limits)
     }
 
-    /// Compiles a node that must match the whole string (anchors still honoured).
-    static func compile(_ node: RegexNode, lenientDollar: Bool = false) throws(RegexError) -> CodePointDFA? {
-        var c = RegexCompiler()
+    /// Compiles a node that must match the whole string (anchors still honoured), by subset
+    /// construction: each DFA state is a set of NFA states.
+    static func compile(_ node: RegexNode, lenientDollar: Bool = false, limits: AutomatonLimits) throws(RegexError) -> CodePointDFA? {
+        var c = RegexCompiler(limits: limits)
         c.lenientDollar = lenientDollar
         let (s, accept) = try c.build(node)
         var mark = [UInt32](repeating: 0, count: c.states.count)
         var stamp: UInt32 = 0
         let startSet = c.closure([s], atStart: true, mark: &mark, stamp: &stamp)
-        var ids: [[UInt64]: Int32] = [c.key(startSet): 0]
+        var ids: [[Int32]: Int32] = [c.key(startSet): 0]
         var sets: [[Int]] = [startSet]
         var trans: [[(lo: UInt32, hi: UInt32, target: Int32)]] = []
         var acc: [Bool] = []
         var i = 0
         while i < sets.count {
-            let cur = sets[i]
-            acc.append(c.acceptsAtEnd(cur, accept: accept, atStart: i == 0, mark: &mark, stamp: &stamp))
-            // Alphabet partition from the outgoing sets of this DFA state.
-            var edges: [(ScalarSet, Int)] = []
-            for x in cur { edges += c.states[x].sets }
-            var points: [UInt32] = []
-            for (set, _) in edges {
-                for r in set.ranges {
-                    points.append(r.lowerBound)
-                    if r.upperBound < ScalarSet.maxScalar { points.append(r.upperBound + 1) }
-                }
-            }
-            points.sort()
+            do { try limits.check(states: sets.count) } catch { throw RegexError(error) }
+            acc.append(c.acceptsAtEnd(sets[i], accept: accept, atStart: i == 0, mark: &mark, stamp: &stamp))
             var list: [(lo: UInt32, hi: UInt32, target: Int32)] = []
-            var k = 0
-            while k < points.count {
-                let lo = points[k]
-                var nk = k + 1
-                while nk < points.count && points[nk] == lo { nk += 1 }
-                let hi = nk < points.count ? points[nk] - 1 : ScalarSet.maxScalar
-                k = nk
-                var targets: [Int] = []
-                for (set, t) in edges where set.contains(lo) { targets.append(t) }
-                if targets.isEmpty { continue }
+            for (lo, hi, targets) in try c.partition(sets[i]) {
                 let next = c.closure(targets, atStart: false, mark: &mark, stamp: &stamp)
                 let setKey = c.key(next)
-                var id = ids[setKey]
-                if id == nil {
-                    if sets.count >= maxDFAStates { throw RegexError(message: "pattern needs too many automaton states") }
+                let id: Int32
+                if let known = ids[setKey] {
+                    id = known
+                } else {
                     id = Int32(sets.count)
                     ids[setKey] = id
                     sets.append(next)
                 }
-                if let last = list.last, last.target == id!, last.hi &+ 1 == lo {
+                if let last = list.last, last.target == id, last.hi &+ 1 == lo {
                     list[list.count - 1].hi = hi
                 } else {
-                    list.append((lo, hi, id!))
+                    list.append((lo, hi, id))
                 }
             }
             trans.append(list)
             i += 1
         }
         return CodePointDFA.make(transitions: trans, accepting: acc, start: 0)
+    }
+
+    /// The outgoing transitions of a DFA state (a set of NFA states) as an alphabet partition:
+    /// scalar intervals, each with the NFA states it leads to.
+    func partition(_ stateSet: [Int]) throws(RegexError) -> [(lo: UInt32, hi: UInt32, targets: [Int])] {
+        var edges: [(ScalarSet, Int)] = []
+        for x in stateSet { edges += states[x].sets }
+        var points: [UInt32] = []
+        for (set, _) in edges {
+            for r in set.ranges {
+                points.append(r.lowerBound)
+                if r.upperBound < ScalarSet.maxScalar { points.append(r.upperBound + 1) }
+            }
+        }
+        points.sort()
+        var out: [(lo: UInt32, hi: UInt32, targets: [Int])] = []
+        var k = 0, intervals = 0
+        while k < points.count {
+            let lo = points[k]
+            var nk = k + 1
+            while nk < points.count && points[nk] == lo { nk += 1 }
+            let hi = nk < points.count ? points[nk] - 1 : ScalarSet.maxScalar
+            k = nk
+            // Intervals times edges can be large for big alternations of classes: keep the clock.
+            intervals += 1
+            if intervals & 255 == 0 { do { try limits.checkTime() } catch { throw RegexError(error) } }
+            var targets: [Int] = []
+            for (set, t) in edges where set.contains(lo) { targets.append(t) }
+            if !targets.isEmpty { out.append((lo, hi, targets)) }
+        }
+        return out
     }
 
     static func caseFold(_ n: RegexNode) -> RegexNode {

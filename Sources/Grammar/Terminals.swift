@@ -47,6 +47,14 @@ struct NumberSpec: Hashable, Sendable {
     var fractionalOnly = false
     /// With `integerOnly`: no fraction at all, and magnitudes that fit in 64 bits.
     var plainIntegers = false
+    /// With `integerOnly`: no fraction at all (drafts 3 and 4, where `1.0` is not an integer).
+    var integersHaveNoFraction = false
+    /// A number with a nonzero fraction digit that is compared with bounds, or that must not
+    /// be an integer, has at most `maxSignificantDigits` significant digits: a reader that
+    /// parses it as a binary double (Python's json, which labels MaskBench) then sees the same
+    /// comparison (`0.99999999999999999999 < 1` holds, but not for its double, 1.0).
+    var limitsSignificantDigits: Bool { !integerOnly && (fractionalOnly || minimum != nil || maximum != nil || decimal != nil) }
+    static let maxSignificantDigits: UInt64 = 15
     var allowsExponent: Bool { !integerOnly && !fractionalOnly && minimum == nil && maximum == nil && multipleOf == nil && decimal == nil }
 }
 
@@ -500,8 +508,9 @@ enum NumberLexer {
                 let mod = spec.multipleOf.map { (p.mod * 10 + d) % UInt64($0) } ?? 0
                 next = make(mag, phase: intDigits, neg: p.neg, digits: p.digits + 1, fnz: false, huge: huge, mod: mod)
             } else if byte == 0x2E {
-                if spec.plainIntegers && spec.integerOnly { return nil }
+                if spec.integerOnly && (spec.plainIntegers || spec.integersHaveNoFraction) { return nil }
                 next = make(s.a, phase: dot, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: p.mod)
+                if spec.limitsSignificantDigits { next.b = withSignificantDigits(next.b, integerPart: s.a, digits: p.digits, huge: p.huge) }
             } else if (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
                 return make(s.a, phase: expMark, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: 0)
             } else {
@@ -516,6 +525,16 @@ enum NumberLexer {
             }
             if spec.integerOnly && d != 0 { return nil }
             next = make(s.a, phase: frac, neg: p.neg, digits: p.digits, fnz: p.fnz || d != 0, huge: p.huge, mod: p.mod)
+            if spec.limitsSignificantDigits {
+                // Bits 32-39: significant digits so far; 40-47: the position of the last nonzero one.
+                var sig = (s.b >> 32) & 0xFF, last = (s.b >> 40) & 0xFF
+                if sig > 0 || d != 0 { sig = min(sig + 1, 255) }
+                if d != 0 {
+                    last = sig
+                    if last > NumberSpec.maxSignificantDigits { return nil }
+                }
+                next.b = (next.b & 0xFFFF_0000_FFFF_FFFF) | (sig << 32) | (last << 40)
+            }
             if let db = spec.decimal { next.b = (next.b & ~(0xFFF << 18)) | (decimalFracBits(db, neg: p.neg, s.b, digit: UInt8(d)) << 18) }
         case expMark:
             if byte == 0x2B || byte == 0x2D { return LexState(s.a, (s.b & ~0xFF) | expSign) }
@@ -526,6 +545,25 @@ enum NumberLexer {
             return nil
         }
         return feasible(spec, next) ? next : nil
+    }
+
+    /// The significant-digit fields at the decimal point: the integer part's significant
+    /// digits and the position of its last nonzero digit (`1000.` has 4 and 1).
+    static func withSignificantDigits(_ b: UInt64, integerPart mag: UInt64, digits: Int, huge: Bool) -> UInt64 {
+        var sig: UInt64 = 0, last: UInt64 = 0
+        if huge {
+            sig = UInt64(digits)
+            last = sig
+        } else if mag > 0 {
+            sig = UInt64(digits)
+            var m = mag, zeros: UInt64 = 0
+            while m % 10 == 0 {
+                m /= 10
+                zeros += 1
+            }
+            last = sig - zeros
+        }
+        return (b & 0xFFFF_0000_FFFF_FFFF) | (min(sig, 255) << 32) | (min(last, 255) << 40)
     }
 
     static func isFinal(_ spec: NumberSpec, _ s: LexState) -> Bool {

@@ -2,6 +2,10 @@
 public struct TokenMask: Equatable, Sendable {
     public var words: [UInt64]
     public let count: Int
+    /// The computation stopped at `TokenMaskComputer.maxWorkPerMask`: every allowed token is
+    /// still valid, but some valid tokens may be missing (never all of them, when the
+    /// vocabulary has single-byte tokens).
+    public internal(set) var isTruncated = false
 
     public init(count: Int) {
         self.count = count
@@ -73,6 +77,8 @@ public final class TokenVocabulary: Sendable {
     let tokenStart: [Int32]
     let tokenIDs: [Int32]
     let maxTokenScalars: Int
+    /// The token made of exactly one byte, per byte value (-1 when none).
+    let singleByteTokens: [Int32]
 
     public var count: Int { tokens.count }
 
@@ -123,6 +129,9 @@ public final class TokenVocabulary: Sendable {
             ids += per[n]
             starts.append(Int32(ids.count))
         }
+        var single = [Int32](repeating: -1, count: 256)
+        for id in order.reversed() where tokens[id].count == 1 { single[Int(tokens[id][0])] = Int32(id) }
+        singleByteTokens = single
         nodeByte = bytes
         subtreeEnd = ends
         tokenStart = starts
@@ -173,6 +182,10 @@ public final class TokenMaskComputer {
         var stepGen = [UInt32](repeating: 0, count: 256)
         var stepVal = [([MatchThread], Bool)](repeating: ([], false), count: 256)
         var gen: UInt32 = 1
+        /// Work units spent on the current mask (thread steps and trie nodes walked).
+        var work = 0
+        var workLimit = Int.max
+        var truncated = false
     }
 
     /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
@@ -190,8 +203,15 @@ public final class TokenMaskComputer {
     /// Cache statistics.
     public private(set) var lexCacheMisses = 0
     public private(set) var stateCacheHits = 0
-    /// Time spent walking the trie for new lexical states.
-    public private(set) var lexWalkMicros = 0.0
+    /// Trie nodes visited by lexical walks so far.
+    public private(set) var walkedNodes = 0
+    /// The most work one mask may take: matcher threads stepped plus trie nodes walked. A
+    /// mask normally costs thousands of units, a first walk of the whole vocabulary a few
+    /// hundred thousand; an ambiguous grammar with thousands of live parses could cost
+    /// billions. Past the bound the mask is returned as computed so far (`isTruncated`):
+    /// its tokens are all valid, it may miss some, and it always has the valid single-byte
+    /// tokens, so generation can go on.
+    public var maxWorkPerMask = 50_000_000
 
     /// Prepares mask computation over a vocabulary, for any number of grammars.
     public init(vocabulary: TokenVocabulary) {
@@ -255,6 +275,7 @@ public final class TokenMaskComputer {
     /// when the matcher can end.
     public func mask(for matcher: GrammarMatcher) -> TokenMask {
         let state = matcher.state
+        if state.overflowed { return TokenMask(count: vocabulary.count) }
         let pool = matcher.pool
         if pool.maskOwner === self, let m = pool.maskCache[state] {
             stateCacheHits += 1
@@ -266,6 +287,9 @@ public final class TokenMaskComputer {
         var mask = TokenMask(count: vocabulary.count)
         var ctx = WalkContext()
         swap(&ctx, &context)
+        ctx.work = 0
+        ctx.workLimit = maxWorkPerMask
+        ctx.truncated = false
         // Threads in the same terminal state share their lexical work; their continuations
         // are merged for the exit walks.
         var groups: [GroupKey: [Int32]] = [:]
@@ -280,6 +304,12 @@ public final class TokenMaskComputer {
             }
         }
         for k in order {
+            if ctx.work > ctx.workLimit {
+                ctx.truncated = true
+                break
+            }
+            let walkedBefore = walkedNodes
+            defer { ctx.work += walkedNodes - walkedBefore }
             let tid = Int(grammar.symbols[Int(k.position)])
             let term = grammar.terminals[tid]
             var exits: [Int32]
@@ -299,7 +329,9 @@ public final class TokenMaskComputer {
             ctx.gen &+= 1
             for node in exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
         }
+        let truncated = ctx.truncated
         swap(&ctx, &context)
+        if truncated { addSingleBytes(matcher, to: &mask) }
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
         if pool.maskOwner !== self {
             pool.maskOwner = self
@@ -308,6 +340,18 @@ public final class TokenMaskComputer {
         if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
         pool.maskCache[state] = mask
         return mask
+    }
+
+    /// A truncated mask gets every valid single-byte token, so that it allows some token
+    /// whenever some byte is valid (byte-level vocabularies have all 256).
+    func addSingleBytes(_ matcher: GrammarMatcher, to mask: inout TokenMask) {
+        mask.isTruncated = true
+        var scratch: [MatchThread] = []
+        for byte in 0...255 {
+            let id = vocabulary.singleByteTokens[byte]
+            guard id >= 0, let next = matcher.engine.next(matcher.state, UInt8(byte), scratch: &scratch) else { continue }
+            if !next.overflowed { mask[Int(id)] = true }
+        }
     }
 
     /// A string with only length bounds: the walk of the unbounded string from the same
@@ -355,6 +399,11 @@ public final class TokenMaskComputer {
         var child = node + 1
         if ctx.buffers.count <= depth { ctx.buffers.append([]) }
         while child < end {
+            ctx.work += threads.count + 1
+            if ctx.work > ctx.workLimit {
+                ctx.truncated = true
+                return
+            }
             let byte = v.nodeByte[child]
             var next: [MatchThread]
             var canEnd: Bool
@@ -384,8 +433,6 @@ public final class TokenMaskComputer {
         let key = term.cacheKey(state, horizon: vocabulary.maxTokenScalars)
         if let info = lexCache[sharedID]?[key] { return info }
         lexCacheMisses += 1
-        let t0 = ContinuousClock.now
-        defer { lexWalkMicros += MaskBench.micros(ContinuousClock.now - t0) }
         let info: LexInfo
         switch term {
         case .literal(let bytes): info = walkLexer(LiteralLexer(bytes: bytes), from: state)
@@ -394,7 +441,9 @@ public final class TokenMaskComputer {
             if let dfa = spec.dfa, dfa.isComplete, spec.minLength == 0, spec.maxLength == nil {
                 info = completeDFAString(spec, state: state)
             } else if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
-                info = walkLexer(PlainStringLexer(), from: state)
+                // From the scalar count zero: the cache key leaves the count out, and
+                // `boundedStringMask` reads the recorded counts as relative ones.
+                info = walkLexer(PlainStringLexer(), from: LexState(state.a & 0xFFFF_FFFF, state.b))
             } else {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
             }
@@ -455,6 +504,7 @@ public final class TokenMaskComputer {
         var bits = [UInt64](repeating: 0, count: (vocabulary.count + 63) / 64)
         var exits: [Int32] = []
         var lengths: StringLengths? = L.tracksScalars ? StringLengths() : nil
+        var visited = 0
         let v = vocabulary
         v.nodeByte.withUnsafeBufferPointer { nodeByte in
             v.subtreeEnd.withUnsafeBufferPointer { subtreeEnd in
@@ -467,6 +517,7 @@ public final class TokenMaskComputer {
                                 var child = Int(node) + 1
                                 while child < end {
                                     let next = Int(subtreeEnd[child])
+                                    visited += 1
                                     if let ns = lexer.step(s, nodeByte[child]) {
                                         for k in Int(tokenStart[child])..<Int(tokenStart[child + 1]) {
                                             let id = Int(tokenIDs[k])
@@ -498,6 +549,7 @@ public final class TokenMaskComputer {
                 }
             }
         }
+        walkedNodes += visited
         lengths?.inside.sort { $0.scalars > $1.scalars }
         let count = bits.reduce(0) { $0 + $1.nonzeroBitCount }
         if count > 128 || lengths != nil { return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: lengths) }
@@ -583,29 +635,4 @@ struct NumberLexerBox: ByteLexer {
     @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { NumberLexer.step(spec, s, byte) }
     @inline(__always) func isFinal(_ s: LexState) -> Bool { NumberLexer.isFinal(spec, s) }
     @inline(__always) func canContinue(_ s: LexState) -> Bool { true }
-}
-
-extension TokenVocabulary {
-    /// Parses the text format written by `scripts/dump_vocab.py`: one token per line,
-    /// `<id> <n|s> <hex bytes>` (`s` marks a special token).
-    public static func parseDump(_ text: String) -> TokenVocabulary? {
-        var tokens: [[UInt8]] = []
-        var special = Set<Int>()
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard parts.count == 3, let id = Int(parts[0]), id == tokens.count else { return nil }
-            var bytes: [UInt8] = []
-            let hex = Array(parts[2].utf8)
-            guard hex.count % 2 == 0 else { return nil }
-            var k = 0
-            while k < hex.count {
-                guard let hi = StringLexer.hexValue(hex[k]), let lo = StringLexer.hexValue(hex[k + 1]) else { return nil }
-                bytes.append(UInt8(hi * 16 + lo))
-                k += 2
-            }
-            if parts[1] == "s" { special.insert(id) }
-            tokens.append(bytes)
-        }
-        return TokenVocabulary(tokens: tokens, specialTokens: special)
-    }
 }

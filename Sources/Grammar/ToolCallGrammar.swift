@@ -95,12 +95,24 @@ public enum ToolCallGrammar {
         includeStartMarker: Bool = true, includeEndMarker: Bool = true,
         options: JSONSchemaCompiler.Options = defaultOptions
     ) throws(SchemaError) -> Grammar {
+        try LargeStack.run(needing: LargeStack.bytesNeeded(maxDepth: options.limits.maxDepth)) { () throws(SchemaError) in
+            try buildHere(
+                functions: functions, syntax: syntax, includeStartMarker: includeStartMarker, includeEndMarker: includeEndMarker,
+                options: options)
+        }
+    }
+
+    static func buildHere(
+        functions: [(name: String, parameters: JSONValue)], syntax: ToolCallSyntax, includeStartMarker: Bool, includeEndMarker: Bool,
+        options: JSONSchemaCompiler.Options
+    ) throws(SchemaError) -> Grammar {
         guard !functions.isEmpty else { throw .invalid("no functions to call") }
         var seen = Set<String>()
         for f in functions where !seen.insert(f.name).inserted {
             throw .invalid("two functions are named '\(f.name)'")
         }
         var b = GrammarBuilder()
+        let budget = CompileBudget(options.limits)
         var calls: [[GrammarBuilder.Symbol]] = []
         var opts = options
         switch syntax {
@@ -111,17 +123,18 @@ public enum ToolCallGrammar {
             let call: GrammarBuilder.Symbol
             do throws(SchemaError) {
                 switch syntax {
-                case .pythonic: call = try pythonicCall(name: f.name, parameters: f.parameters, builder: &b, options: opts)
-                case .json: call = try jsonCall(name: f.name, parameters: f.parameters, builder: &b, options: opts)
+                case .pythonic: call = try pythonicCall(name: f.name, parameters: f.parameters, builder: &b, options: opts, budget: budget)
+                case .json: call = try jsonCall(name: f.name, parameters: f.parameters, builder: &b, options: opts, budget: budget)
                 }
                 // Each function must be callable on its own.
                 var probe = b
                 let root = probe.rule("probe", [[call]])
-                do { _ = try probe.build(root: root) } catch {
+                do { _ = try SchemaCompiler.build(probe, root: root, budget: budget) } catch {
+                    if case .limitExceeded = error.kind { throw error }
                     throw SchemaError(kind: .unsatisfiable, message: "no arguments satisfy the parameters schema")
                 }
             } catch {
-                throw SchemaError(kind: error.kind, message: "function '\(f.name)': \(error.message)")
+                throw SchemaError(kind: error.kind, message: "function '\(f.name)': \(error.message)", location: error.location)
             }
             calls.append([call])
         }
@@ -139,18 +152,18 @@ public enum ToolCallGrammar {
             let ws = b.whitespace(maxRun: opts.maxWhitespaceRun)
             root = b.rule("tool-call", [start + [ws, anyCall, ws] + end])
         }
-        do { return try b.build(root: root) } catch { throw SchemaError(kind: .unsatisfiable, message: error.message) }
+        return try SchemaCompiler.build(b, root: root, budget: budget)
     }
 
     // MARK: Hermes JSON
 
     static func jsonCall(
         name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
-        options: JSONSchemaCompiler.Options
+        options: JSONSchemaCompiler.Options, budget: CompileBudget
     ) throws(SchemaError) -> GrammarBuilder.Symbol {
-        let c = SchemaCompiler(root: parameters, options: options, builder: b)
+        let c = SchemaCompiler(root: parameters, options: options, builder: b, budget: budget)
         try c.indexResources(parameters, base: "")
-        let args = try c.compileNode(try objectSchema(parameters), base: c.rootBase)
+        let args = try c.compileNode(try objectSchema(parameters), base: c.rootBase, at: "")
         b = c.b
         let ws = b.whitespace(maxRun: options.maxWhitespaceRun)
         let colon = b.literal(":"), comma = b.literal(",")
@@ -175,7 +188,7 @@ public enum ToolCallGrammar {
             case nil: o["type"] = .string("object")
             case .string("object")?: break
             case .array(let types)? where types.contains(.string("object")): o["type"] = .string("object")
-            default: throw .invalid("the parameters schema must describe an object (its type is \(o["type"]!.serialized(.compact)))")
+            case let other?: throw .invalid("the parameters schema must describe an object (its type is \(other.serialized(.compact)))")
             }
             return .object(o)
         default:
@@ -187,21 +200,21 @@ public enum ToolCallGrammar {
 
     /// Object keywords that keyword arguments cannot express (after normalization).
     static let unsupportedArgumentKeywords: [(internal: String, keyword: String)] = [
-        ("x-anyOf", "anyOf"), ("x-oneOf", "oneOf"), ("x-not", "not"), ("x-ite", "if"), ("enum", "enum"),
-        ("patternProperties", "patternProperties"), ("minProperties", "minProperties"),
-        ("maxProperties", "maxProperties"), ("x-propertyNames", "propertyNames"), ("x-someExtra", "not")
+        (NormalKey.anyOf, "anyOf"), (NormalKey.oneOf, "oneOf"), (NormalKey.not, "not"), (NormalKey.ifThenElse, "if"),
+        ("enum", "enum"), ("patternProperties", "patternProperties"), ("minProperties", "minProperties"),
+        ("maxProperties", "maxProperties"), (NormalKey.propertyNames, "propertyNames"), (NormalKey.someExtra, "not")
     ]
 
     static func pythonicCall(
         name: String, parameters: JSONValue, builder b: inout GrammarBuilder,
-        options: JSONSchemaCompiler.Options
+        options: JSONSchemaCompiler.Options, budget: CompileBudget
     ) throws(SchemaError) -> GrammarBuilder.Symbol {
         guard isPythonName(name, dotted: true) else {
             throw .invalid("the name is not a Python identifier (or dotted identifiers), so it cannot be written as a call")
         }
-        let c = SchemaCompiler(root: parameters, options: options, builder: b)
+        let c = SchemaCompiler(root: parameters, options: options, builder: b, budget: budget)
         try c.indexResources(parameters, base: "")
-        guard let flat = try c.flatten(try objectSchema(parameters), base: c.rootBase, depth: 0) else {
+        guard let flat = try c.flatten(try objectSchema(parameters), base: c.rootBase) else {
             throw SchemaError(kind: .unsatisfiable, message: "the parameters schema is false")
         }
         if let types = flat["type"]?.arrayValue, !types.contains(.string("object")) {
@@ -236,7 +249,7 @@ public enum ToolCallGrammar {
                 members.append(nil)
                 continue
             }
-            let value = try c.compileNode(schemas[i], base: c.rootBase)
+            let value = try c.compileNode(schemas[i], base: c.rootBase, at: "/properties/" + SchemaCompiler.escapePointerToken(n))
             members.append(c.b.rule("kwarg-" + n, [[c.b.literal(n + "="), value]]))
         }
         b = c.b

@@ -5,8 +5,8 @@ import Grammar
 import LeapJSON
 import Tokenizers
 
-/// `leap-ref schema-bench`: the MaskBench protocol over a directory of schemas, with a
-/// model's own vocabulary and tokenizer.
+/// `leap-ref schema-bench`: the MaskBench protocol over a directory of schemas, timed, with
+/// a model's own vocabulary and tokenizer (or a vocabulary dump and greedy tokenization).
 struct SchemaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schema-bench",
@@ -26,38 +26,54 @@ struct SchemaBench: AsyncParsableCommand {
     @Option(help: "The GGUF model whose vocabulary and tokenizer to use (default: the installed model).")
     var model: String?
 
+    @Option(
+        help: """
+            A vocabulary dump (scripts/dump_vocab.py) to use instead of a model: text is split by greedy \
+            longest match over it, which needs no model file.
+            """)
+    var vocab: String?
+
     @Option(help: "Write per-file results and the summary as JSON to this file.")
     var json: String?
 
     @Option(help: "Only the first N files (sorted by name).")
     var limit: Int?
 
+    @Option(help: "Only the files whose name contains this text.")
+    var filter: String?
+
+    @Flag(name: .customLong("oneof-as-anyof"), help: "Compile every oneOf as anyOf (not exact).")
+    var oneOfAsAnyOf = false
+
+    @Flag(name: .shortAndLong, help: "One line per file, and mask-cache statistics.")
+    var verbose = false
+
     func run() async throws {
         try await runReportingErrors {
-            let file = try GGUFFile(path: try ModelCache.resolve(model))
-            let tokenizer = try Tokenizer(gguf: file)
-            let specials = Set((0..<tokenizer.vocabularySize).filter { tokenizer.isControl(TokenID($0)) })
-            let vocabulary = TokenVocabulary(tokens: tokenizer.allTokenBytes(), specialTokens: specials)
+            let (vocabulary, tokenize) = try tokenizer()
             let computer = TokenMaskComputer(vocabulary: vocabulary)
             computer.prewarm()
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
                 throw CLIError("cannot list directory '\(directory)'")
             }
-            var files = names.filter { $0.hasSuffix(".json") }.sorted()
+            var files = names.filter { $0.hasSuffix(".json") && (filter.map($0.contains) ?? true) }.sorted()
             if let limit { files = Array(files.prefix(max(0, limit))) }
             guard !files.isEmpty else { throw CLIError("no *.json files in '\(directory)'") }
-            var results: [MaskBench.FileResult] = []
+            var options = JSONSchemaCompiler.Options()
+            options.oneOfAsAnyOf = oneOfAsAnyOf
+            var results: [SchemaBenchResult] = []
             for name in files {
                 guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
                     throw CLIError("cannot read '\(name)'")
                 }
-                results.append(
-                    MaskBench.run(id: name, fileText: text, computer: computer) { text in
-                        tokenizer.encode(text, addSpecial: false, parseSpecial: false).map(Int.init)
-                    })
+                let r = SchemaBenchResult.measure(
+                    id: name, fileText: text, options: options, computer: computer, tokenize: tokenize)
+                if verbose || r.outcome.invalidationError || r.outcome.maskInconsistencies > 0 { print(r.line) }
+                results.append(r)
             }
-            let summary = MaskBench.Summary(results)
+            let summary = SchemaBenchSummary(results)
             print(summary.text)
+            if verbose { print("lexical walks: \(computer.lexCacheMisses); state cache hits: \(computer.stateCacheHits)") }
             if let json {
                 let doc = JSONValue.object(JSONObject([("files", .array(results.map(\.json))), ("summary", summary.json)]))
                 do { try doc.serialized(.compact).write(toFile: json, atomically: true, encoding: .utf8) } catch {
@@ -65,5 +81,147 @@ struct SchemaBench: AsyncParsableCommand {
                 }
             }
         }
+    }
+
+    /// The vocabulary and tokenizer: a dump with greedy tokenization, or a model's own.
+    func tokenizer() throws -> (TokenVocabulary, (String) -> [Int]) {
+        if let vocab {
+            guard let text = try? String(contentsOfFile: vocab, encoding: .utf8), let v = TokenVocabulary.parseDump(text) else {
+                throw CLIError("cannot read the vocabulary dump '\(vocab)'")
+            }
+            let greedy = GreedyTokenizer(vocabulary: v)
+            return (v, greedy.tokenize)
+        }
+        let file = try GGUFFile(path: try ModelCache.resolve(model))
+        let tokenizer = try Tokenizer(gguf: file)
+        let specials = Set((0..<tokenizer.vocabularySize).filter { tokenizer.isControl(TokenID($0)) })
+        let vocabulary = TokenVocabulary(tokens: tokenizer.allTokenBytes(), specialTokens: specials)
+        return (vocabulary, { text in tokenizer.encode(text, addSpecial: false, parseSpecial: false).map(Int.init) })
+    }
+}
+
+/// One file's MaskBench outcome with its timings.
+struct SchemaBenchResult {
+    var id: String
+    /// The compile error (or why the file could not be read), when the schema did not compile.
+    var compileError: String?
+    var outcome = MaskBench.Outcome()
+    var compileMicros = 0.0
+    /// Mask computation times, one per token checked.
+    var maskMicros: [Double] = []
+
+    var passed: Bool { compileError == nil && !outcome.validationError && !outcome.invalidationError }
+
+    /// Compiles the file's schema and checks its instances, timing the compilation and every mask.
+    static func measure(
+        id: String, fileText: String, options: JSONSchemaCompiler.Options, computer: TokenMaskComputer,
+        tokenize: (String) -> [Int]
+    ) -> SchemaBenchResult {
+        var r = SchemaBenchResult(id: id)
+        guard let file = MaskBench.File(text: fileText) else {
+            r.compileError = "bad file: not in the MaskBench format"
+            return r
+        }
+        let clock = ContinuousClock()
+        let t0 = clock.now
+        let grammar: Grammar
+        do { grammar = try JSONSchemaCompiler.compile(file.schema, options: options) } catch {
+            r.compileMicros = micros(clock.now - t0)
+            r.compileError = error.description
+            return r
+        }
+        r.compileMicros = micros(clock.now - t0)
+        var times: [Double] = []
+        r.outcome = MaskBench.check(file, grammar: grammar, vocabulary: computer.vocabulary, tokenize: tokenize) { matcher in
+            let t = clock.now
+            let mask = computer.mask(for: matcher)
+            times.append(micros(clock.now - t))
+            return mask
+        }
+        r.maskMicros = times
+        return r
+    }
+
+    static func micros(_ d: Duration) -> Double {
+        let (s, atto) = d.components
+        return Double(s) * 1e6 + Double(atto) / 1e12
+    }
+
+    /// The `-v` line.
+    var line: String {
+        let status =
+            passed ? "ok" : (compileError.map { "compile: \($0)" } ?? (outcome.invalidationError ? "INVALIDATION" : "validation"))
+        let refusal = outcome.firstRefusal.map { " refused after: …" + String($0.suffix(160)) } ?? ""
+        return "\(id): \(status) compile \(Int(compileMicros))us tokens \(outcome.tokens) maxmask \(Int(maskMicros.max() ?? 0))us"
+            + " wrong tests \(outcome.wrongTests)\(refusal)"
+    }
+
+    /// The `--json` form.
+    var json: JSONValue {
+        var o = JSONObject()
+        o["id"] = .string(id)
+        o["compile_error"] = compileError.map { .string($0) } ?? .bool(false)
+        o["validation_error"] = .bool(outcome.validationError)
+        o["invalidation_error"] = .bool(outcome.invalidationError)
+        o["compile_us"] = .double(compileMicros)
+        o["num_tokens"] = .integer(outcome.tokens)
+        o["all_mask_us"] = .array(maskMicros.map { .double(($0 * 100).rounded() / 100) })
+        return .object(o)
+    }
+}
+
+/// Counts and timing statistics over files.
+struct SchemaBenchSummary {
+    var files = 0, passed = 0, compileErrors = 0, validationErrors = 0, invalidationErrors = 0, inconsistencies = 0
+    var compileMeanMicros = 0.0, compileP50Micros = 0.0, compileMaxMicros = 0.0
+    var maskMeanMicros = 0.0, maskP50Micros = 0.0, maskP99Micros = 0.0, maskMaxMicros = 0.0
+    var tokens = 0
+
+    init(_ results: [SchemaBenchResult]) {
+        files = results.count
+        passed = results.filter(\.passed).count
+        compileErrors = results.filter { $0.compileError != nil }.count
+        validationErrors = results.filter { $0.outcome.validationError }.count
+        invalidationErrors = results.filter { $0.outcome.invalidationError }.count
+        inconsistencies = results.reduce(0) { $0 + $1.outcome.maskInconsistencies }
+        let compiled = results.filter { $0.compileError == nil }.map(\.compileMicros).sorted()
+        if let last = compiled.last {
+            compileMeanMicros = compiled.reduce(0, +) / Double(compiled.count)
+            compileP50Micros = compiled[compiled.count / 2]
+            compileMaxMicros = last
+        }
+        let masks = results.flatMap(\.maskMicros).sorted()
+        tokens = masks.count
+        if let last = masks.last {
+            maskMeanMicros = masks.reduce(0, +) / Double(masks.count)
+            maskP50Micros = masks[masks.count / 2]
+            maskP99Micros = masks[min(masks.count - 1, Int(Double(masks.count) * 0.99))]
+            maskMaxMicros = last
+        }
+    }
+
+    var json: JSONValue {
+        .object(
+            JSONObject([
+                ("files", .integer(files)), ("passed", .integer(passed)),
+                ("pass_rate", .double(files == 0 ? 0 : Double(passed) / Double(files))),
+                ("compile_errors", .integer(compileErrors)), ("validation_errors", .integer(validationErrors)),
+                ("invalidation_errors", .integer(invalidationErrors)), ("mask_inconsistencies", .integer(inconsistencies)),
+                ("compile_us_mean", .double(compileMeanMicros)), ("compile_us_p50", .double(compileP50Micros)),
+                ("compile_us_max", .double(compileMaxMicros)), ("tokens", .integer(tokens)),
+                ("mask_us_mean", .double(maskMeanMicros)), ("mask_us_p50", .double(maskP50Micros)),
+                ("mask_us_p99", .double(maskP99Micros)), ("mask_us_max", .double(maskMaxMicros))
+            ]))
+    }
+
+    var text: String {
+        func f(_ x: Double) -> String { String(format: "%.1f", x) }
+        let inconsistent = inconsistencies > 0 ? ", MASK INCONSISTENCIES: \(inconsistencies)" : ""
+        return """
+            schemas passed: \(passed) / \(files) (\(files == 0 ? 0 : passed * 100 / files)%)
+            compile errors: \(compileErrors), validation errors: \(validationErrors), invalidation errors: \(invalidationErrors)\(inconsistent)
+            compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms, max \(f(compileMaxMicros / 1000)) ms
+            mask time (\(tokens) tokens): mean \(f(maskMeanMicros)) µs, p50 \(f(maskP50Micros)) µs, p99 \(f(maskP99Micros)) µs, max \(f(maskMaxMicros)) µs
+            """
     }
 }
