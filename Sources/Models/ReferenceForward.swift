@@ -55,6 +55,8 @@ public final class ReferenceForward {
     var keys: [[[Float]]]  // [layer][position][kvHeads·hd]
     var values: [[[Float]]]  // [layer][position][kvHeads·hd]
     var convolutionInputs: [[[Float]]]  // [layer][position][d], LFM2's B ⊙ x̃
+    /// The weight matrices dequantized so far (see `dequantized`).
+    var dequantizedTensors: [String: [Float]] = [:]
     /// Tokens seen; the next token is evaluated at this position.
     public private(set) var position = 0
 
@@ -282,17 +284,29 @@ public final class ReferenceForward {
     func matmul(_ name: String, _ x: [Float], expert: Int? = nil) -> [Float] {
         let t = tensor(name)
         precondition(x.count == t.rowLength, "\(name): \(x.count) inputs for rows of \(t.rowLength)")
-        let data = model.file.data(for: t).baseAddress!, rowBytes = t.type.rowBytes(count: t.rowLength)!
-        var w = [Float](repeating: 0, count: t.rowLength)  // the current row
+        let w = dequantized(name), cols = t.rowLength
         let rows = expert.map { e in (e * t.shape[1])..<((e + 1) * t.shape[1]) } ?? 0..<t.rowCount
         return rows.map { r in
-            w.withUnsafeMutableBufferPointer {
-                t.type.dequantizeRowReference(data + r * rowBytes, into: $0.baseAddress!, count: t.rowLength)
-            }
             var sum: Float = 0
-            for i in 0..<x.count { sum += w[i] * x[i] }
+            for i in 0..<cols { sum += w[r * cols + i] * x[i] }
             return sum
         }
+    }
+
+    /// Tensor `name` dequantized to floats (row-major), once: the weights a long prompt
+    /// reads at every position.
+    func dequantized(_ name: String) -> [Float] {
+        if let w = dequantizedTensors[name] { return w }
+        let t = tensor(name)
+        let data = model.file.data(for: t).baseAddress!, rowBytes = t.type.rowBytes(count: t.rowLength)!
+        var w = [Float](repeating: 0, count: t.rowCount * t.rowLength)
+        w.withUnsafeMutableBufferPointer { out in
+            for r in 0..<t.rowCount {
+                t.type.dequantizeRowReference(data + r * rowBytes, into: out.baseAddress! + r * t.rowLength, count: t.rowLength)
+            }
+        }
+        dequantizedTensors[name] = w
+        return w
     }
 
     /// Row `r` of tensor `name`, dequantized.

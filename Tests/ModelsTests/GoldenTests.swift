@@ -38,8 +38,8 @@ import Testing
         let model: String
         let reference: String
         let file: ModelFile
-        let prompt: String
-        var testDescription: String { "\(model).\(prompt) (reference \(reference))" }
+        let prompts: [String]
+        var testDescription: String { "\(model) (reference \(reference))" }
     }
 
     static let smolPrompts = ["plain", "chat", "long"]
@@ -55,34 +55,48 @@ import Testing
         ("lfm2-tiny", "lfm2-tiny-f32", .fixture("models/lfm2-tiny.gguf"), lfm2Prompts),
         ("lfm2moe-tiny", "lfm2moe-tiny-f32", .fixture("models/lfm2moe-tiny.gguf"), lfm2Prompts),
         ("gemma3-270m-q4_k_m", "gemma3-270m-f32", .cache("gemma-3-270m-q4_k_m.gguf"), gemmaPrompts)
-    ].flatMap { model, reference, file, prompts in
-        prompts.map { QuantizedCase(model: model, reference: reference, file: file, prompt: $0) }
-    }
+    ].map { model, reference, file, prompts in QuantizedCase(model: model, reference: reference, file: file, prompts: prompts) }
 
+    /// The rule over all of a model's prompts: top-1 at every decisive position, the
+    /// distance pooled over the prompts' compared logits within `distanceSlack` of
+    /// llama.cpp's, and each prompt's within `promptSlack` (a prompt of a few dozen
+    /// positions is a small, correlated sample: on the tiny random models a router or
+    /// rounding near-tie at one position moves its mean by tens of percent).
     @Test(arguments: quantized)
     func quantizedModelIsAsFaithfulAsLlamaCpp(_ c: QuantizedCase) throws {
-        let golden = try GoldenLogits(model: c.model, prompt: c.prompt)
-        let reference = try GoldenLogits(model: c.reference, prompt: c.prompt)
-        #expect(golden.tokens == reference.tokens, "the two goldens must share their prompt")
-        var fidelity = StoredWeightsFidelity(golden: golden, reference: reference)
-        try golden.replay(modelPath: c.file.path()) { position, ours in fidelity.add(position, ours: ours) }
+        var ours = 0.0, theirs = 0.0, logits = 0
+        for prompt in c.prompts {
+            let golden = try GoldenLogits(model: c.model, prompt: prompt)
+            let reference = try GoldenLogits(model: c.reference, prompt: prompt)
+            #expect(golden.tokens == reference.tokens, "the two goldens must share their prompt")
+            var fidelity = StoredWeightsFidelity(golden: golden, reference: reference)
+            try golden.replay(modelPath: c.file.path()) { position, ours in fidelity.add(position, ours: ours) }
 
-        #expect(fidelity.topOneMisses.isEmpty, "\(fidelity.topOneMisses.joined(separator: "; "))")
-        #expect(fidelity.withinLlamaCppDistance, "\(fidelity.summary)")
-        print("golden \(c.model).\(c.prompt): \(fidelity.summary)")
+            #expect(fidelity.topOneMisses.isEmpty, "\(prompt): \(fidelity.topOneMisses.joined(separator: "; "))")
+            #expect(
+                fidelity.comparedLogits > 0 && fidelity.ourDistance <= fidelity.llamaDistance * StoredWeightsFidelity.promptSlack,
+                "\(prompt): \(fidelity.summary)")
+            print("golden \(c.model).\(prompt): \(fidelity.summary)")
+            ours += fidelity.ourDistance * Double(fidelity.comparedLogits)
+            theirs += fidelity.llamaDistance * Double(fidelity.comparedLogits)
+            logits += fidelity.comparedLogits
+        }
+        let pooled = "ours \(ours / Double(logits)), llama.cpp \(theirs / Double(logits)) over \(logits) logits"
+        #expect(ours <= theirs * StoredWeightsFidelity.distanceSlack, "\(c.model), all prompts: \(pooled)")
+        print("golden \(c.model), all prompts: distance to stored weights \(pooled) (ratio \(ours / theirs))")
     }
 
     /// Our own greedy continuation (each token our argmax, fed back) against llama.cpp's 32
     /// greedy tokens: equal at every step, until a step where llama.cpp's top-2 margin is
     /// at most `decisiveMargin`, where the two may part (and are not compared after).
-    static let greedyCases = quantized.filter { $0.model.hasPrefix("gemma3") }
+    static let greedyCases = quantized.filter { $0.model.hasPrefix("gemma3") }.flatMap { c in c.prompts.map { (c, $0) } }
 
     @Test(arguments: greedyCases)
-    func greedyContinuationFollowsLlamaCpp(_ c: QuantizedCase) throws {
-        let golden = try GoldenLogits(model: c.model, prompt: c.prompt)
+    func greedyContinuationFollowsLlamaCpp(_ c: QuantizedCase, _ prompt: String) throws {
+        let golden = try GoldenLogits(model: c.model, prompt: prompt)
         let ours = try golden.ownGreedy(modelPath: c.file.path(), count: golden.greedy.count)
         let agreed = golden.greedyAgreement(ours)
-        print("greedy \(c.model).\(c.prompt): \(agreed.summary)")
+        print("greedy \(c.model).\(prompt): \(agreed.summary)")
         #expect(agreed.isAllowed, "\(agreed.summary)")
         #expect(agreed.sameTokens >= 4, "a golden prompt should give a few clear steps (measured: 15, 32, 6)")
     }

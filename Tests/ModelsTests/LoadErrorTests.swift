@@ -35,7 +35,7 @@ import Testing
 
     @Test func unknownArchitecture() throws {
         let e = try load { w, _ in w.metadata.set("general.architecture", .string("mamba")) }
-        #expect(e == .unsupportedArchitecture("mamba", supported: ["lfm2", "lfm2moe", "llama"]))
+        #expect(e == .unsupportedArchitecture("mamba", supported: ["gemma3", "lfm2", "lfm2moe", "llama"]))
         #expect(e?.description.contains("llama") == true)
     }
 
