@@ -85,8 +85,7 @@ import Testing
     /// Bound 3% of the logit range, like lfm2-tiny: the engine rounds activations to 8 bits
     /// (an fp32 scale per 32 values) in decode, in the output head, and in prefill for
     /// Gemma's Q5_0 and K-quant matrices on AVX2 and VNNI builds, where the reference
-    /// multiplies floats. The same engine with the window
-    /// removed (every layer global) lands far outside: the window is what is tested.
+    /// multiplies floats (measured 2.85%).
     @Test func gemma3MatchesReferencePastTheWindow() throws {
         let path = try TestFixtures.require(TestFixtures.gemma3_270mQ4_K_M)
         let model = try TransformerModel(path: path)
@@ -120,17 +119,11 @@ import Testing
         print("Gemma 3 270M vs reference past the window: \(worst * 100)% of range")
         #expect(worst <= Self.gemmaTolerance)
 
-        // Without the window (the sliding_window key removed), the engine attends to every
-        // position: at 511 it sees what the windowed layers see, past 512 it does not.
-        let file = try GGUFFile(path: path)
-        var writer = GGUFWriter(copyingMetadataOf: file)
-        writer.metadata.remove("gemma3.attention.sliding_window")
-        for t in file.tensors { try writer.addTensor(name: t.name, type: t.type, shape: t.shape, data: Array(file.data(for: t))) }
-        let unwindowed = try engine(try TransformerModel(file: try GGUFFile(bytes: try writer.serialize())))
-        let pastWindow = expected.keys.filter { $0 >= 512 }.map { Self.relativeError(unwindowed[$0]!, expected[$0]!) }
-        print("Gemma 3 270M without the window: \(pastWindow.max()! * 100)% of range past position 512")
-        #expect(Self.relativeError(unwindowed[511]!, expected[511]!) <= Self.gemmaTolerance)
-        #expect(pastWindow.min()! > 2 * Self.gemmaTolerance)
+        // Whether the window matters is the tiny model's test (`Gemma3Tests`: 93% of range
+        // without it). On this prompt the real model barely notices: the same engine with a
+        // 600-position window (local RoPE base kept, every position visible) measured 1.7-2.9%
+        // of range from the windowed reference past position 512, no more than the 8-bit
+        // rounding above, so it cannot serve as a control here.
     }
 
     static let gemmaTolerance: Float = 0.03
