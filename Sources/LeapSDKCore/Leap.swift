@@ -21,12 +21,26 @@ public struct LiquidInferenceEngineOptions: Sendable {
     /// program (or a test) is reproducible without setting a seed per request (default
     /// nil: a new random seed per request). leap-ref's addition.
     public var defaultRNGSeed: UInt64?
+    /// How many generations run at once (default 1: one at a time, the others wait their
+    /// turn). With more, the runner's generations, from several `Conversation`s, share
+    /// forward passes (continuous batching, `ServingEngine`): each step reads the weights
+    /// once for every running conversation, so together they go much faster than one after
+    /// another. Each of these sequences holds its own caches and prompt cache of
+    /// `contextSize` tokens (allocated at the first generation; memory is touched as
+    /// positions fill). Generations with a call parser other than LFM2's or Hermes's, or a
+    /// `sequenceLength` below the context size, still run one at a time. leap-ref's
+    /// addition.
+    public var parallelSequences: Int
 
-    public init(cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32, defaultRNGSeed: UInt64? = nil) {
+    public init(
+        cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32, defaultRNGSeed: UInt64? = nil,
+        parallelSequences: Int = 1
+    ) {
         self.cpuThreads = cpuThreads
         self.contextSize = contextSize
         self.kvCacheType = kvCacheType
         self.defaultRNGSeed = defaultRNGSeed
+        self.parallelSequences = parallelSequences
     }
 }
 
@@ -56,6 +70,9 @@ public enum Leap {
         path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
         progress: (@Sendable (Double) -> Void)? = nil
     ) async throws -> ModelRunner {
+        guard options.parallelSequences >= 1 else {
+            throw LeapError.modelLoadingFailure("parallelSequences must be at least 1, not \(options.parallelSequences)")
+        }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
             throw LeapError.modelLoadingFailure("no model file at \(path); check the path (scripts/setup.sh fetches the default model)")

@@ -1,13 +1,64 @@
 import Models
 
+/// The caches of one sequence as `CachedSequence` drives them: a single `InferenceSession`,
+/// or one sequence of a `BatchedSession` (`BatchedSequenceCaches`).
+protocol SequenceCaches: AnyObject {
+    /// Forgets the tokens from `newPosition` on; returns the position kept (see
+    /// `InferenceSession.truncate(to:)`).
+    @discardableResult func truncate(to newPosition: Int) -> Int
+    /// Evaluates `tokens` at the current position.
+    func evaluate(_ tokens: [Int]) throws(ModelError)
+    /// The logits of the last evaluated token.
+    var logits: UnsafeBufferPointer<Float> { get }
+}
+
+extension InferenceSession: SequenceCaches {}
+
+/// One sequence of a `BatchedSession`, kept open for as long as this object lives (its
+/// caches are a serving slot's prompt cache). `evaluate` steps it alone; a scheduler
+/// steps it together with others through the session and tells the `CachedSequence`.
+final class BatchedSequenceCaches: SequenceCaches {
+    let batch: BatchedSession
+    let sequence: BatchedSession.Sequence
+
+    init(batch: BatchedSession) throws(ModelError) {
+        self.batch = batch
+        sequence = try batch.open()
+    }
+
+    deinit { try? batch.close(sequence) }
+
+    @discardableResult func truncate(to newPosition: Int) -> Int {
+        (try? batch.truncate(sequence, to: newPosition)) ?? 0
+    }
+
+    func evaluate(_ tokens: [Int]) throws(ModelError) {
+        var start = 0
+        while start < tokens.count {
+            let end = min(tokens.count, start + batch.maxStepTokens)
+            try batch.step([.init(sequence, Array(tokens[start..<end]))])
+            start = end
+        }
+    }
+
+    var logits: UnsafeBufferPointer<Float> {
+        (try? batch.logits(of: sequence)) ?? UnsafeBufferPointer(start: nil, count: 0)
+    }
+}
+
 /// One sequence's caches over a model, and its prompt cache: the tokens whose state the
-/// session holds, and the logits at the end of the last prompt. A new prompt keeps the
+/// caches hold, and the logits at the end of the last prompt. A new prompt keeps the
 /// longest common prefix and evaluates the rest. Not thread-safe (its owner serializes
 /// work on it). `InferenceEngine` keeps its single sequence in one; each slot of a
-/// `ServingEngine` owns one.
+/// `ServingEngine` owns one over a sequence of the engine's `BatchedSession`.
+///
+/// A prompt is evaluated in one call (`evaluatePrompt`), or in three steps when a
+/// scheduler evaluates it in shared passes: `startPrompt` (which keeps the reusable
+/// prefix and says what is left to evaluate), the caller's evaluation of those tokens,
+/// then `promptEvaluated`.
 final class CachedSequence {
-    let session: InferenceSession
-    /// The tokens whose state is in `session`.
+    let caches: any SequenceCaches
+    /// The tokens whose state is in `caches`.
     private(set) var cachedTokens: [Int] = []
     /// The logits at the end of the last prompt and that prompt's length: the same prompt
     /// again samples its first token from these, so that a seed gives the same text whether
@@ -17,8 +68,8 @@ final class CachedSequence {
     private var promptEndLength = 0
     private var sampleFromSnapshot = false
 
-    init(session: InferenceSession) {
-        self.session = session
+    init(caches: any SequenceCaches) {
+        self.caches = caches
     }
 
     /// How many leading tokens of `tokens` are cached.
@@ -29,54 +80,80 @@ final class CachedSequence {
         return n
     }
 
-    /// Brings the session to the state after `tokens`, reusing the cached prefix when
-    /// `reuseCache`; returns the number of prompt tokens taken from the cache. At least two
-    /// tokens are evaluated unless the whole prompt and its logits are cached, so that the
-    /// prompt's last token always goes through the batch path, as in a cold run.
-    func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(ModelError) -> Int {
+    /// Keeps the cached prefix of `tokens` that can be reused (none unless `reuseCache`)
+    /// and returns its length. When the whole prompt and its logits are cached, nothing is
+    /// left to evaluate (the result is `tokens.count`); otherwise at least two tokens are
+    /// left, so that the prompt's last token always goes through the batch path, as in a
+    /// cold run. The caller evaluates `tokens[result...]` and calls `promptEvaluated`.
+    func startPrompt(_ tokens: [Int], reuseCache: Bool) -> Int {
         var reused = reuseCache ? sharedPrefix(with: tokens) : 0
-        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty, session.truncate(to: reused) == reused {
+        if reused == tokens.count, promptEndLength == tokens.count, !promptEndLogits.isEmpty, caches.truncate(to: reused) == reused {
             cachedTokens.removeSubrange(reused...)
             sampleFromSnapshot = true
             return reused
         }
         // A sliding-window layer's ring may no longer hold the window the prefix needs (the
-        // sequence went too far past it): then the session is emptied and nothing is reused.
-        reused = session.truncate(to: max(0, min(reused, tokens.count - 2)))
+        // sequence went too far past it): then the caches are emptied and nothing is reused.
+        reused = caches.truncate(to: max(0, min(reused, tokens.count - 2)))
         cachedTokens.removeSubrange(reused...)
-        do {
-            try session.evaluate(Array(tokens[reused...]))
-        } catch {
-            session.truncate(to: 0)
-            cachedTokens = []
-            promptEndLength = 0
-            throw error
-        }
+        promptEndLength = 0
+        sampleFromSnapshot = false
+        return reused
+    }
+
+    /// Records that the caches now hold `tokens` (the prompt `startPrompt` was given) and
+    /// that their logits are the prompt's last.
+    func promptEvaluated(_ tokens: [Int]) {
         cachedTokens = tokens
         promptEndLogits.removeAll(keepingCapacity: true)
-        promptEndLogits.append(contentsOf: session.logits)
+        promptEndLogits.append(contentsOf: caches.logits)
         promptEndLength = tokens.count
         sampleFromSnapshot = false
+    }
+
+    /// Records that the caches now also hold `token` (evaluated by the caller).
+    func tokenEvaluated(_ token: Int) {
+        sampleFromSnapshot = false
+        cachedTokens.append(token)
+    }
+
+    /// Forgets everything (after a failed evaluation, whose state is unknown).
+    func reset() {
+        caches.truncate(to: 0)
+        cachedTokens = []
+        promptEndLength = 0
+        sampleFromSnapshot = false
+    }
+
+    /// Brings the caches to the state after `tokens`, reusing the cached prefix when
+    /// `reuseCache`; returns the number of prompt tokens taken from the cache.
+    func evaluatePrompt(_ tokens: [Int], reuseCache: Bool) throws(ModelError) -> Int {
+        let reused = startPrompt(tokens, reuseCache: reuseCache)
+        guard reused < tokens.count else { return reused }
+        do {
+            try caches.evaluate(Array(tokens[reused...]))
+        } catch {
+            reset()
+            throw error
+        }
+        promptEvaluated(tokens)
         return reused
     }
 
     /// Appends one generated token.
     func evaluate(_ token: Int) throws(ModelError) {
-        sampleFromSnapshot = false
         do {
-            try session.evaluate([token])
+            try caches.evaluate([token])
         } catch {
-            session.truncate(to: 0)
-            cachedTokens = []
-            promptEndLength = 0
+            reset()
             throw error
         }
-        cachedTokens.append(token)
+        tokenEvaluated(token)
     }
 
     /// The logits the next token is sampled from.
     func withNextLogits<R>(_ body: (UnsafeBufferPointer<Float>) -> R) -> R {
         if sampleFromSnapshot { return promptEndLogits.withUnsafeBufferPointer(body) }
-        return body(session.logits)
+        return body(caches.logits)
     }
 }

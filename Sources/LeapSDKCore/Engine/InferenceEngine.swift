@@ -67,7 +67,7 @@ final class InferenceEngine: @unchecked Sendable {
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         defaults = InferenceEngine.samplingDefaults(metadata)
         sequence = CachedSequence(
-            session: InferenceSession(
+            caches: InferenceSession(
                 model: model, contextLength: contextSize,
                 kvCacheType: options.kvCacheType == .f16 ? .f16 : .f32))
     }

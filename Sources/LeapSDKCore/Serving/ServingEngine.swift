@@ -12,11 +12,18 @@ import Tokenizers
 ///
 /// A request goes to the idle slot whose cached tokens share the longest prefix with its
 /// prompt (so a multi-turn client keeps hitting its cache; with no shared prefix, the
-/// least recently used slot). Active slots advance in rounds on the model runner's queue:
-/// each round gives every active sequence one step (its prompt, or one token), so streams
-/// progress together and a cancelled request stops within one token. This type is the
-/// seam for batched decoding: a scheduler that steps all active sequences in one forward
-/// pass replaces `runRound` without changing the API.
+/// least recently used slot).
+///
+/// The slots are the sequences of one `BatchedSession`, and they advance together in
+/// rounds on the model runner's queue (continuous batching): each round samples the next
+/// token of every generating sequence, each with its own sampler, grammar mask, stop
+/// strings and stream, then evaluates all those tokens, plus the next chunk
+/// (`Configuration.prefillChunk` tokens) of every prompt still being processed, in one
+/// forward pass, which reads the weights once for all of them. Requests join and leave
+/// between rounds; a cancelled one stops within one token without disturbing the others.
+/// A sequence's results do not depend on what else runs (the batched session computes
+/// each row as it would alone, and a prompt is always cut into the same chunks), so a
+/// request at temperature 0 gives the same text alone or beside others.
 ///
 /// Thread-safe: `submit` and `status` may be called from any thread.
 public final class ServingEngine: @unchecked Sendable {
@@ -33,13 +40,19 @@ public final class ServingEngine: @unchecked Sendable {
         /// was dropped while it waited. For metrics and logs.
         public var onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)?
 
+        /// Tokens of a prompt evaluated per round: a newcomer's prompt is processed in chunks
+        /// of this size, each in one forward pass with the running sequences' next tokens,
+        /// so that streams already running wait at most one chunk per token.
+        public var prefillChunk: Int
+
         public init(
-            slots: Int = 1, contextSize: Int? = nil, queueLimit: Int = 64,
+            slots: Int = 1, contextSize: Int? = nil, queueLimit: Int = 64, prefillChunk: Int = 128,
             onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil
         ) {
             self.slots = slots
             self.contextSize = contextSize
             self.queueLimit = queueLimit
+            self.prefillChunk = prefillChunk
             self.onFinish = onFinish
         }
     }
@@ -55,6 +68,10 @@ public final class ServingEngine: @unchecked Sendable {
         /// Completions that ended, and how many of them were cancelled.
         public var finishedCompletions: Int
         public var cancelledCompletions: Int
+        /// Forward passes run (one per round with work), and the sequences they evaluated
+        /// summed over passes: `sequenceSteps / forwardPasses` is the mean batch size.
+        public var forwardPasses: Int
+        public var sequenceSteps: Int
     }
 
     let engine: InferenceEngine
@@ -64,9 +81,16 @@ public final class ServingEngine: @unchecked Sendable {
     public let contextSize: Int
     /// The sizes and limits the engine was created with.
     public let configuration: Configuration
-    /// How the model writes tool calls (`LiquidInferenceEngineRunner.functionCallFormat`).
+    /// How the model writes tool calls (`LiquidInferenceEngineRunner.functionCallFormat`),
+    /// for requests that do not name a parser.
     let callParser: LeapFunctionCallParserProtocol
-    let callSyntax: ToolCallSyntax
+
+    /// The call-block grammar syntax of `parser`: JSON for Hermes, Pythonic (LFM2's) for
+    /// any other.
+    static func callSyntax(of parser: any LeapFunctionCallParserProtocol) -> ToolCallSyntax {
+        if parser is HermesFunctionCallParser { return .json(start: parser.callStartMarker, end: parser.callEndMarker) }
+        return .pythonic(start: parser.callStartMarker, end: parser.callEndMarker)
+    }
 
     private let lock = NSLock()
     // Guarded by `lock`.
@@ -79,8 +103,14 @@ public final class ServingEngine: @unchecked Sendable {
     private var nextJobID: UInt64 = 0
     private var finishedCount = 0
     private var cancelledCount = 0
+    private var passCount = 0
+    private var sequenceStepCount = 0
     // Touched only on `engine.queue`.
-    private var slots: [ServingSlot]
+    private let slots: [ServingSlot]
+    /// Every slot's caches, stepped together (one forward pass per round).
+    private let batch: BatchedSession
+    /// `Configuration.prefillChunk`.
+    private let prefillChunk: Int
 
     /// Serves `runner`'s model (a runner from `Leap.load`). Allocates each slot's caches.
     public init(runner: ModelRunner, configuration: Configuration = Configuration()) throws(ServingError) {
@@ -89,6 +119,9 @@ public final class ServingEngine: @unchecked Sendable {
         }
         guard configuration.slots >= 1 else { throw .invalidRequest("slots must be at least 1, not \(configuration.slots)") }
         guard configuration.queueLimit >= 0 else { throw .invalidRequest("queueLimit must not be negative") }
+        guard configuration.prefillChunk >= 2 else {
+            throw .invalidRequest("prefillChunk must be at least 2, not \(configuration.prefillChunk)")
+        }
         engine = runner.engine
         modelId = runner.modelId
         self.configuration = configuration
@@ -96,15 +129,22 @@ public final class ServingEngine: @unchecked Sendable {
         contextSize = max(16, min(configuration.contextSize ?? engine.contextSize, trained))
         // The runner's reading of the template (LFM2's syntax when it does not know it).
         callParser = runner.functionCallParser
-        if runner.functionCallFormat == .hermes {
-            callSyntax = .json(start: callParser.callStartMarker, end: callParser.callEndMarker)
-        } else {
-            callSyntax = .pythonic(start: callParser.callStartMarker, end: callParser.callEndMarker)
+        prefillChunk = configuration.prefillChunk
+        // A step holds every generating sequence's token and at least one prompt chunk; up
+        // to one chunk per slot while that stays within 1024 tokens (the pass's buffers grow
+        // with it).
+        let slotCount = configuration.slots
+        let stepTokens = max(prefillChunk + slotCount, min(slotCount * prefillChunk, 1024))
+        batch = BatchedSession(model: runner.engine.model, slots: slotCount, contextLength: contextSize, maxStepTokens: stepTokens)
+        var slots: [ServingSlot] = []
+        for index in 0..<slotCount {
+            do {
+                slots.append(ServingSlot(index: index, caches: try BatchedSequenceCaches(batch: batch)))
+            } catch {
+                throw .engineFailure("\(error)")
+            }
         }
-        let model = runner.engine.model, context = contextSize
-        slots = (0..<configuration.slots).map {
-            ServingSlot(index: $0, cache: CachedSequence(session: InferenceSession(model: model, contextLength: context)))
-        }
+        self.slots = slots
         busy = Array(repeating: false, count: configuration.slots)
         cachedPromptCounts = Array(repeating: 0, count: configuration.slots)
     }
@@ -132,8 +172,11 @@ public final class ServingEngine: @unchecked Sendable {
     /// The vocabulary size.
     public var vocabularySize: Int { engine.tokenizer.vocabularySize }
 
-    /// The prompt tokens of `prompt`, as a completion would process them.
-    public func promptTokens(_ prompt: ServingPrompt, enableThinking: Bool? = nil) throws(ServingError) -> [Int] {
+    /// The prompt tokens of `prompt`, as a completion would process them (tools rendered
+    /// for `callParser`'s syntax; nil: the model's, `ServingRequest.callParser`).
+    public func promptTokens(
+        _ prompt: ServingPrompt, enableThinking: Bool? = nil, callParser: (any LeapFunctionCallParserProtocol)? = nil
+    ) throws(ServingError) -> [Int] {
         switch prompt {
         case .tokens(let ids):
             let size = vocabularySize
@@ -146,7 +189,8 @@ public final class ServingEngine: @unchecked Sendable {
         case .chat(let messages, let tools):
             do {
                 let text = try engine.prompts.render(
-                    messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser, enableThinking: enableThinking)
+                    messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
+                    enableThinking: enableThinking)
                 return engine.prompts.tokenize(text)
             } catch {
                 throw .invalidRequest(error.description)
@@ -159,7 +203,8 @@ public final class ServingEngine: @unchecked Sendable {
         lock.withLock {
             Status(
                 slots: busy.count, busySlots: busy.filter { $0 }.count, queuedRequests: waiting.count,
-                cachedTokens: cachedPromptCounts, finishedCompletions: finishedCount, cancelledCompletions: cancelledCount)
+                cachedTokens: cachedPromptCounts, finishedCompletions: finishedCount, cancelledCompletions: cancelledCount,
+                forwardPasses: passCount, sequenceSteps: sequenceStepCount)
         }
     }
 
@@ -169,12 +214,13 @@ public final class ServingEngine: @unchecked Sendable {
     /// errors before anything runs; the returned completion streams the events. Dropping
     /// the stream (or calling `cancel()`) cancels the completion within one token.
     public func submit(_ request: ServingRequest) throws(ServingError) -> ServingCompletion {
-        let tokens = try promptTokens(request.prompt, enableThinking: request.enableThinking)
+        let parser = request.callParser ?? callParser
+        let tokens = try promptTokens(request.prompt, enableThinking: request.enableThinking, callParser: parser)
         guard !tokens.isEmpty else { throw .invalidRequest("the prompt is empty") }
         guard tokens.count < contextSize else { throw .promptTooLong(tokens: tokens.count, limit: contextSize) }
         if let max = request.maxTokens, max < 0 { throw .invalidRequest("max_tokens must not be negative, not \(max)") }
         if let n = request.logprobs, n < 0 || n > 20 { throw .invalidRequest("top_logprobs must be between 0 and 20, not \(n)") }
-        let plan = try constraintPlan(request)
+        let plan = try constraintPlan(request, syntax: Self.callSyntax(of: parser))
         var sampling = engine.defaults
         let s = request.sampling
         if let v = s.temperature { sampling.temperature = v }
@@ -190,7 +236,8 @@ public final class ServingEngine: @unchecked Sendable {
         let job = lock.withLock { () -> ServingJob? in
             nextJobID += 1
             return ServingJob(
-                id: nextJobID, request: request, tokens: tokens, sampling: sampling, plan: plan, continuation: continuation)
+                id: nextJobID, request: request, tokens: tokens, sampling: sampling, plan: plan, callParser: parser,
+                continuation: continuation)
         }!
         let admitted = lock.withLock { () -> ServingError? in
             guard accepting else { return .shuttingDown }
@@ -269,7 +316,7 @@ public final class ServingEngine: @unchecked Sendable {
 
     /// Compiles the request's grammars (cached by schema text), so that a schema the
     /// compiler cannot enforce is an `.invalidRequest` with the compiler's message.
-    private func constraintPlan(_ request: ServingRequest) throws(ServingError) -> ConstraintPlan {
+    private func constraintPlan(_ request: ServingRequest, syntax callSyntax: ToolCallSyntax) throws(ServingError) -> ConstraintPlan {
         var plan = ConstraintPlan()
         if case .jsonSchema(let schema) = request.constraint {
             plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
@@ -343,14 +390,56 @@ public final class ServingEngine: @unchecked Sendable {
         if schedule { engine.queue.async { self.runRound() } }
     }
 
-    /// Admits waiting requests into idle slots, then gives each active slot one step.
+    /// What a slot evaluates in a round's shared step.
+    private enum StepWork {
+        /// The token it just sampled.
+        case token(Int)
+        /// Its prompt's tokens up to this index.
+        case prompt(end: Int)
+    }
+
+    /// One round: admits waiting requests into idle slots, samples the next token of every
+    /// generating sequence, adds the next chunk of every prompt being processed (oldest
+    /// request first, while the step has room), and evaluates all of it in one forward
+    /// pass of the batched session, which reads the weights once for every sequence.
     private func runRound() {
         dispatchPrecondition(condition: .onQueue(engine.queue))
         lock.withLock { roundScheduled = false }
         admit()
-        for slot in slots where slot.sequence != nil {
-            step(slot)
+        var inputs: [BatchedSession.Input] = []
+        var work: [(ServingSlot, SlotSequence, StepWork)] = []
+        var room = batch.maxStepTokens
+        for slot in slots {
+            guard let seq = slot.sequence, seq.prefilled else { continue }
+            if seq.job.cancel.isCancelled {
+                finish(slot, .cancelled)
+                continue
+            }
+            do throws(ServingError) {
+                guard let next = try sampleNext(slot, seq) else { continue }
+                inputs.append(.init(slot.handle, [next]))
+                work.append((slot, seq, .token(next)))
+                room -= 1
+            } catch {
+                fail(slot, error)
+            }
         }
+        let prompts = slots.filter { $0.sequence.map { !$0.prefilled } ?? false }.sorted {
+            $0.sequence!.job.id < $1.sequence!.job.id
+        }
+        for slot in prompts {
+            guard let seq = slot.sequence else { continue }
+            if seq.job.cancel.isCancelled {
+                finish(slot, .cancelled)
+                continue
+            }
+            let end = chunkEnd(seq)
+            guard end - seq.promptOffset <= room else { break }
+            inputs.append(.init(slot.handle, Array(seq.job.tokens[seq.promptOffset..<end])))
+            work.append((slot, seq, .prompt(end: end)))
+            room -= end - seq.promptOffset
+        }
+        if !inputs.isEmpty { evaluate(inputs, work) }
         let more = lock.withLock { !waiting.isEmpty && busy.contains(false) } || slots.contains { $0.sequence != nil }
         if more {
             scheduleRound()
@@ -361,16 +450,60 @@ public final class ServingEngine: @unchecked Sendable {
         }
     }
 
+    /// Where the prompt chunk that starts at `seq.promptOffset` ends: `prefillChunk` tokens,
+    /// cut so that the last chunk has at least two (the prompt's last token goes through
+    /// the batch path, as in `CachedSequence`). A prompt is cut the same way whatever else
+    /// runs, so its results do not depend on the other sequences.
+    private func chunkEnd(_ seq: SlotSequence) -> Int {
+        let count = seq.job.tokens.count, start = seq.promptOffset
+        let chunk = prefillChunk
+        if count - start <= chunk { return count }
+        if count - start - chunk == 1 { return start + chunk - 1 }
+        return start + chunk
+    }
+
+    /// Runs one shared step and records what it evaluated in each slot's prompt cache.
+    private func evaluate(_ inputs: [BatchedSession.Input], _ work: [(ServingSlot, SlotSequence, StepWork)]) {
+        lock.withLock {
+            passCount += 1
+            sequenceStepCount += inputs.count
+        }
+        do {
+            try batch.step(inputs)
+        } catch {
+            for (slot, _, _) in work {
+                slot.cache.reset()
+                fail(slot, .engineFailure("\(error)"))
+            }
+            return
+        }
+        for (slot, seq, item) in work {
+            switch item {
+            case .token(let t):
+                slot.cache.tokenEvaluated(t)
+            case .prompt(let end):
+                seq.promptOffset = end
+                if end == seq.job.tokens.count {
+                    slot.cache.promptEvaluated(seq.job.tokens)
+                    beginGeneration(slot, seq)
+                }
+            }
+        }
+    }
+
     private func admit() {
         let now = DispatchTime.now().uptimeNanoseconds
-        lock.lock()
-        defer { lock.unlock() }
-        while !waiting.isEmpty, let slot = bestSlot(for: waiting[0].tokens) {
-            let job = waiting.removeFirst()
-            busy[slot.index] = true
-            slot.lastUsed = now
-            slot.sequence = SlotSequence(job: job, admitted: now)
+        var admitted: [ServingSlot] = []
+        lock.withLock {
+            while !waiting.isEmpty, let slot = bestSlot(for: waiting[0].tokens) {
+                let job = waiting.removeFirst()
+                busy[slot.index] = true
+                slot.lastUsed = now
+                slot.sequence = SlotSequence(job: job, admitted: now)
+                admitted.append(slot)
+            }
         }
+        for slot in admitted { beginPrompt(slot) }
     }
 
     /// The idle slot sharing the longest prefix with `tokens`, if that prefix is at least a
@@ -393,43 +526,38 @@ public final class ServingEngine: @unchecked Sendable {
         return bestShared * 10 >= tokens.count ? best : leastRecent
     }
 
-    /// One step of the slot's sequence: its prompt and first token, or one more token.
-    private func step(_ slot: ServingSlot) {
+    /// Keeps the slot's reusable prefix of the new request's prompt; the rest is evaluated
+    /// chunk by chunk in the following rounds (or nothing, when the whole prompt is cached).
+    private func beginPrompt(_ slot: ServingSlot) {
         guard let seq = slot.sequence else { return }
-        if seq.job.cancel.isCancelled { return finish(slot, .cancelled) }
-        do throws(ServingError) {
-            if !seq.prefilled { try prefill(slot, seq) }
-            try decode(slot, seq)
-        } catch {
-            release(slot)
-            seq.job.continuation.finish(throwing: error)
-        }
-    }
-
-    private func prefill(_ slot: ServingSlot, _ seq: SlotSequence) throws(ServingError) {
         let job = seq.job
         seq.promptStart = DispatchTime.now().uptimeNanoseconds
-        do {
-            seq.cachedTokens = try slot.cache.evaluatePrompt(job.tokens, reuseCache: job.request.cachePrompt)
-        } catch {
-            throw .engineFailure("\(error)")
-        }
+        seq.cachedTokens = slot.cache.startPrompt(job.tokens, reuseCache: job.request.cachePrompt)
+        seq.promptOffset = seq.cachedTokens
+        if seq.promptOffset == job.tokens.count { beginGeneration(slot, seq) }
+    }
+
+    /// The prompt is in the caches: sets up the sampler, the constraints and the output,
+    /// and reports `.started`.
+    private func beginGeneration(_ slot: ServingSlot, _ seq: SlotSequence) {
+        let job = seq.job
         lock.withLock { cachedPromptCounts[slot.index] = slot.cache.cachedTokens.count }
         seq.prefilled = true
         seq.promptEnd = DispatchTime.now().uptimeNanoseconds
         seq.sampler = Sampler(job.sampling)
         for t in job.tokens.suffix(job.sampling.penaltyWindow) { seq.sampler.accept(t) }
         seq.detokenizer = StreamingDetokenizer(tokenizer: engine.tokenizer, renderSpecial: true)
-        seq.output = OutputAssembler(parser: job.isChat ? callParser : nil)
+        seq.output = OutputAssembler(parser: job.isChat ? job.callParser : nil)
         seq.stops = StopStringMatcher(stops: job.request.stop)
         let plan = job.plan
         if let g = plan.schema {
             seq.constraint = InferenceEngine.ActiveConstraint(
                 matcher: GrammarMatcher(grammar: g), masks: engine.maskComputer(literalSpecials: []), isToolCall: false)
         }
+        let callParser = job.callParser
         let startID = engine.singleTokenID(callParser.callStartMarker)
         let callMasks = {
-            self.engine.maskComputer(literalSpecials: [startID, self.engine.singleTokenID(self.callParser.callEndMarker)].compactMap { $0 })
+            self.engine.maskComputer(literalSpecials: [startID, self.engine.singleTokenID(callParser.callEndMarker)].compactMap { $0 })
         }
         if let g = plan.toolsWithStart {
             seq.constraint = InferenceEngine.ActiveConstraint(matcher: GrammarMatcher(grammar: g), masks: callMasks(), isToolCall: true)
@@ -441,11 +569,14 @@ public final class ServingEngine: @unchecked Sendable {
         job.continuation.yield(.started(promptTokens: job.tokens.count, cachedTokens: seq.cachedTokens, slot: slot.index))
     }
 
-    private func decode(_ slot: ServingSlot, _ seq: SlotSequence) throws(ServingError) {
+    /// Samples the sequence's next token from its logits and streams its text. Returns the
+    /// token for the round's step to evaluate, or nil when the completion ended (then it
+    /// is finished and the slot free).
+    private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) throws(ServingError) -> Int? {
         let job = seq.job
-        if let c = seq.constraint, !c.isToolCall, !c.matcher.canContinue { return finish(slot, .stop) }
-        if let max = job.request.maxTokens, seq.generated >= max { return finish(slot, .length) }
-        if job.tokens.count + seq.generated >= contextSize { return finish(slot, .length) }
+        if let c = seq.constraint, !c.isToolCall, !c.matcher.canContinue { return ended(slot, .stop) }
+        if let max = job.request.maxTokens, seq.generated >= max { return ended(slot, .length) }
+        if job.tokens.count + seq.generated >= contextSize { return ended(slot, .length) }
         let next: Int?
         let banned = seq.bannedToken ?? -1
         let ignoreEnd = job.request.ignoreEndOfGeneration
@@ -462,8 +593,8 @@ public final class ServingEngine: @unchecked Sendable {
         } else {
             next = slot.cache.withNextLogits { seq.sampler.sample($0) }
         }
-        guard let next else { return finish(slot, .stop) }
-        if engine.tokenizer.isEndOfGeneration(TokenID(next)) { return finish(slot, .stop) }
+        guard let next else { return ended(slot, .stop) }
+        if engine.tokenizer.isEndOfGeneration(TokenID(next)) { return ended(slot, .stop) }
         if let n = job.request.logprobs {
             let entry = slot.cache.withNextLogits { TokenLogprobs(logits: $0, chosen: next, top: n) }
             seq.pendingLogprobs.append(
@@ -491,16 +622,12 @@ public final class ServingEngine: @unchecked Sendable {
                 matcher: GrammarMatcher(grammar: opening.grammar), masks: opening.masks, isToolCall: true)
         }
         emit(seq, seq.output.feed(seq.stops.feed(delta)))
-        if seq.stops.stopped { return finish(slot, .stop) }
-        if callClosed { return finish(slot, .toolCalls) }
-        if let max = job.request.maxTokens, seq.generated >= max { return finish(slot, .length) }
-        if job.tokens.count + seq.generated >= contextSize { return finish(slot, .length) }
-        if job.cancel.isCancelled { return finish(slot, .cancelled) }
-        do {
-            try slot.cache.evaluate(next)
-        } catch {
-            throw .engineFailure("\(error)")
-        }
+        if seq.stops.stopped { return ended(slot, .stop) }
+        if callClosed { return ended(slot, .toolCalls) }
+        if let max = job.request.maxTokens, seq.generated >= max { return ended(slot, .length) }
+        if job.tokens.count + seq.generated >= contextSize { return ended(slot, .length) }
+        if job.cancel.isCancelled { return ended(slot, .cancelled) }
+        return next
     }
 
     private func candidate(_ id: Int, _ logprob: Float) -> ServingTokenLogprob.Candidate {
@@ -522,6 +649,19 @@ public final class ServingEngine: @unchecked Sendable {
             case .audioSample, .complete: break
             }
         }
+    }
+
+    /// `finish`, for `sampleNext`: no token to evaluate.
+    private func ended(_ slot: ServingSlot, _ reason: ServingFinishReason) -> Int? {
+        finish(slot, reason)
+        return nil
+    }
+
+    /// Ends the slot's completion with `error` and frees the slot.
+    private func fail(_ slot: ServingSlot, _ error: ServingError) {
+        guard let seq = slot.sequence else { return }
+        release(slot)
+        seq.job.continuation.finish(throwing: error)
     }
 
     /// Flushes the sequence's held-back text, reports how it ended and frees the slot.
@@ -603,19 +743,22 @@ final class ServingJob: @unchecked Sendable {
     let tokens: [Int]
     let sampling: SamplingParameters
     let plan: ConstraintPlan
+    /// How the reply's calls are written, parsed and constrained.
+    let callParser: any LeapFunctionCallParserProtocol
     let continuation: AsyncThrowingStream<ServingEvent, any Error>.Continuation
     let cancel = CancellationFlag()
     let submitted = DispatchTime.now().uptimeNanoseconds
 
     init(
         id: UInt64, request: ServingRequest, tokens: [Int], sampling: SamplingParameters, plan: ConstraintPlan,
-        continuation: AsyncThrowingStream<ServingEvent, any Error>.Continuation
+        callParser: any LeapFunctionCallParserProtocol, continuation: AsyncThrowingStream<ServingEvent, any Error>.Continuation
     ) {
         self.id = id
         self.request = request
         self.tokens = tokens
         self.sampling = sampling
         self.plan = plan
+        self.callParser = callParser
         self.continuation = continuation
     }
 
@@ -655,14 +798,17 @@ struct CallOpening {
 final class ServingSlot {
     let index: Int
     let cache: CachedSequence
+    /// The slot's sequence in the engine's batched session (open for the slot's lifetime).
+    let handle: BatchedSession.Sequence
     /// When the slot last finished a request (uptime nanoseconds), for least-recently-used routing.
     var lastUsed: UInt64 = 0
     /// The request running in this slot.
     var sequence: SlotSequence?
 
-    init(index: Int, cache: CachedSequence) {
+    init(index: Int, caches: BatchedSequenceCaches) {
         self.index = index
-        self.cache = cache
+        cache = CachedSequence(caches: caches)
+        handle = caches.sequence
     }
 }
 
@@ -671,6 +817,8 @@ final class SlotSequence {
     let job: ServingJob
     let admitted: UInt64
     var prefilled = false
+    /// The prompt's tokens before this index are in the caches.
+    var promptOffset = 0
     var promptStart: UInt64?
     var promptEnd: UInt64?
     var cachedTokens = 0

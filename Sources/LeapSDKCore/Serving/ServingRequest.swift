@@ -115,12 +115,16 @@ public struct ServingRequest: Sendable {
     /// Never end the turn: end-of-generation tokens are masked out, so generation runs to
     /// `maxTokens` (llama-server's `ignore_eos`, for benchmarks).
     public var ignoreEndOfGeneration: Bool
+    /// The call syntax the tools are rendered in and the reply's calls are constrained to
+    /// and parsed with (LFM2's Pythonic calls, or Hermes JSON); nil: the model's own, as
+    /// its chat template shows it (`LiquidInferenceEngineRunner.functionCallFormat`).
+    public var callParser: (any LeapFunctionCallParserProtocol)?
 
     public init(
         prompt: ServingPrompt, sampling: ServingSampling = ServingSampling(), maxTokens: Int? = nil,
         stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
         toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
-        ignoreEndOfGeneration: Bool = false
+        ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil
     ) {
         self.prompt = prompt
         self.sampling = sampling
@@ -132,6 +136,7 @@ public struct ServingRequest: Sendable {
         self.cachePrompt = cachePrompt
         self.enableThinking = enableThinking
         self.ignoreEndOfGeneration = ignoreEndOfGeneration
+        self.callParser = callParser
     }
 }
 

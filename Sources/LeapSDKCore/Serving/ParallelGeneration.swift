@@ -1,0 +1,138 @@
+import Foundation
+import LeapJSON
+
+// Concurrent conversations on one `LiquidInferenceEngineRunner`
+// (`LiquidInferenceEngineOptions.parallelSequences` > 1): each generation becomes a
+// `ServingRequest` on the runner's `ServingEngine`, whose rounds step every running
+// generation in one forward pass, and its events become the `MessageResponse`s that
+// `generate(_:onResponse:onError:)` promises.
+
+extension ServingTool {
+    /// The tool of a registered `LeapFunction` (its name, description and the JSON Schema
+    /// of its parameters, as the chat template receives it).
+    init(_ function: LeapFunction) {
+        self.init(name: function.name, description: function.description, parameters: function.parametersSchema)
+    }
+}
+
+extension LiquidInferenceEngineRunner {
+    /// The serving request for `request`, or nil when the request asks for something only
+    /// the one-at-a-time path does (a call parser other than LFM2's or Hermes's, or none;
+    /// a `sequenceLength` below the context size), or for an error to report.
+    static func servingRequest(_ request: GenerationRequest, contextSize: Int) -> Result<ServingRequest, LeapError>? {
+        let options = request.options
+        guard let parser = options.functionCallParser,
+            parser is LFMFunctionCallParser || parser is HermesFunctionCallParser
+        else { return nil }
+        if let length = options.sequenceLength, length < contextSize { return nil }
+        var constraint = ServingOutputConstraint.none
+        if let schema = options.jsonSchemaConstraint {
+            do {
+                constraint = .jsonSchema(try JSONValue.parse(schema))
+            } catch {
+                return .failure(.generationFailure("jsonSchemaConstraint cannot be used: \(error)"))
+            }
+        }
+        var toolChoice = ServingToolChoice.auto
+        switch options.functionCallMode ?? .auto {
+        case .auto: toolChoice = .auto
+        case .none: toolChoice = .none
+        case .required: toolChoice = .required
+        }
+        // A schema constrains the whole reply; the functions are still shown to the model.
+        if case .jsonSchema = constraint { toolChoice = .none }
+        if request.functions.isEmpty { toolChoice = .auto }
+        let sampling = ServingSampling(
+            temperature: options.temperature, topP: options.topP, topK: options.topK, minP: options.minP,
+            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed)
+        return .success(
+            ServingRequest(
+                prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: sampling,
+                maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
+                cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking, callParser: parser))
+    }
+
+    /// Runs `request` on `scheduler`, delivering its responses as the one-at-a-time path
+    /// does: chunks, reasoning and calls as they come, then `.complete` with the assembled
+    /// message and statistics (or one error).
+    static func generate(
+        _ request: ServingRequest, on scheduler: ServingEngine,
+        onResponse: @escaping @Sendable (MessageResponse) -> Void,
+        onError: @escaping @Sendable (LeapError) -> Void
+    ) -> GenerationHandler {
+        let completion: ServingCompletion
+        do {
+            completion = try scheduler.submit(request)
+        } catch {
+            onError(LeapError(error))
+            return FlagGenerationHandler(flag: CancellationFlag())
+        }
+        let maxTokens = request.maxTokens
+        Task {
+            var text = "", reasoning = "", sawReasoning = false
+            var calls: [LeapFunctionCall] = []
+            do {
+                for try await event in completion.events {
+                    switch event {
+                    case .started: break
+                    case .text(let t, _):
+                        text += t
+                        onResponse(.chunk(t))
+                    case .reasoning(let r):
+                        sawReasoning = true
+                        reasoning += r
+                        onResponse(.reasoningChunk(r))
+                    case .toolCalls(let c):
+                        calls += c
+                        onResponse(.functionCall(c))
+                    case .finished(let reason, let usage):
+                        let message = ChatMessage(
+                            role: .assistant, content: [.text(text)], reasoningContent: sawReasoning ? reasoning : nil,
+                            functionCalls: calls.isEmpty ? nil : calls)
+                        // `.length` is maxOutputTokens (a normal stop) or the context.
+                        let contextFull = reason == .length && usage.completionTokens < (maxTokens ?? Int.max)
+                        onResponse(
+                            .complete(
+                                MessageCompletion(
+                                    message: message, finishReason: contextFull ? .exceedContext : .stop, stats: GenerationStats(usage))))
+                    }
+                }
+            } catch {
+                onError(LeapError(error))
+            }
+        }
+        return ServingGenerationHandler(completion: completion)
+    }
+}
+
+/// The handler of a generation running on a `ServingEngine`.
+struct ServingGenerationHandler: GenerationHandler {
+    let completion: ServingCompletion
+    func stop() { completion.cancel() }
+}
+
+extension GenerationStats {
+    /// The statistics of a served completion.
+    init(_ usage: ServingUsage) {
+        let processed = usage.promptTokens - usage.cachedTokens
+        self.init(
+            promptTokens: UInt64(usage.promptTokens), completionTokens: UInt64(usage.completionTokens),
+            totalTokens: UInt64(usage.promptTokens + usage.completionTokens),
+            tokenPerSecond: usage.generationSeconds > 0 ? Float(Double(usage.completionTokens) / usage.generationSeconds) : 0,
+            cachedPromptTokens: UInt64(usage.cachedTokens),
+            promptTokenPerSecond: usage.promptSeconds > 0 ? Float(Double(processed) / usage.promptSeconds) : 0)
+    }
+}
+
+extension LeapError {
+    /// The SDK's error for a serving error.
+    init(_ error: any Error) {
+        switch error {
+        case ServingError.promptTooLong(let tokens, let limit): self = .promptExceedContextLengthFailure(tokens: tokens, limit: limit)
+        case ServingError.shuttingDown: self = .modelUnloaded
+        case let e as ServingError: self = .generationFailure(e.description)
+        case let e as LeapError: self = e
+        default: self = .generationFailure("\(error)")
+        }
+    }
+}
