@@ -32,15 +32,23 @@ public final class ServingEngine: @unchecked Sendable {
         /// or not its client still reads the events; the usage is nil for a request that
         /// was dropped while it waited. For metrics and logs.
         public var onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)?
+        /// Bounds on compiling a request's `response_format` JSON Schema (depth, grammar
+        /// size, compile time...; `JSONSchemaCompiler.Limits`' defaults unless set). A schema
+        /// past them is an `.invalidRequest` with the compiler's message.
+        public var schemaLimits: JSONSchemaCompiler.Limits
 
+        /// Slots, context, queue, the finish callback and the schema compiler's limits;
+        /// every argument has a default.
         public init(
             slots: Int = 1, contextSize: Int? = nil, queueLimit: Int = 64,
-            onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil
+            onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil,
+            schemaLimits: JSONSchemaCompiler.Limits = .init()
         ) {
             self.slots = slots
             self.contextSize = contextSize
             self.queueLimit = queueLimit
             self.onFinish = onFinish
+            self.schemaLimits = schemaLimits
         }
     }
 
@@ -273,7 +281,7 @@ public final class ServingEngine: @unchecked Sendable {
         var plan = ConstraintPlan()
         if case .jsonSchema(let schema) = request.constraint {
             plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
-                try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions)
+                try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions(limits: configuration.schemaLimits))
             } describe: {
                 "the JSON Schema cannot be enforced: \($0)"
             }
