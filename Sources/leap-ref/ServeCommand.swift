@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Grammar
 import Kernels
 import LeapSDKCore
 import LeapServer
@@ -61,6 +62,64 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Threads for the kernels (default: all cores).")
     var threads: Int?
 
+    // The JSON Schema compiler's limits for response_format schemas (JSONSchemaCompiler.Limits;
+    // the defaults are the compiler's own). A schema past one is a 400 with the compiler's message.
+    static let defaultSchemaLimits = JSONSchemaCompiler.Limits()
+
+    @Option(help: ArgumentHelp("JSON Schema: deepest nesting of subschemas (properties, items, combinators, $ref chains).", valueName: "n"))
+    var schemaMaxDepth = Serve.defaultSchemaLimits.maxDepth
+
+    @Option(help: ArgumentHelp("JSON Schema: largest grammar (rules, symbols and closure entries).", valueName: "n"))
+    var schemaMaxGrammarSize = Serve.defaultSchemaLimits.maxGrammarSize
+
+    @Option(help: ArgumentHelp("JSON Schema: most values of one enum.", valueName: "n"))
+    var schemaMaxEnumValues = Serve.defaultSchemaLimits.maxEnumValues
+
+    @Option(
+        help: ArgumentHelp(
+            "JSON Schema: largest count the grammar unrolls (minItems/maxItems, minProperties/maxProperties, {n,m}).", valueName: "n"))
+    var schemaMaxRepetition = Serve.defaultSchemaLimits.maxRepetition
+
+    @Option(help: ArgumentHelp("JSON Schema: most states of one string automaton (pattern, format, enum of strings).", valueName: "n"))
+    var schemaMaxAutomatonStates = Serve.defaultSchemaLimits.maxAutomatonStates
+
+    @Option(help: ArgumentHelp("JSON Schema: most alternatives made by distributing anyOf/oneOf/if over their siblings.", valueName: "n"))
+    var schemaMaxCombinations = Serve.defaultSchemaLimits.maxCombinations
+
+    @Option(help: ArgumentHelp("JSON Schema: most parses the matcher follows at once (bounds the work per byte).", valueName: "n"))
+    var schemaMaxParseThreads = Serve.defaultSchemaLimits.maxParseThreads
+
+    @Option(help: ArgumentHelp("JSON Schema: wall-clock milliseconds one schema may take to compile.", valueName: "ms"))
+    var schemaCompileBudgetMs = Serve.milliseconds(Serve.defaultSchemaLimits.compileTimeBudget)
+
+    /// Whole milliseconds of `d`.
+    static func milliseconds(_ d: Duration) -> Int {
+        Int(d.components.seconds) * 1000 + Int(d.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// The schema compiler's limits from the `--schema-*` flags; throws for a value below 1
+    /// (or a depth above 4096, which only costs stack: JSON nests at most 512 deep).
+    func schemaLimits() throws -> JSONSchemaCompiler.Limits {
+        let values: [(String, Int)] = [
+            ("--schema-max-depth", schemaMaxDepth), ("--schema-max-grammar-size", schemaMaxGrammarSize),
+            ("--schema-max-enum-values", schemaMaxEnumValues), ("--schema-max-repetition", schemaMaxRepetition),
+            ("--schema-max-automaton-states", schemaMaxAutomatonStates), ("--schema-max-combinations", schemaMaxCombinations),
+            ("--schema-max-parse-threads", schemaMaxParseThreads), ("--schema-compile-budget-ms", schemaCompileBudgetMs)
+        ]
+        for (flag, value) in values where value < 1 { throw CLIError("\(flag) must be at least 1, not \(value)") }
+        guard schemaMaxDepth <= 4096 else { throw CLIError("--schema-max-depth must be at most 4096, not \(schemaMaxDepth)") }
+        var limits = JSONSchemaCompiler.Limits()
+        limits.maxDepth = schemaMaxDepth
+        limits.maxGrammarSize = schemaMaxGrammarSize
+        limits.maxEnumValues = schemaMaxEnumValues
+        limits.maxRepetition = schemaMaxRepetition
+        limits.maxAutomatonStates = schemaMaxAutomatonStates
+        limits.maxCombinations = schemaMaxCombinations
+        limits.maxParseThreads = schemaMaxParseThreads
+        limits.compileTimeBudget = .milliseconds(schemaCompileBudgetMs)
+        return limits
+    }
+
     func run() async throws {
         try await runReportingErrors {
             guard parallel >= 1, parallel <= 64 else { throw CLIError("--parallel must be between 1 and 64") }
@@ -70,6 +129,7 @@ struct Serve: AsyncParsableCommand {
             if let c = ctxSize, c < 16 { throw CLIError("--ctx-size must be at least 16") }
             if let m = maxTokens, m < 1 { throw CLIError("--max-tokens must be at least 1") }
             guard (0...65535).contains(port) else { throw CLIError("--port must be between 0 and 65535") }
+            let schemaLimits = try schemaLimits()
             let path = try ModelCache.resolve(model)
             var keys = Set<String>()
             if let apiKey { keys.insert(apiKey) }
@@ -92,7 +152,8 @@ struct Serve: AsyncParsableCommand {
             try await LeapHTTPServer.run(
                 configuration: configuration, modelPath: path,
                 loadOptions: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: ctxSize),
-                serving: ServingEngine.Configuration(slots: parallel, contextSize: ctxSize, queueLimit: queue),
+                serving: ServingEngine.Configuration(
+                    slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,
                 onListening: { port in writeOut("leap-ref serve: listening on http://\(host):\(port)\n") },
                 onReady: { engine in writeOut("leap-ref serve: ready: \(engine.modelId)\n") })

@@ -16,12 +16,14 @@ struct TestServer {
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(metricsEnabled: true), slots: Int = 1, contextSize: Int = 512,
-        queueLimit: Int = 8, loaded: Bool = true
+        queueLimit: Int = 8, schemaLimits: JSONSchemaCompiler.Limits = .init(), loaded: Bool = true
     ) async throws {
         let metrics = self.metrics
         engine =
             loaded
-            ? try await tinyEngine(slots: slots, contextSize: contextSize, queueLimit: queueLimit) { metrics.completion($0, $1) } : nil
+            ? try await tinyEngine(slots: slots, contextSize: contextSize, queueLimit: queueLimit, schemaLimits: schemaLimits) {
+                metrics.completion($0, $1)
+            } : nil
         state = ModelState(engine.map { .ready($0) } ?? .loading)
         app = Application(router: ServerRoutes.router(state: state, configuration: configuration, metrics: metrics))
     }
@@ -169,6 +171,46 @@ let userHello = #"[{"role": "user", "content": "Hello there, how are you?"}]"#
             #expect(bad.status == .badRequest)
             #expect(bad.json["error"]?["message"]?.stringValue == "the JSON Schema cannot be enforced: \(compilerMessage)")
             #expect(bad.json["error"]?["type"] == "invalid_request_error")
+        }
+    }
+
+    @Test func configuredSchemaLimitsTurnASchemaThatCompilesByDefaultInto400() async throws {
+        // Closed objects nested five deep: within the compiler's default limits (depth 128),
+        // past a depth of 6 (the compiler counts its own rewritings too: one closed object
+        // needs a depth of 4, these five more than 10).
+        func closed(_ name: String, _ inner: String) -> String {
+            #"{"type": "object", "additionalProperties": false, "properties": {"\#(name)": \#(inner)}, "required": ["\#(name)"]}"#
+        }
+        let nested = closed("a", closed("b", closed("c", closed("d", closed("e", #"{"type": "boolean"}"#)))))
+        let flat = closed("e", #"{"type": "boolean"}"#)
+        func request(_ schema: String) -> String {
+            #"{"messages": \#(userHello), "max_tokens": 8, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": \#(schema)}}}"#
+        }
+        let byDefault = try await TestServer()
+        try await byDefault.test { client in
+            #expect(try await client.post("/v1/chat/completions", request(nested)).status == .ok)
+        }
+
+        var tight = JSONSchemaCompiler.Limits()
+        tight.maxDepth = 6
+        var options = JSONSchemaCompiler.Options()
+        options.limits = tight
+        var compilerMessage = ""
+        do {
+            _ = try JSONSchemaCompiler.compile(nested, options: options)
+        } catch {
+            compilerMessage = "\(error)"
+        }
+        #expect(compilerMessage.contains("nested more than 6 deep"))
+        let limited = try await TestServer(schemaLimits: tight)
+        #expect(limited.engine?.configuration.schemaLimits == tight)
+        try await limited.test { client in
+            let r = try await client.post("/v1/chat/completions", request(nested))
+            #expect(r.status == .badRequest)
+            #expect(r.json["error"]?["message"]?.stringValue == "the JSON Schema cannot be enforced: \(compilerMessage)")
+            #expect(r.json["error"]?["type"] == "invalid_request_error")
+            // A schema within the tighter limits is still served.
+            #expect(try await client.post("/v1/chat/completions", request(flat)).status == .ok)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Grammar
 import LeapJSON
 import LeapSDKCore
 import TestSupport
@@ -17,14 +18,16 @@ struct CompletionResult {
 
 /// Loads lfm2-tiny (the committed fixture) into a serving engine.
 func tinyEngine(
-    slots: Int = 1, contextSize: Int = 512, queueLimit: Int = 8,
+    slots: Int = 1, contextSize: Int = 512, queueLimit: Int = 8, schemaLimits: JSONSchemaCompiler.Limits = .init(),
     onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil
 ) async throws -> ServingEngine {
     let runner = try await Leap.load(
         path: TestFixtures.path("models/lfm2-tiny.gguf"),
         options: LiquidInferenceEngineOptions(cpuThreads: 2, contextSize: contextSize))
     return try ServingEngine(
-        runner: runner, configuration: .init(slots: slots, contextSize: contextSize, queueLimit: queueLimit, onFinish: onFinish))
+        runner: runner,
+        configuration: .init(
+            slots: slots, contextSize: contextSize, queueLimit: queueLimit, onFinish: onFinish, schemaLimits: schemaLimits))
 }
 
 func collect(_ completion: ServingCompletion) async throws -> CompletionResult {

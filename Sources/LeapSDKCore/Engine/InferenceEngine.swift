@@ -267,6 +267,14 @@ final class InferenceEngine: @unchecked Sendable {
         return o
     }
 
+    /// `generationSchemaOptions` with the compiler's bounds set to `limits` (a server's
+    /// configured limits).
+    static func generationSchemaOptions(limits: JSONSchemaCompiler.Limits) -> JSONSchemaCompiler.Options {
+        var o = generationSchemaOptions
+        o.limits = limits
+        return o
+    }
+
     /// The grammar of a JSON Schema, compiled once per schema text.
     private func compiledSchema(_ schema: String) throws(LeapError) -> Grammar {
         if let g = compiledSchemas[schema] { return g }

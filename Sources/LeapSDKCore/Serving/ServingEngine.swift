@@ -39,21 +39,29 @@ public final class ServingEngine: @unchecked Sendable {
         /// or not its client still reads the events; the usage is nil for a request that
         /// was dropped while it waited. For metrics and logs.
         public var onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)?
+        /// Bounds on compiling a request's `response_format` JSON Schema (depth, grammar
+        /// size, compile time...; `JSONSchemaCompiler.Limits`' defaults unless set). A schema
+        /// past them is an `.invalidRequest` with the compiler's message.
+        public var schemaLimits: JSONSchemaCompiler.Limits
 
         /// Tokens of a prompt evaluated per round: a newcomer's prompt is processed in chunks
         /// of this size, each in one forward pass with the running sequences' next tokens,
         /// so that streams already running wait at most one chunk per token.
         public var prefillChunk: Int
 
+        /// Slots, context, queue, prompt chunk, the finish callback and the schema
+        /// compiler's limits; every argument has a default.
         public init(
             slots: Int = 1, contextSize: Int? = nil, queueLimit: Int = 64, prefillChunk: Int = 128,
-            onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil
+            onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)? = nil,
+            schemaLimits: JSONSchemaCompiler.Limits = .init()
         ) {
             self.slots = slots
             self.contextSize = contextSize
             self.queueLimit = queueLimit
             self.prefillChunk = prefillChunk
             self.onFinish = onFinish
+            self.schemaLimits = schemaLimits
         }
     }
 
@@ -320,7 +328,7 @@ public final class ServingEngine: @unchecked Sendable {
         var plan = ConstraintPlan()
         if case .jsonSchema(let schema) = request.constraint {
             plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
-                try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions)
+                try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions(limits: configuration.schemaLimits))
             } describe: {
                 "the JSON Schema cannot be enforced: \($0)"
             }
