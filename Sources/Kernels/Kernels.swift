@@ -170,10 +170,12 @@ public struct WeightMatrix: @unchecked Sendable {
     /// ``QuantizedActivations/quantizeRows(_:rows:cols:keepingFloats:pool:)`` in rows of
     /// `cols`, the floats kept for F32/F16/BF16 weights): row `t`'s result goes to
     /// `y + t * self.rows`. Each row's result is bit-identical to ``matvec(_:into:pool:)``
-    /// of that row alone, whatever the other rows: the same kernel runs on every (weight
-    /// row, activation row) pair. The weights are read from memory once for all rows: each
-    /// thread takes tiles of weight rows (about 16 KB, which stay in its L1 cache) and
-    /// multiplies every activation row with a tile before the next. This is how several
+    /// of that row alone, whatever the other rows: every (weight row, activation row) pair
+    /// gets the float operations of the one-row kernel in the same order. The weights are
+    /// read from memory once for all rows: each thread takes tiles of weight rows (about
+    /// 16 KB, which stay in its L1 cache) and multiplies every activation row with a tile
+    /// before the next; on AVX2 builds the quantized formats unpack each weight block once
+    /// for four (or two) activation rows (MultiRowDots.swift). This is how several
     /// sequences decode in one step.
     public func matvec(_ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
         precondition(
@@ -194,9 +196,8 @@ public struct WeightMatrix: @unchecked Sendable {
             var r0 = range.lowerBound
             while r0 < range.upperBound {
                 let r1 = Swift.min(range.upperBound, r0 + tile)
-                for row in rows {
-                    dotRows(t, weights, rowBytes: stride, rows: r0..<r1, nb: nb, base.row(row, cols: columns), y + row * outputs)
-                }
+                dotRowsMulti(
+                    t, weights, rowBytes: stride, rows: r0..<r1, nb: nb, base, cols: columns, activationRows: rows, y, outputs: outputs)
                 r0 = r1
             }
         }

@@ -23,18 +23,13 @@ import Kernels
 /// ```
 ///
 /// Results: a sequence's logits are bitwise identical whether it is stepped alone or with
-/// others, in any slot, joined at any step. Every kernel a step uses computes a row the
-/// same way whatever the other rows (`ForwardPass`): the one-token rows share one
-/// multi-row matvec (or, for a matrix with the 8-bit integer matmul, `hasIntegerMatmul`:
-/// the quantized types but Q8_0 on AVX2 builds, all of them with VNNI, one integer matmul
-/// over every row of the step, which packs the weights once), chunks run through the prefill
+/// others, in any slot, joined at any step, and equal to an `InferenceSession`'s fed the
+/// same pieces. Every kernel a step uses computes a row the same way whatever the other
+/// rows (`ForwardPass`): the one-token rows share one multi-row matvec (the weights read
+/// once, each block unpacked once for up to four rows), chunks run through the prefill
 /// product on their own rows, attention and the convolution run per sequence over its own
 /// caches, element-wise work runs per row. A sequence's results depend only on its tokens
-/// and on how its prompt was cut into chunks. They equal an `InferenceSession`'s fed the
-/// same pieces bit for bit, except for matrices with the integer matmul, where
-/// `InferenceSession` decodes one token with the matvec instead (the same 8-bit
-/// activations and integer products; float sums in another order, about 1e-6 of a logit
-/// apart).
+/// and on how its prompt was cut into chunks.
 ///
 /// Memory: every slot holds `cacheByteCountPerSlot` bytes of caches (pages are touched
 /// only as positions fill; a closed slot keeps its touched pages for the next sequence),
@@ -99,7 +94,7 @@ public final class BatchedSession: @unchecked Sendable {
         self.contextLength = max(1, contextLength ?? min(hp.trainedContextLength, 4096))
         self.maxStepTokens = max(1, maxStepTokens)
         forward = ForwardPass(
-            model: model, maxRows: self.maxStepTokens, maxSequences: slotCount, batchedProducts: true, contextLength: self.contextLength,
+            model: model, maxRows: self.maxStepTokens, maxSequences: slotCount, contextLength: self.contextLength,
             kvCacheType: kvCacheType)
         let context = self.contextLength
         let chunk = self.maxStepTokens

@@ -128,9 +128,8 @@ extension ForwardPass {
     /// `out_j = input_j · W_eᵀ` for every pair slot `j` of every expert `e` (`w[e]` is
     /// expert `e`'s matrix), with the kernels `project` uses, each expert's weights read
     /// once for all its rows: its one-token rows through the multi-row matvec, the rows
-    /// of each prompt chunk through the prefill product (the integer matmul or sgemm),
-    /// or, in batched passes, all its rows through the integer matmul where `w[e]` has
-    /// it. A pair's result depends only on its own row, as in `project`.
+    /// of each prompt chunk through the prefill product (the integer matmul or sgemm).
+    /// A pair's result depends only on its own row, as in `project`.
     func projectExperts(_ w: [Linear], _ input: ExpertProductInput, into out: UnsafeMutablePointer<Float>) -> Rows {
         let b = experts!, outputs = w[0].rows, pairCount = input.rows.count
         let singleRows = singleRows, rowSegment = rowSegment
@@ -138,11 +137,6 @@ extension ForwardPass {
             var j = b.starts[e]
             let end = b.starts[e + 1]
             guard j < end else { continue }
-            if batchedProducts && matrix.hasIntegerMatmul {
-                precondition(input.quantized)
-                matrix.apply(batch: b.pairs, rows: j..<end, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
-                continue
-            }
             var k = j
             while k < end && b.sources[k] < singleRows { k += 1 }
             if k > j {

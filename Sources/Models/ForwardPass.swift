@@ -28,20 +28,21 @@ struct PassInput {
 /// (`project`) read each weight once per pass:
 ///
 /// - the one-token rows go together through the multi-row matvec (8-bit activations;
-///   each row's result bit-identical to the matvec of that row alone);
+///   the weights read once for all of them, each weight block unpacked once for up to
+///   four rows, each row's result bit-identical to the matvec of that row alone);
 /// - each chunk goes through the prefill product on its own rows: the 8-bit integer
-///   matmul where the matrix has it (`WeightMatrix.hasIntegerMatmul`: Q4_0, Q4_1, Q5_0,
-///   Q5_1 and the K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over
-///   the weights dequantized to F32;
-/// - with `batchedProducts` (several sequences: `BatchedSession`), a matrix that has the
-///   integer matmul multiplies every row of the pass in one integer matmul, one-token
-///   rows included: its per-row arithmetic does not depend on the other rows either, and
-///   it packs the weights once for all of them, which costs far less than a matvec per
-///   row once there are a few. Without it (`InferenceSession`), a one-token pass keeps
-///   the matvec, the fastest kernel for one row.
+///   matmul where the matrix has it (`Linear.hasIntegerMatmul`: Q4_0, Q5_0 and the
+///   K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over the weights
+///   dequantized to F32.
 ///
-/// So a sequence's results depend only on its own tokens and on how its prompt was cut
-/// into chunks, never on the other sequences of the pass.
+/// The rule is the same for one sequence (`InferenceSession`) and several
+/// (`BatchedSession`), so a sequence's results depend only on its own tokens and on how
+/// its prompt was cut into chunks: never on the other sequences of the pass, nor on
+/// which session type runs it. (One-token rows through the integer matmul would pack
+/// the weights once per pass instead, but it sums in another order than the matvec, so
+/// a sequence's decode would then differ between running alone and batched; and the
+/// multi-row matvec is the faster of the two for the batch sizes measured,
+/// docs/performance.md.)
 ///
 /// Not thread-safe: one pass at a time (its owner serializes them).
 final class ForwardPass {
@@ -55,9 +56,6 @@ final class ForwardPass {
 
     /// Most sequences whose logits one pass computes.
     let maxSequences: Int
-    /// Whether the one-token rows of a matrix with the integer matmul go through it (with
-    /// the chunks) rather than through the matvec: see the type's description.
-    let batchedProducts: Bool
 
     /// One sequence's rows in the current pass.
     struct Segment {
@@ -126,14 +124,13 @@ final class ForwardPass {
     /// The buffers of the mixture-of-experts products (nil for a model without experts).
     let experts: ExpertBuffers?
 
-    init(model: TransformerModel, maxRows: Int, maxSequences: Int, batchedProducts: Bool, contextLength: Int, kvCacheType: KVCacheType) {
+    init(model: TransformerModel, maxRows: Int, maxSequences: Int, contextLength: Int, kvCacheType: KVCacheType) {
         let hp = model.hyperparameters, weights = model.weights
         self.model = model
         self.hp = hp
         self.pool = model.pool
         self.maxRows = maxRows
         self.maxSequences = maxSequences
-        self.batchedProducts = batchedProducts
         self.contextLength = contextLength
         segments.reserveCapacity(maxSequences)
         positions = .allocate(capacity: maxRows)
@@ -290,13 +287,11 @@ final class ForwardPass {
     }
 
     /// The input of one or more matrix products: the rows, which of them go through the
-    /// matvec one by one (the first `matvecRows`; the others are the pass's segments of
-    /// several rows), whether every row goes through the integer matmul instead (for the
-    /// matrices that have it), and how many rows `activations` holds in 8 bits.
+    /// multi-row matvec (the first `matvecRows`; the others are the pass's segments of
+    /// several rows), and how many rows `activations` holds in 8 bits.
     struct ProductInput {
         let rows: Rows
         let matvecRows: Int
-        let allRowsInteger: Bool
         let quantizedRows: Int
         let stamp: Int
     }
@@ -310,31 +305,25 @@ final class ForwardPass {
         precondition(eachRowAlone || x.count == rowCount, "a product input of the pass's rows")
         let k = eachRowAlone ? x.count : singleRows
         let integerMatrix = a.hasIntegerMatmul || b?.hasIntegerMatmul == true || c?.hasIntegerMatmul == true
-        let allRowsInteger = batchedProducts && !eachRowAlone && integerMatrix
         // The matvec reads the 8-bit rows (and, for F32/F16/BF16 weights, the floats kept
         // beside them); the chunks read them only through the integer matmul.
-        let integerRows = allRowsInteger || (k < x.count && integerMatrix)
+        let integerRows = k < x.count && integerMatrix
         let floats =
             !a.type.usesQuantizedActivations || b?.type.usesQuantizedActivations == false || c?.type.usesQuantizedActivations == false
         let count = integerRows ? x.count : k
-        guard count > 0 else { return ProductInput(rows: x, matvecRows: 0, allRowsInteger: false, quantizedRows: 0, stamp: 0) }
+        guard count > 0 else { return ProductInput(rows: x, matvecRows: 0, quantizedRows: 0, stamp: 0) }
         activationsStamp += 1
         activations.quantizeRows(x.base, rows: count, cols: x.width, keepingFloats: floats && k > 0, pool: pool)
-        return ProductInput(rows: x, matvecRows: k, allRowsInteger: allRowsInteger, quantizedRows: count, stamp: activationsStamp)
+        return ProductInput(rows: x, matvecRows: k, quantizedRows: count, stamp: activationsStamp)
     }
 
     /// `out = input · Wᵀ` (`[n, w.cols]` to `[n, w.rows]`): the one-token rows through the
-    /// multi-row matvec, each chunk through the integer matmul or OpenBLAS sgemm; or, in
-    /// batched passes, every row through the integer matmul when `w` has it.
+    /// multi-row matvec, each chunk through the integer matmul or OpenBLAS sgemm.
     @inline(__always)
     func project(_ w: Linear, _ input: ProductInput, into out: UnsafeMutablePointer<Float>) -> Rows {
         let n = input.rows.count, k = input.matvecRows
         if k > 0 || (k < n && w.hasIntegerMatmul) {
             precondition(input.stamp == activationsStamp, "product input quantized over")
-        }
-        if input.allRowsInteger && w.hasIntegerMatmul {
-            w.apply(batch: activations, rows: 0..<n, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
-            return Rows(base: out, count: n, width: w.rows)
         }
         if k > 0 { w.apply(activations, rows: 0..<k, out, pool: pool) }
         if k < n {

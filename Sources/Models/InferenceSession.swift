@@ -28,7 +28,7 @@ public final class InferenceSession: @unchecked Sendable {
         self.contextLength = max(1, contextLength ?? min(hp.trainedContextLength, 4096))
         self.maxBatch = max(1, maxBatch)
         forward = ForwardPass(
-            model: model, maxRows: self.maxBatch, maxSequences: 1, batchedProducts: false, contextLength: self.contextLength,
+            model: model, maxRows: self.maxBatch, maxSequences: 1, contextLength: self.contextLength,
             kvCacheType: kvCacheType)
         sequence = SequenceState(model: model, contextLength: self.contextLength, maxRows: self.maxBatch, kvCacheType: kvCacheType)
         input = [PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: nil, count: 0))]

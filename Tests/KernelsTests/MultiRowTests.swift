@@ -48,6 +48,58 @@ import Testing
         }
     }
 
+    /// The multi-row kernels (each weight block unpacked once for 2 or 4 activation rows)
+    /// against the matvec of each row alone, bit for bit: every kernel type, 1 to 9
+    /// activation rows starting at row 0, 1 or 2 of the buffer (groups of four, a pair and
+    /// a single row), blocks per row odd and even (the pair formats' tail block), weight
+    /// rows of two tiles and an odd tail (partial 8-row groups at the tile and chunk
+    /// edges), 1 and 2 threads.
+    @Test(arguments: GGMLType.kernelTypes)
+    func multiRowKernelsEqualMatvecOfEachRow(_ type: GGMLType) throws {
+        let pool = ThreadPool(threads: 2)
+        for cols in [testCols(type), testCols(type) + type.blockSize] {
+            let rowBytes = type.rowBytes(count: cols)!
+            let tile = max(8, 16_384 / rowBytes / 8 * 8)
+            let rows = 2 * tile + 13, tokens = 11
+            let bytes = randomWeights(type, rows: rows, cols: cols, seed: 90 + UInt64(type.rawValue) + UInt64(cols))
+            var rng = SeededRandom(seed: 21 + UInt64(cols))
+            var x = rng.normal(tokens * cols, scale: 0.8)
+            for j in stride(from: 5, to: x.count, by: 61) { x[j] *= 40 }
+            let batch = QuantizedActivations(capacity: tokens * cols)
+            batch.quantizeRows(x, rows: tokens, cols: cols, keepingFloats: true, pool: pool)
+            let one = QuantizedActivations(capacity: cols)
+            try bytes.withUnsafeBytes { raw in
+                let m = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)
+                var alone: [[Float]] = []
+                for t in 0..<tokens {
+                    x.withUnsafeBufferPointer { one.quantize($0.baseAddress! + t * cols, count: cols) }
+                    var y = [Float](repeating: .nan, count: rows)
+                    m.matvec(one, into: &y)
+                    alone.append(y)
+                }
+                for count in 1...9 {
+                    let range = (count % 3)..<(count % 3 + count)
+                    for threads in [nil, pool] {
+                        var all = [Float](repeating: .nan, count: tokens * rows)
+                        m.matvec(batch, rows: range, into: &all, pool: threads)
+                        for t in 0..<tokens {
+                            let got = Array(all[(t * rows)..<((t + 1) * rows)])
+                            if range.contains(t) {
+                                #expect(
+                                    sameBits(got, alone[t]),
+                                    "\(type) cols \(cols), rows \(range), threads \(threads?.threads ?? 1), row \(t): \(firstDifference(got, alone[t]))"
+                                )
+                            } else {
+                                let untouched = got.allSatisfy { $0.isNaN }
+                                #expect(untouched, "\(type) row \(t) is outside \(range)")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The matmul of a range of activation rows gives those rows exactly what the matmul
     /// of all of them gives (on VNNI builds the packed integer kernel, elsewhere the
     /// multi-row matvec).
