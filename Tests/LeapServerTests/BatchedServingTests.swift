@@ -1,4 +1,5 @@
 import Foundation
+import Grammar
 import LeapJSON
 import LeapSDKCore
 import TestSupport
@@ -190,5 +191,32 @@ extension Array {
         out.reserveCapacity(count)
         for element in self { out.append(try await transform(element)) }
         return out
+    }
+}
+
+@Suite struct ToolSchemaLimitTests {
+    /// `schemaLimits` bound the tools' parameter schemas as they bound `response_format`.
+    @Test func aToolSchemaPastTheLimitsIsAnInvalidRequest() async throws {
+        func closed(_ name: String, _ inner: JSONValue) -> JSONValue {
+            ["type": "object", "additionalProperties": false, "properties": [name: inner], "required": [.string(name)]]
+        }
+        let nested = closed("a", closed("b", closed("c", closed("d", closed("e", ["type": "boolean"])))))
+        let tool = ServingTool(name: "deep", description: "nested", parameters: nested)
+        var request = greedyChat("Call it.")
+        request.prompt = .chat(messages: [ChatMessage(role: .user, textContent: "Call it.")], tools: [tool])
+        request.toolChoice = .required
+        let byDefault = try await tinyEngine()
+        _ = try byDefault.submit(request).events  // compiles within the default limits
+        var tight = JSONSchemaCompiler.Limits()
+        tight.maxDepth = 6
+        let limited = try await tinyEngine(schemaLimits: tight)
+        do {
+            _ = try limited.submit(request)
+            Issue.record("a tool schema nested past maxDepth 6 was accepted")
+        } catch {
+            guard case .invalidRequest(let message) = error else { throw error }
+            #expect(message.hasPrefix("the tools cannot be turned into a call grammar:"))
+            #expect(message.contains("limit maxDepth"))
+        }
     }
 }

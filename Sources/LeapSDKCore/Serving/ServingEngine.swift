@@ -39,9 +39,10 @@ public final class ServingEngine: @unchecked Sendable {
         /// or not its client still reads the events; the usage is nil for a request that
         /// was dropped while it waited. For metrics and logs.
         public var onFinish: (@Sendable (ServingFinishReason, ServingUsage?) -> Void)?
-        /// Bounds on compiling a request's `response_format` JSON Schema (depth, grammar
-        /// size, compile time...; `JSONSchemaCompiler.Limits`' defaults unless set). A schema
-        /// past them is an `.invalidRequest` with the compiler's message.
+        /// Bounds on compiling a request's `response_format` JSON Schema and its tools'
+        /// parameter schemas (depth, grammar size, compile time...;
+        /// `JSONSchemaCompiler.Limits`' defaults unless set). A schema past them is an
+        /// `.invalidRequest` with the compiler's message.
         public var schemaLimits: JSONSchemaCompiler.Limits
 
         /// Tokens of a prompt evaluated per round: a newcomer's prompt is processed in chunks
@@ -355,15 +356,17 @@ public final class ServingEngine: @unchecked Sendable {
         let list = chosen.map { (name: $0.name, parameters: $0.parameters) }
         let key = "\(callSyntax)" + JSONValue.array(list.map { ["name": .string($0.name), "parameters": $0.parameters] }).serialized()
         let syntax = callSyntax
+        var toolOptions = ToolCallGrammar.defaultOptions
+        toolOptions.limits = configuration.schemaLimits
         if request.toolChoice == .auto {
             plan.toolsAfterStart = try grammar(key: "after:" + key) { () throws(SchemaError) -> Grammar in
-                try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: false)
+                try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: false, options: toolOptions)
             } describe: {
                 "the tools cannot be turned into a call grammar: \($0)"
             }
         } else {
             plan.toolsWithStart = try grammar(key: "with:" + key) { () throws(SchemaError) -> Grammar in
-                try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: true)
+                try ToolCallGrammar.build(functions: list, syntax: syntax, includeStartMarker: true, options: toolOptions)
             } describe: {
                 "the tools cannot be turned into a call grammar: \($0)"
             }
