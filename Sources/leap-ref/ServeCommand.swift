@@ -62,7 +62,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Threads for the kernels (default: all cores).")
     var threads: Int?
 
-    // The JSON Schema compiler's limits for response_format schemas (JSONSchemaCompiler.Limits;
+    // The JSON Schema compiler's limits for response_format and tool schemas (JSONSchemaCompiler.Limits;
     // the defaults are the compiler's own). A schema past one is a 400 with the compiler's message.
     static let defaultSchemaLimits = JSONSchemaCompiler.Limits()
 

@@ -30,7 +30,7 @@ func nested(_ depth: Int, _ wrap: String, _ inner: String = "{}") -> String {
     return s
 }
 
-/// Files that leap-ref once got wrong (`../shared/fixtures/maskbench-regressions`): a schema
+/// Files that leap-ref once got wrong (copied into `Tests/GrammarTests/Fixtures/maskbench-regressions`): a schema
 /// whose definition refers to itself through `oneOf` crashed the compiler; two draft-04
 /// schemas accepted `12345.0` as an `integer`.
 @Suite struct RegressionFileTests {

@@ -137,7 +137,7 @@ func argmax(_ logits: UnsafeBufferPointer<Float>) -> Int {
     return best
 }
 
-/// The fidelity rule for a quantized model (`../shared/README.md`, "Golden files"; see
+/// The fidelity rule for a quantized model (the golden files' rule, stated in full in
 /// docs/numerics.md), measured over every position of one golden file:
 ///
 /// 1. **Top-1**: our argmax equals llama.cpp's wherever llama.cpp's top-2 margin exceeds

@@ -118,6 +118,10 @@ public final class ServingEngine: @unchecked Sendable {
     private let slots: [ServingSlot]
     /// Every slot's caches, stepped together (one forward pass per round).
     private let batch: BatchedSession
+    /// A round's step inputs and what each one evaluates, kept so that a round does not
+    /// allocate them anew.
+    private var stepInputs: [BatchedSession.Input] = []
+    private var stepWork: [(ServingSlot, SlotSequence, StepWork)] = []
     /// `Configuration.prefillChunk`.
     private let prefillChunk: Int
 
@@ -417,8 +421,12 @@ public final class ServingEngine: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(engine.queue))
         lock.withLock { roundScheduled = false }
         admit()
-        var inputs: [BatchedSession.Input] = []
-        var work: [(ServingSlot, SlotSequence, StepWork)] = []
+        // The round's step, in buffers kept from round to round (emptied after the step, so
+        // that they hold no finished request).
+        defer {
+            stepInputs.removeAll(keepingCapacity: true)
+            stepWork.removeAll(keepingCapacity: true)
+        }
         var room = batch.maxStepTokens
         for slot in slots {
             guard let seq = slot.sequence, seq.prefilled else { continue }
@@ -428,13 +436,14 @@ public final class ServingEngine: @unchecked Sendable {
             }
             do throws(ServingError) {
                 guard let next = try sampleNext(slot, seq) else { continue }
-                inputs.append(.init(slot.handle, [next]))
-                work.append((slot, seq, .token(next)))
+                stepInputs.append(.init(slot.handle, [next]))
+                stepWork.append((slot, seq, .token(next)))
                 room -= 1
             } catch {
                 fail(slot, error)
             }
         }
+        // Prompts in progress, oldest request first.
         let prompts = slots.filter { $0.sequence.map { !$0.prefilled } ?? false }.sorted {
             $0.sequence!.job.id < $1.sequence!.job.id
         }
@@ -446,11 +455,11 @@ public final class ServingEngine: @unchecked Sendable {
             }
             let end = chunkEnd(seq)
             guard end - seq.promptOffset <= room else { break }
-            inputs.append(.init(slot.handle, Array(seq.job.tokens[seq.promptOffset..<end])))
-            work.append((slot, seq, .prompt(end: end)))
+            stepInputs.append(.init(slot.handle, Array(seq.job.tokens[seq.promptOffset..<end])))
+            stepWork.append((slot, seq, .prompt(end: end)))
             room -= end - seq.promptOffset
         }
-        if !inputs.isEmpty { evaluate(inputs, work) }
+        if !stepInputs.isEmpty { evaluate(stepInputs, stepWork) }
         let more = lock.withLock { !waiting.isEmpty && busy.contains(false) } || slots.contains { $0.sequence != nil }
         if more {
             scheduleRound()
@@ -553,7 +562,6 @@ public final class ServingEngine: @unchecked Sendable {
     private func beginGeneration(_ slot: ServingSlot, _ seq: SlotSequence) {
         let job = seq.job
         lock.withLock { cachedPromptCounts[slot.index] = slot.cache.cachedTokens.count }
-        seq.prefilled = true
         seq.promptEnd = DispatchTime.now().uptimeNanoseconds
         seq.sampler = Sampler(job.sampling)
         for t in job.tokens.suffix(job.sampling.penaltyWindow) { seq.sampler.accept(t) }
@@ -827,9 +835,10 @@ final class ServingSlot {
 final class SlotSequence {
     let job: ServingJob
     let admitted: UInt64
-    var prefilled = false
     /// The prompt's tokens before this index are in the caches.
     var promptOffset = 0
+    /// The whole prompt is in the caches: the sequence generates.
+    var prefilled: Bool { promptOffset == job.tokens.count }
     var promptStart: UInt64?
     var promptEnd: UInt64?
     var cachedTokens = 0
