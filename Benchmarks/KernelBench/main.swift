@@ -125,31 +125,10 @@ print("")
     defer { partial.deallocate() }
     let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
         pool.parallelFor(count: chunks) { range in
-            for c in range { partial[c] = sumFloats(UnsafeRawPointer(buffer + c * per), count: per) }
+            for c in range { partial[c] = MemoryBandwidth.sumFloats(UnsafeRawPointer(buffer + c * per), count: per) }
         }
     }
     return Double(per * chunks * 4) / t / 1e9
-}
-
-/// Sum of `count` floats (a multiple of 64), eight independent 8-lane accumulators.
-@inline(never)
-func sumFloats(_ p: UnsafeRawPointer, count: Int) -> Float {
-    var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
-    var a4 = SIMD8<Float>(), a5 = SIMD8<Float>(), a6 = SIMD8<Float>(), a7 = SIMD8<Float>()
-    var i = 0
-    while i + 64 <= count {
-        let o = 4 * i
-        a0 += p.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
-        a1 += p.loadUnaligned(fromByteOffset: o + 32, as: SIMD8<Float>.self)
-        a2 += p.loadUnaligned(fromByteOffset: o + 64, as: SIMD8<Float>.self)
-        a3 += p.loadUnaligned(fromByteOffset: o + 96, as: SIMD8<Float>.self)
-        a4 += p.loadUnaligned(fromByteOffset: o + 128, as: SIMD8<Float>.self)
-        a5 += p.loadUnaligned(fromByteOffset: o + 160, as: SIMD8<Float>.self)
-        a6 += p.loadUnaligned(fromByteOffset: o + 192, as: SIMD8<Float>.self)
-        a7 += p.loadUnaligned(fromByteOffset: o + 224, as: SIMD8<Float>.self)
-        i += 64
-    }
-    return (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))).sum()
 }
 
 let bandwidthBytes = quick ? 128 << 20 : 512 << 20

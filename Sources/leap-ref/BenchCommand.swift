@@ -12,7 +12,8 @@ struct Bench: AsyncParsableCommand {
             pp N: one batch of N tokens evaluated from an empty cache (tokens/s over the batch). \
             tg N: N tokens evaluated one at a time from an empty cache (tokens/s over the N), \
             followed by the bytes of weights one decoded token reads (of a mixture-of-experts \
-            model, only the experts it is routed to) and the memory bandwidth that rate implies. \
+            model, only the experts it is routed to), the memory bandwidth that rate implies, and \
+            its share of the machine's read bandwidth (measured right after, on the same threads). \
             With --parallel B1,B2,...: for each B, B sequences each prefill a -p token prompt, then \
             generate -n tokens together, one batched step per token; the table gives the \
             generated tokens of all sequences per second of the generation phase (aggregate) and \
@@ -120,7 +121,8 @@ struct Bench: AsyncParsableCommand {
                     if rep > 0 { rates.append(Double(n) / dt) }
                 }
                 row("tg\(n)" + suffix, rates)
-                print("\n" + Bench.decodeTraffic(lm, tokensPerSecond: rates.reduce(0, +) / Double(rates.count)))
+                let ceiling = MemoryBandwidth.measureRead(pool: lm.pool)
+                print("\n" + Bench.decodeTraffic(lm, tokensPerSecond: rates.reduce(0, +) / Double(rates.count), readCeiling: ceiling))
             }
             print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
         }
@@ -170,11 +172,17 @@ struct Bench: AsyncParsableCommand {
 
     /// "weights read per decoded token: ...": the bytes of weights one decoded token reads
     /// (`TransformerModel.weightBytesPerToken`: a mixture-of-experts layer counts only the
-    /// router and the experts a token is routed to), and the bandwidth at `tokensPerSecond`.
-    static func decodeTraffic(_ lm: TransformerModel, tokensPerSecond: Double) -> String {
+    /// router and the experts a token is routed to), the bandwidth at `tokensPerSecond`,
+    /// and what share that is of `readCeiling` (bytes/s, `MemoryBandwidth.measureRead` on
+    /// the model's threads): the distance to the memory roof.
+    static func decodeTraffic(_ lm: TransformerModel, tokensPerSecond: Double, readCeiling: Double) -> String {
         let bytes = lm.weightBytesPerToken
         let stored = lm.file.tensors.reduce(0) { $0 + $1.byteCount }
+        let rate = Double(bytes) * tokensPerSecond
         return "weights read per decoded token: \(formatBytes(bytes)) of \(formatBytes(stored)) stored; "
-            + String(format: "at %.2f t/s that is %.2f GB/s", tokensPerSecond, Double(bytes) * tokensPerSecond / 1e9)
+            + String(format: "at %.2f t/s that is %.2f GB/s, ", tokensPerSecond, rate / 1e9)
+            + String(
+                format: "%.0f%% of the memory read ceiling measured now on %d threads (%.2f GB/s)", 100 * rate / readCeiling,
+                lm.pool.threads, readCeiling / 1e9)
     }
 }

@@ -1,0 +1,53 @@
+// The machine's memory read bandwidth: the ceiling a decode step runs against, since each
+// decoded token reads every weight it uses once. `KernelBench` prints it beside the
+// kernels' speeds, and `leap-ref bench` beside the bandwidth its tg rate implies.
+
+import Foundation
+
+/// Measures how fast the machine reads memory.
+public enum MemoryBandwidth {
+    /// Bytes per second that the pool's threads read from a buffer of `bytes` (larger
+    /// than the caches: 256 MiB by default) with ``sumFloats(_:count:)``, each thread
+    /// taking chunks; wall time, best of `runs` passes after one that touches every page.
+    public static func measureRead(bytes: Int = 256 << 20, pool: ThreadPool, runs: Int = 3) -> Double {
+        let chunks = 64
+        let per = max(64, bytes / 4 / chunks / 64 * 64)
+        let count = per * chunks
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: 4 * count, alignment: 4096)
+        defer { raw.deallocate() }
+        let buffer = raw.initializeMemory(as: Float.self, repeating: 1, count: count)
+        let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
+        defer { partial.deallocate() }
+        var best = Double.infinity
+        for _ in 0...max(1, runs) {
+            let start = DispatchTime.now().uptimeNanoseconds
+            pool.parallelFor(count: chunks) { range in
+                for c in range { partial[c] = sumFloats(UnsafeRawPointer(buffer + c * per), count: per) }
+            }
+            best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return Double(4 * count) / best
+    }
+
+    /// The sum of `count` floats (a multiple of 64) at `p`, with eight independent 8-lane
+    /// accumulators: a read loop that memory, not arithmetic, limits.
+    @inline(never)
+    public static func sumFloats(_ p: UnsafeRawPointer, count: Int) -> Float {
+        var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
+        var a4 = SIMD8<Float>(), a5 = SIMD8<Float>(), a6 = SIMD8<Float>(), a7 = SIMD8<Float>()
+        var i = 0
+        while i + 64 <= count {
+            let o = 4 * i
+            a0 += p.loadUnaligned(fromByteOffset: o, as: SIMD8<Float>.self)
+            a1 += p.loadUnaligned(fromByteOffset: o + 32, as: SIMD8<Float>.self)
+            a2 += p.loadUnaligned(fromByteOffset: o + 64, as: SIMD8<Float>.self)
+            a3 += p.loadUnaligned(fromByteOffset: o + 96, as: SIMD8<Float>.self)
+            a4 += p.loadUnaligned(fromByteOffset: o + 128, as: SIMD8<Float>.self)
+            a5 += p.loadUnaligned(fromByteOffset: o + 160, as: SIMD8<Float>.self)
+            a6 += p.loadUnaligned(fromByteOffset: o + 192, as: SIMD8<Float>.self)
+            a7 += p.loadUnaligned(fromByteOffset: o + 224, as: SIMD8<Float>.self)
+            i += 64
+        }
+        return (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))).sum()
+    }
+}
