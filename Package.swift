@@ -86,9 +86,11 @@ let package = Package(
             pkgConfig: "openblas",
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]
         ),
+        // `leap_prefetch`: a one-line C header for the software prefetch of the decode kernels.
+        .systemLibrary(name: "CPUHints", path: "Sources/CPUHints"),
         .target(name: "LeapJSON"),
         .target(name: "GGUF"),
-        .target(name: "Kernels", dependencies: ["GGUF", "CBLAS"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Kernels", dependencies: ["GGUF", "CBLAS", "CPUHints"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),

@@ -246,4 +246,14 @@ public final class GGUFFile: Sendable {
 
     /// The whole file's bytes (zero-copy).
     public var bytes: UnsafeRawBufferPointer { storage.buffer }
+
+    /// Tells the system that `tensor`'s bytes will not be needed soon: for a memory-mapped
+    /// file its whole pages leave this process's resident memory (they stay readable and
+    /// come back from the file if read). For a file given as bytes, nothing happens. Use
+    /// it after copying a tensor into another layout.
+    public func releaseResidentPages(of tensor: GGUFTensorInfo) {
+        guard tensor.byteCount > 0, let base = storage.base else { return }
+        let start = data(for: tensor).baseAddress! - base
+        storage.releaseResidentPages(start..<(start + tensor.byteCount))
+    }
 }

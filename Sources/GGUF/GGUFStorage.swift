@@ -52,6 +52,17 @@ final class GGUFStorage: @unchecked Sendable {
 
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
+    /// Drops the whole pages of `range` (byte offsets) from this process's resident memory
+    /// when the bytes are a file mapping: they stay readable, and are read from the file
+    /// again if touched. Does nothing for bytes held in memory.
+    func releaseResidentPages(_ range: Range<Int>) {
+        guard isMapped, let base, range.lowerBound >= 0, range.upperBound <= count else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (range.lowerBound + page - 1) / page * page, end = range.upperBound / page * page
+        guard page > 0, end > start else { return }
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, Int32(MADV_DONTNEED))
+    }
+
     deinit {
         guard let base else { return }
         if isMapped {

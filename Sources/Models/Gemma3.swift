@@ -127,7 +127,7 @@ enum Gemma3: Architecture {
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
         let hp = w.hp, d = hp.embeddingLength
         let s = try settings(w.file.metadata, hp)
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: d)
+        let (embedding, output) = try w.embeddingAndOutputHead()
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
             let kv = hp.headCountKV[i]
@@ -148,7 +148,7 @@ enum Gemma3: Architecture {
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
             outputNorm: try w.norm("output_norm.weight"),
-            output: try w.outputHead(embedding: embedding),
+            output: output,
             embeddingScale: Float(d).squareRoot(),
             finalLogitSoftcap: s.finalLogitSoftcap)
     }

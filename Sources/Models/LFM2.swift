@@ -15,7 +15,7 @@ enum LFM2: Architecture {
 
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
         let hp = w.hp
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: hp.embeddingLength)
+        let (embedding, output) = try w.embeddingAndOutputHead()
         let kernelLength = try convolutionLength(w.file.metadata, hp)
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
@@ -29,7 +29,7 @@ enum LFM2: Architecture {
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
             outputNorm: try w.norm("token_embd_norm.weight"),
-            output: try w.outputHead(embedding: embedding))
+            output: output)
     }
 
     /// The shared keys of `architecture` (`lfm2`, or `lfm2moe` whose layers are LFM2's);

@@ -25,7 +25,7 @@ enum LFM2MoE: Architecture {
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
         let hp = w.hp, d = hp.embeddingLength
         let routing = try ExpertRouting(w.file.metadata, hp)
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: d)
+        let (embedding, output) = try w.embeddingAndOutputHead()
         let kernelLength = try LFM2.convolutionLength(w.file.metadata, hp)
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
@@ -39,7 +39,7 @@ enum LFM2MoE: Architecture {
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
             outputNorm: try w.norm("token_embd_norm.weight"),
-            output: try w.outputHead(embedding: embedding))
+            output: output)
     }
 
     /// Layer `i`'s experts: `blk.i.ffn_gate_inp` (the router), `exp_probs_b.bias` (the

@@ -3,11 +3,16 @@ import Kernels
 
 /// A weight matrix `W` of `rows x cols` (`y = W x` maps `cols` inputs to `rows` outputs),
 /// viewed in place in the mapped file in its stored type. GGUF's shape is `[cols, rows]`.
+/// Q4_0, Q4_1 and Q8_0 matrices also get the decode kernels' interleaved copy of their rows
+/// (`WeightMatrix.interleavedForDecode()`), made once when the model loads; it then serves
+/// every read of those rows, and the file's pages of the tensor leave resident memory.
 public struct Linear: Sendable {
     public let name: String
     let matrix: WeightMatrix
 
-    init(file: GGUFFile, name: String, rows: Int, cols: Int) throws(ModelError) {
+    /// `forDecode: false` skips the interleaved copy (for a token embedding that is not
+    /// also the output head: it is only read row by row).
+    init(file: GGUFFile, name: String, rows: Int, cols: Int, forDecode: Bool = true) throws(ModelError) {
         let t: GGUFTensorInfo
         do { t = try file.requireTensor(name) } catch { throw .file(error) }
         guard t.shape == [cols, rows] || (rows == 1 && t.shape == [cols]) else {
@@ -15,11 +20,13 @@ public struct Linear: Sendable {
         }
         guard t.type.hasKernels else { throw .unsupportedTensorType(name: name, type: t.type) }
         do {
-            matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: file.data(for: t).baseAddress!)
+            let stored = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: file.data(for: t).baseAddress!)
+            matrix = forDecode ? stored.interleavedForDecode() : stored
         } catch {
             throw .unsupportedTensorType(name: name, type: t.type)
         }
         self.name = name
+        if matrix.interleavedByteCount > 0 { file.releaseResidentPages(of: t) }
     }
 
     /// A view of `matrix` (one expert's slice of a 3-D tensor) named `name`.
@@ -40,12 +47,13 @@ public struct Linear: Sendable {
         var slices: [Linear] = []
         for e in 0..<count {
             do {
-                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes)
+                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes).interleavedForDecode()
                 slices.append(Linear(name: "\(name)[\(e)]", matrix: matrix))
             } catch {
                 throw .unsupportedTensorType(name: name, type: t.type)
             }
         }
+        if slices.allSatisfy({ $0.matrix.interleavedByteCount > 0 }) { file.releaseResidentPages(of: t) }
         return slices
     }
 

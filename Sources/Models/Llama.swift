@@ -10,7 +10,7 @@ enum Llama: Architecture {
 
     static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
         let hp = w.hp
-        let embedding = try w.linear("token_embd.weight", rows: hp.vocabularySize, cols: hp.embeddingLength)
+        let (embedding, output) = try w.embeddingAndOutputHead()
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
             let kv = hp.headCountKV[i]
@@ -27,7 +27,7 @@ enum Llama: Architecture {
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
             outputNorm: try w.norm("output_norm.weight"),
-            output: try w.outputHead(embedding: embedding))
+            output: output)
     }
 }
 

@@ -11,6 +11,22 @@ struct WeightLoader {
         try Linear(file: file, name: name, rows: rows, cols: cols)
     }
 
+    /// The token embedding (`token_embd.weight`, `vocabularySize x embeddingLength`) and
+    /// the output head: `output.weight`, or the embedding itself when the model ties them.
+    /// An embedding that is only looked up row by row gets no decode copy; a tied one gets
+    /// it, and its lookups read that copy.
+    func embeddingAndOutputHead() throws(ModelError) -> (embedding: Linear, output: Linear) {
+        let rows = hp.vocabularySize, cols = hp.embeddingLength
+        guard has("output.weight") else {
+            let tied = try linear("token_embd.weight", rows: rows, cols: cols)
+            return (tied, tied)
+        }
+        return (
+            try Linear(file: file, name: "token_embd.weight", rows: rows, cols: cols, forDecode: false),
+            try linear("output.weight", rows: rows, cols: cols)
+        )
+    }
+
     /// A 1-D (or small 2-D) float tensor copied out as F32.
     func vector(_ name: String, count: Int) throws(ModelError) -> [Float] {
         let t: GGUFTensorInfo
@@ -70,10 +86,5 @@ struct WeightLoader {
                 ? (try norm("blk.\(i).attn_q_norm.weight", count: hd), try norm("blk.\(i).attn_k_norm.weight", count: hd)) : nil,
             rope: RotaryEmbedding(base: ropeBase ?? hp.ropeFreqBase, dimensions: hp.ropeDimensions, style: ropeStyle),
             heads: hp.headCount, kvHeads: kvHeads, headDim: hd, scale: scale ?? 1 / Float(hd).squareRoot(), window: window)
-    }
-
-    /// The output head: `output.weight`, or the token embedding when the model ties them.
-    func outputHead(embedding: Linear) throws(ModelError) -> Linear {
-        has("output.weight") ? try linear("output.weight", rows: hp.vocabularySize, cols: hp.embeddingLength) : embedding
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import TestSupport
 import Testing
 
@@ -125,6 +126,19 @@ func sampleFile() throws -> [UInt8] {
         #expect(types.isSuperset(of: [.q4_0, .q4_1, .q8_0, .f16, .f32]))
         #expect(try f.metadata.stringArray("tokenizer.ggml.tokens").count > 49152)
         for t in f.tensors { #expect(f.data(for: t).count == t.byteCount) }
+    }
+
+    /// Releasing a tensor's resident pages (after the kernels copied it) leaves its bytes
+    /// readable and unchanged, mapped or held in memory, and touches no other tensor.
+    @Test func releasedPagesStayReadable() throws {
+        let path = TestFixtures.path("models/lfm2-tiny.gguf")
+        let mapped = try GGUFFile(path: path)
+        let inMemory = try GGUFFile(bytes: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+        for f in [mapped, inMemory] {
+            let before = f.tensors.map { Array(f.data(for: $0)) }
+            for t in f.tensors where t.byteCount >= 1 << 16 { f.releaseResidentPages(of: t) }
+            for (t, bytes) in zip(f.tensors, before) { #expect(Array(f.data(for: t)) == bytes, "\(t.name)") }
+        }
     }
 
     @Test func kQuantSample() throws {

@@ -87,26 +87,54 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
             var rng = SeededRandom(seed: 8)
             let x = rng.normal(cols)
             let acts = QuantizedActivations(capacity: cols + 64)
-            var single = [Float](repeating: .nan, count: rows)
-            var threaded = single, reference = single, viaFloats = single
             try bytes.withUnsafeBytes { raw in
-                let w = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)
-                x.withUnsafeBufferPointer { xp in
-                    w.matvec(xp.baseAddress!, into: &viaFloats, scratch: acts, pool: pool)
+                let stored = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)
+                for (layout, w) in decodeLayouts(stored) {
+                    var single = [Float](repeating: .nan, count: rows)
+                    var threaded = single, reference = single, viaFloats = single
+                    x.withUnsafeBufferPointer { xp in
+                        w.matvec(xp.baseAddress!, into: &viaFloats, scratch: acts, pool: pool)
+                    }
+                    w.matvec(acts, into: &single)
+                    w.matvec(acts, into: &threaded, pool: pool)
+                    w.matvecReference(acts, into: &reference)
+                    #expect(sameBits(single, threaded), "\(type) \(layout) \(rows) rows: \(firstDifference(single, threaded))")
+                    #expect(sameBits(single, viaFloats))
+                    let rowBytes = type.rowBytes(count: cols)!
+                    for r in 0..<rows {
+                        // Tolerance from the magnitude of the terms, not of the result (which may cancel).
+                        let w = dequantizeReference(type, Array(bytes[(r * rowBytes)..<((r + 1) * rowBytes)]), count: cols)
+                        var magnitude: Float = 0
+                        for j in 0..<cols { magnitude += abs(w[j] * acts.x[j]) }
+                        #expect(
+                            abs(single[r] - reference[r]) <= 1e-5 * magnitude, "\(type) \(layout) row \(r): \(single[r]) vs \(reference[r])"
+                        )
+                    }
                 }
-                w.matvec(acts, into: &single)
-                w.matvec(acts, into: &threaded, pool: pool)
-                w.matvecReference(acts, into: &reference)
             }
-            #expect(sameBits(single, threaded), "\(type) \(rows) rows: \(firstDifference(single, threaded))")
-            #expect(sameBits(single, viaFloats))
-            let rowBytes = type.rowBytes(count: cols)!
-            for r in 0..<rows {
-                // Tolerance from the magnitude of the terms, not of the result (which may cancel).
-                let w = dequantizeReference(type, Array(bytes[(r * rowBytes)..<((r + 1) * rowBytes)]), count: cols)
-                var magnitude: Float = 0
-                for j in 0..<cols { magnitude += abs(w[j] * acts.x[j]) }
-                #expect(abs(single[r] - reference[r]) <= 1e-5 * magnitude, "\(type) row \(r): \(single[r]) vs \(reference[r])")
+        }
+    }
+
+    /// The decode kernels' interleaved copy: Q4_0, Q4_1 and Q8_0 get one on x86 builds with AVX2
+    /// (where the integer matmul exists too) and no other type or build does; it holds the
+    /// whole groups of 8 rows in chunks of two blocks (an odd block count padded to a whole
+    /// chunk), and never a matrix of fewer rows.
+    @Test func interleavedCopyHoldsTheWholeGroupsOfRows() throws {
+        #expect(InterleavedRows.supports(.q4_0) == KernelBuild.hasIntegerMatmul)
+        #expect(InterleavedRows.supports(.q4_1) == KernelBuild.hasIntegerMatmul)
+        for type in GGMLType.kernelTypes {
+            #expect(InterleavedRows.supports(type) == (KernelBuild.hasIntegerMatmul && [.q4_0, .q4_1, .q8_0].contains(type)), "\(type)")
+            for rows in [5, 8, 37] {
+                let cols = testCols(type)
+                let bytes = randomWeights(type, rows: rows, cols: cols, seed: 3 + UInt64(rows))
+                try bytes.withUnsafeBytes { raw in
+                    let m = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!).interleavedForDecode()
+                    // Chunks of two blocks: 2 x (16 bytes of d [+ 16 of m] + 128 or 256 of levels).
+                    let chunkBytes = [GGMLType.q4_0: 288, .q4_1: 320, .q8_0: 544][type] ?? 0, nb = cols / 32
+                    let expected = InterleavedRows.supports(type) && rows >= 8 ? (rows / 8) * ((nb + 1) / 2) * chunkBytes : 0
+                    #expect(m.interleavedByteCount == expected, "\(type) \(rows) rows")
+                    #expect(m.interleavedForDecode().interleavedByteCount == expected, "\(type): a second call keeps the copy")
+                }
             }
         }
     }

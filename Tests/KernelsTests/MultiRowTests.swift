@@ -24,24 +24,25 @@ import Testing
         let one = QuantizedActivations(capacity: cols)
         for pool in [nil, ThreadPool(threads: 2)] {
             try bytes.withUnsafeBytes { raw in
-                let m = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)
-                var all = [Float](repeating: .nan, count: tokens * rows)
-                m.matvec(batch, rows: 0..<tokens, into: &all, pool: pool)
-                // Rows 2..<4 only: the others stay untouched.
-                var some = [Float](repeating: .nan, count: tokens * rows)
-                m.matvec(batch, rows: 2..<4, into: &some, pool: pool)
-                for t in 0..<tokens {
-                    x.withUnsafeBufferPointer { one.quantize($0.baseAddress! + t * cols, count: cols) }
-                    var alone = [Float](repeating: .nan, count: rows)
-                    m.matvec(one, into: &alone, pool: pool)
-                    let multi = Array(all[(t * rows)..<((t + 1) * rows)])
-                    #expect(sameBits(multi, alone), "\(type) row \(t): \(firstDifference(multi, alone))")
-                    let partial = Array(some[(t * rows)..<((t + 1) * rows)])
-                    if (2..<4).contains(t) {
-                        #expect(sameBits(partial, alone), "\(type) row \(t) of 2..<4")
-                    } else {
-                        let untouched = partial.allSatisfy { $0.isNaN }
-                        #expect(untouched, "\(type) row \(t) is outside 2..<4")
+                for (layout, m) in decodeLayouts(try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)) {
+                    var all = [Float](repeating: .nan, count: tokens * rows)
+                    m.matvec(batch, rows: 0..<tokens, into: &all, pool: pool)
+                    // Rows 2..<4 only: the others stay untouched.
+                    var some = [Float](repeating: .nan, count: tokens * rows)
+                    m.matvec(batch, rows: 2..<4, into: &some, pool: pool)
+                    for t in 0..<tokens {
+                        x.withUnsafeBufferPointer { one.quantize($0.baseAddress! + t * cols, count: cols) }
+                        var alone = [Float](repeating: .nan, count: rows)
+                        m.matvec(one, into: &alone, pool: pool)
+                        let multi = Array(all[(t * rows)..<((t + 1) * rows)])
+                        #expect(sameBits(multi, alone), "\(type) \(layout) row \(t): \(firstDifference(multi, alone))")
+                        let partial = Array(some[(t * rows)..<((t + 1) * rows)])
+                        if (2..<4).contains(t) {
+                            #expect(sameBits(partial, alone), "\(type) \(layout) row \(t) of 2..<4")
+                        } else {
+                            let untouched = partial.allSatisfy { $0.isNaN }
+                            #expect(untouched, "\(type) \(layout) row \(t) is outside 2..<4")
+                        }
                     }
                 }
             }
@@ -69,29 +70,30 @@ import Testing
             batch.quantizeRows(x, rows: tokens, cols: cols, keepingFloats: true, pool: pool)
             let one = QuantizedActivations(capacity: cols)
             try bytes.withUnsafeBytes { raw in
-                let m = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)
-                var alone: [[Float]] = []
-                for t in 0..<tokens {
-                    x.withUnsafeBufferPointer { one.quantize($0.baseAddress! + t * cols, count: cols) }
-                    var y = [Float](repeating: .nan, count: rows)
-                    m.matvec(one, into: &y)
-                    alone.append(y)
-                }
-                for count in 1...9 {
-                    let range = (count % 3)..<(count % 3 + count)
-                    for threads in [nil, pool] {
-                        var all = [Float](repeating: .nan, count: tokens * rows)
-                        m.matvec(batch, rows: range, into: &all, pool: threads)
-                        for t in 0..<tokens {
-                            let got = Array(all[(t * rows)..<((t + 1) * rows)])
-                            if range.contains(t) {
-                                #expect(
-                                    sameBits(got, alone[t]),
-                                    "\(type) cols \(cols), rows \(range), threads \(threads?.threads ?? 1), row \(t): \(firstDifference(got, alone[t]))"
-                                )
-                            } else {
-                                let untouched = got.allSatisfy { $0.isNaN }
-                                #expect(untouched, "\(type) row \(t) is outside \(range)")
+                for (layout, m) in decodeLayouts(try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!)) {
+                    var alone: [[Float]] = []
+                    for t in 0..<tokens {
+                        x.withUnsafeBufferPointer { one.quantize($0.baseAddress! + t * cols, count: cols) }
+                        var y = [Float](repeating: .nan, count: rows)
+                        m.matvec(one, into: &y)
+                        alone.append(y)
+                    }
+                    for count in 1...9 {
+                        let range = (count % 3)..<(count % 3 + count)
+                        for threads in [nil, pool] {
+                            var all = [Float](repeating: .nan, count: tokens * rows)
+                            m.matvec(batch, rows: range, into: &all, pool: threads)
+                            for t in 0..<tokens {
+                                let got = Array(all[(t * rows)..<((t + 1) * rows)])
+                                if range.contains(t) {
+                                    #expect(
+                                        sameBits(got, alone[t]),
+                                        "\(type) \(layout) cols \(cols), rows \(range), threads \(threads?.threads ?? 1), row \(t): \(firstDifference(got, alone[t]))"
+                                    )
+                                } else {
+                                    let untouched = got.allSatisfy { $0.isNaN }
+                                    #expect(untouched, "\(type) \(layout) row \(t) is outside \(range)")
+                                }
                             }
                         }
                     }

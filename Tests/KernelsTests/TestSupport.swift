@@ -124,3 +124,10 @@ func firstDifference(_ a: [Float], _ b: [Float]) -> String {
     }
     return a.count == b.count ? "none" : "counts \(a.count) vs \(b.count)"
 }
+
+/// The layouts the decode kernels can read `m` in: its rows as stored, and the interleaved
+/// copy where this build has one for its type (Q4_0, Q4_1 and Q8_0 on AVX2).
+func decodeLayouts(_ m: WeightMatrix) -> [(name: String, matrix: WeightMatrix)] {
+    let interleaved = m.interleavedForDecode()
+    return interleaved.interleavedByteCount > 0 ? [("row-major", m), ("interleaved", interleaved)] : [("row-major", m)]
+}

@@ -1,0 +1,329 @@
+// Decode's layout for Q4_0, Q4_1 and Q8_0: the rows of a matrix repacked once, at load,
+// into groups of 8 rows whose blocks are interleaved, so that one instruction works on 8
+// rows at once and no horizontal sums are needed.
+//
+// Why. A decode step is one matrix-vector product per matrix: every weight byte is used
+// once, so the kernel should stream weights as fast as memory delivers them. In ggml's
+// row-major layout the AVX2 kernel of a 4-bit row spends about 7 vector instructions per
+// 32-value block (unpack, multiply, widen, convert, scale, offset), which on this
+// project's Zen 3 machine caps one core at ~10 GB/s of Q4_0 weights, half the core's read
+// bandwidth. With 8 rows interleaved, the widening, the conversion and the scaling are
+// shared by the 8 rows: about 4 instructions per row-block, and the kernel runs at
+// 2.5 times the speed on cached weights (docs/performance.md).
+//
+// The layout. Rows 8g..<8g+8 form group g. Its blocks go in pairs ("chunks"), each chunk
+// the scales of its two blocks followed by their levels, so that the kernel reads one
+// sequential stream:
+//
+//   chunk of blocks 2c, 2c+1   (288 bytes for Q4_0, 320 for Q4_1, 544 for Q8_0)
+//     d        2 x 16 bytes    block 2c+k: the fp16 scales d of rows 0...7
+//     m        2 x 16 bytes    (Q4_1 only) the fp16 minimums m of rows 0...7
+//     levels   2 x L bytes     block 2c+k: L/32 vectors of 32 bytes; in vector j, bytes
+//                              4r..<4r+4 are row r's qs[4j..<4j+4]
+//
+// Q4_0 and Q4_1 (L = 128): vector j holds the nibbles of values 4j..<4j+4 in its low
+// halves and of values 16+4j..<20+4j in its high ones, so that
+// `vpmaddubsw(levels[j] & 0x0F, broadcast(activations 4j..<4j+4))` puts row r's products
+// in the 32-bit lane r. Q8_0 (L = 256): vector j holds values 4j..<4j+4. Either way the
+// 8 rows' block sums come out in the 8 lanes of one register. A row of an odd number of
+// blocks ends with a chunk of one block, which keeps the full chunk's offsets (so a group
+// takes up to 272 bytes more than its 8 rows). Rows past the last whole group stay in the original layout and go
+// through the row-major kernel.
+//
+// Streaming. One core keeps only about a dozen cache lines in flight when each line
+// costs ~20 instructions, which caps a kernel at ~7 GB/s on this machine's DRAM, well
+// under the ~13 GB/s a plain read loop gets. Each chunk therefore prefetches the lines
+// `prefetchDistance` bytes ahead (CPUHints' `leap_prefetch`). Kept apart, in two streams
+// per group, the scales cost as much again: that is why they sit inside the chunks.
+//
+// Numbers. Per (row, block) the integer sum is exact, as in every kernel; each row's
+// float sum runs over the blocks in order in one lane: acc += (d * da) * sum, then
+// acc - 8 * Σ d * sa (Q4_0), acc + Σ m * sa (Q4_1) or acc (Q8_0; with VNNI, whose
+// unsigned operand is the level + 128, acc - 128 * Σ d * sa). That is a different (equally
+// accurate) order than the row-major kernel's, so a matrix's results depend on its
+// layout, and only on it: the one-row, multi-row and threaded products of one matrix
+// agree bit for bit.
+
+import CPUHints
+import GGUF
+
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+#endif
+
+/// A weight matrix's rows repacked in groups of 8 for the decode kernels of Q4_0, Q4_1 and
+/// Q8_0 (see the file header). Made by ``WeightMatrix/interleavedForDecode()``; owns its
+/// memory.
+public final class InterleavedRows: @unchecked Sendable {
+    // @unchecked: written once in init, read-only afterwards.
+
+    /// Rows per group.
+    public static let groupRows = 8
+
+    /// Whether this build has interleaved kernels for `type` (Q4_0, Q4_1 and Q8_0 on x86
+    /// with AVX2; no type in portable builds).
+    public static func supports(_ type: GGMLType) -> Bool {
+        #if LEAP_X86_AVX2
+        return type == .q4_0 || type == .q4_1 || type == .q8_0
+        #else
+        return false
+        #endif
+    }
+
+    /// The storage type of the rows.
+    let type: GGMLType
+    /// Whole groups of 8 rows held here; rows `8 * groups...` stay in the original layout.
+    let groups: Int
+    /// 32-value blocks per row.
+    let nb: Int
+    /// Bytes of the scales at the start of a chunk: d (and m) of 2 blocks x 8 rows.
+    let scaleBytes: Int
+    /// Bytes of one block's levels for the 8 rows (`L` in the file header).
+    let levelBytes: Int
+    /// Bytes of a chunk of two blocks.
+    let chunkBytes: Int
+    /// Bytes per group: its chunks.
+    let groupBytes: Int
+    /// Bytes of one row in the stored format.
+    let rowBytes: Int
+    let storage: UnsafeMutableRawPointer
+
+    /// How far ahead of the chunk it works on the kernel prefetches (bytes). Measured on
+    /// this project's machine: 1-2 KiB stream at the read loop's speed, no prefetch at
+    /// 0.7 of it.
+    static let prefetchDistance = 2048
+
+    /// Repacks the whole groups of `matrix`'s rows.
+    init(_ matrix: WeightMatrix) {
+        precondition(Self.supports(matrix.type), "no interleaved kernels for \(matrix.type)")
+        type = matrix.type
+        groups = matrix.rows / Self.groupRows
+        nb = matrix.cols / 32
+        let hasMin = type == .q4_1
+        scaleBytes = hasMin ? 64 : 32
+        levelBytes = type == .q8_0 ? 256 : 128
+        chunkBytes = scaleBytes + 2 * levelBytes
+        groupBytes = (nb + 1) / 2 * chunkBytes
+        rowBytes = matrix.rowBytes
+        storage = UnsafeMutableRawPointer.allocate(byteCount: max(1, groups * groupBytes), alignment: 64)
+        storage.initializeMemory(as: UInt8.self, repeating: 0, count: max(1, groups * groupBytes))
+        let levelsOffset = hasMin ? 4 : 2  // in a block, after d (and m)
+        let words = levelBytes / 32  // 4-byte words of a row's block
+        for g in 0..<groups {
+            let dst = storage + g * groupBytes
+            for r in 0..<Self.groupRows {
+                let row = matrix.row(Self.groupRows * g + r)
+                for i in 0..<nb {
+                    let block = row + matrix.type.blockBytes * i
+                    let chunk = dst + chunkBytes * (i / 2), k = i % 2
+                    for j in 0..<words {
+                        let word = block.loadUnaligned(fromByteOffset: levelsOffset + 4 * j, as: UInt32.self)
+                        chunk.storeBytes(of: word, toByteOffset: scaleBytes + levelBytes * k + 32 * j + 4 * r, as: UInt32.self)
+                    }
+                    chunk.storeBytes(of: block.loadUnaligned(as: UInt16.self), toByteOffset: 16 * k + 2 * r, as: UInt16.self)
+                    if hasMin {
+                        chunk.storeBytes(
+                            of: block.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 16 * k + 2 * r, as: UInt16.self)
+                    }
+                }
+            }
+        }
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Bytes this copy takes: the size of the rows it holds, plus 144 (Q4_0), 160 (Q4_1)
+    /// or 272 (Q8_0) bytes per group when a row has an odd number of blocks.
+    public var byteCount: Int { groups * groupBytes }
+
+    /// Group `g`'s first byte.
+    @inline(__always)
+    func group(_ g: Int) -> UnsafeRawPointer { UnsafeRawPointer(storage + g * groupBytes) }
+
+    /// Writes row `r` (below `8 * groups`) in the stored format, `rowBytes` bytes at `dst`:
+    /// the inverse of the repacking, so that nothing needs the original bytes again.
+    func copyRow(_ r: Int, into dst: UnsafeMutableRawPointer) {
+        precondition(r >= 0 && r < groups * Self.groupRows, "copyRow: row \(r) is not in a whole group")
+        let src = group(r / Self.groupRows), lane = r % Self.groupRows
+        let hasMin = type == .q4_1, levelsOffset = hasMin ? 4 : 2, blockBytes = type.blockBytes
+        for i in 0..<nb {
+            let chunk = src + chunkBytes * (i / 2), k = i % 2
+            let block = dst + blockBytes * i
+            block.storeBytes(of: chunk.loadUnaligned(fromByteOffset: 16 * k + 2 * lane, as: UInt16.self), as: UInt16.self)
+            if hasMin {
+                block.storeBytes(
+                    of: chunk.loadUnaligned(fromByteOffset: 32 + 16 * k + 2 * lane, as: UInt16.self), toByteOffset: 2, as: UInt16.self)
+            }
+            for j in 0..<(levelBytes / 32) {
+                let word = chunk.loadUnaligned(fromByteOffset: scaleBytes + levelBytes * k + 32 * j + 4 * lane, as: UInt32.self)
+                block.storeBytes(of: word, toByteOffset: levelsOffset + 4 * j, as: UInt32.self)
+            }
+        }
+    }
+}
+
+extension GGMLType {
+    /// Bytes of one block (`rowBytes` of `blockSize` values).
+    var blockBytes: Int { rowBytes(count: blockSize)! }
+}
+
+#if LEAP_X86_AVX2
+extension InterleavedRows {
+    /// The 8 rows' integer sums of one Q4_0/Q4_1 block's levels at `w` with the
+    /// activation block at `a` (lane r: row r).
+    @inline(__always)
+    static func nibbleSums(_ w: UnsafeRawPointer, _ a: UnsafeRawPointer) -> __m256i {
+        let m4 = _mm256_set1_epi8(0x0F)
+        #if LEAP_X86_AVX512VNNI
+        var p = _mm256_setzero_si256()
+        for j in 0..<4 {
+            let t = load256(w, 32 * j)
+            p = mulSumU8S8(p, _mm256_and_si256(t, m4), broadcastWord(a, j))
+            p = mulSumU8S8(p, _mm256_and_si256(_mm256_srli_epi16(t, 4), m4), broadcastWord(a, 4 + j))
+        }
+        return p
+        #else
+        // A vpmaddubsw lane is at most 2 * 15 * 128 = 3,840: eight of them fit in Int16.
+        var s = _mm256_setzero_si256()
+        for j in 0..<4 {
+            let t = load256(w, 32 * j)
+            let lo = _mm256_maddubs_epi16(_mm256_and_si256(t, m4), broadcastWord(a, j))
+            let hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(t, 4), m4), broadcastWord(a, 4 + j))
+            s = _mm256_add_epi16(s, _mm256_add_epi16(lo, hi))
+        }
+        return _mm256_madd_epi16(s, _mm256_set1_epi16(1))
+        #endif
+    }
+
+    /// The 8 rows' integer sums of one Q8_0 block's levels at `w` with the activation
+    /// block at `a` (lane r: row r). With VNNI the sums of (level + 128) * activation.
+    @inline(__always)
+    static func byteSums(_ w: UnsafeRawPointer, _ a: UnsafeRawPointer) -> __m256i {
+        var p = _mm256_setzero_si256()
+        for j in 0..<8 {
+            let t = load256(w, 32 * j)
+            #if LEAP_X86_AVX512VNNI
+            p = mulSumU8S8(p, _mm256_xor_si256(t, _mm256_set1_epi8(-128)), broadcastWord(a, j))
+            #else
+            // Sign trick: |w| * (a with w's sign); a lane is at most 2 * 128 * 128, so
+            // every vector is widened to Int32 on its own.
+            p = mulSumU8S8(p, _mm256_sign_epi8(t, t), _mm256_sign_epi8(broadcastWord(a, j), t))
+            #endif
+        }
+        return p
+    }
+
+    /// Bytes `4j..<4j+4` of the activation block at `a`, in all 8 lanes.
+    @inline(__always)
+    static func broadcastWord(_ a: UnsafeRawPointer, _ j: Int) -> __m256i {
+        _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * j, as: Int32.self))
+    }
+
+    /// Prefetches the chunk `prefetchDistance` bytes after `chunk`.
+    @inline(__always)
+    func prefetchAhead(_ chunk: UnsafeRawPointer) {
+        let ahead = chunk + Self.prefetchDistance
+        var offset = 0
+        while offset < chunkBytes {
+            leap_prefetch(ahead + offset)
+            offset += 64
+        }
+    }
+
+    /// How a format turns the running sums into dot products.
+    enum Offset {
+        /// acc - factor * Σ d sa (Q4_0: 8; Q8_0 with VNNI: 128).
+        case minus(Float)
+        /// acc + Σ m sa (Q4_1).
+        case plusMin
+        /// acc (Q8_0 with the sign trick).
+        case none
+    }
+
+    /// One activation row's running sums over a group: `acc` (Σ d da sum) and `offset`
+    /// (Σ d sa, or Σ m sa for Q4_1), lane r for row r.
+    struct Sums {
+        var acc = _mm256_setzero_ps()
+        var offset = _mm256_setzero_ps()
+
+        @inline(__always)
+        mutating func add(_ sums: __m256i, d: __m256, second: __m256, _ a: ActivationView, _ i: Int, _ kind: Offset) {
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(sums), acc)
+            if case .none = kind { return }
+            offset = _mm256_fmadd_ps(second, broadcastFloat(a.s, i), offset)
+        }
+
+        /// The 8 rows' dot products.
+        @inline(__always)
+        func result(_ kind: Offset) -> __m256 {
+            switch kind {
+            case .minus(let factor): return _mm256_fnmadd_ps(_mm256_set1_ps(factor), offset, acc)
+            case .plusMin: return _mm256_add_ps(acc, offset)
+            case .none: return acc
+            }
+        }
+    }
+
+    /// The dot products of group `g`'s 8 rows with the activation rows `a0` (and `a1`
+    /// when `pair`), stored at `y0 + 8 * g` (and `y1 + 8 * g`): every chunk is loaded once
+    /// for both rows, and each row gets the float operations it gets alone.
+    @inline(__always)
+    func dotGroup(
+        _ g: Int, _ a0: ActivationView, _ y0: UnsafeMutablePointer<Float>, _ a1: ActivationView, _ y1: UnsafeMutablePointer<Float>,
+        pair: Bool, kind: Offset, blockSums: (UnsafeRawPointer, UnsafeRawPointer) -> __m256i
+    ) {
+        let p = group(g), hasMin = type == .q4_1
+        var s0 = Sums(), s1 = Sums()
+        let q0 = UnsafeRawPointer(a0.qs), q1 = UnsafeRawPointer(a1.qs)
+        for i in 0..<nb {
+            let chunk = p + chunkBytes * (i >> 1), k = i & 1
+            if k == 0 { prefetchAhead(chunk) }
+            let d = _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 16 * k, as: __m128i.self))
+            let second = hasMin ? _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 32 + 16 * k, as: __m128i.self)) : d
+            let w = chunk + scaleBytes + levelBytes * k
+            s0.add(blockSums(w, q0 + 32 * i), d: d, second: second, a0, i, kind)
+            if pair { s1.add(blockSums(w, q1 + 32 * i), d: d, second: second, a1, i, kind) }
+        }
+        UnsafeMutableRawPointer(y0 + 8 * g).storeBytes(of: s0.result(kind), as: __m256.self)
+        if pair { UnsafeMutableRawPointer(y1 + 8 * g).storeBytes(of: s1.result(kind), as: __m256.self) }
+    }
+
+    /// `dotGroup` for this matrix's format.
+    @inline(__always)
+    func dotGroup(
+        _ g: Int, _ a0: ActivationView, _ y0: UnsafeMutablePointer<Float>, _ a1: ActivationView, _ y1: UnsafeMutablePointer<Float>,
+        pair: Bool
+    ) {
+        switch type {
+        case .q4_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(8), blockSums: Self.nibbleSums)
+        case .q4_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.nibbleSums)
+        default:
+            #if LEAP_X86_AVX512VNNI
+            dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(128), blockSums: Self.byteSums)
+            #else
+            dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
+            #endif
+        }
+    }
+
+    /// Groups `groups` times activation rows `activationRows` of `a` (rows of `cols`; row
+    /// `t`'s results at `y + t * outputs`), two activation rows at a time.
+    func dotGroups(
+        _ groups: Range<Int>, _ a: ActivationView, cols: Int, activationRows: Range<Int>, _ y: UnsafeMutablePointer<Float>,
+        outputs: Int
+    ) {
+        for g in groups {
+            var t = activationRows.lowerBound
+            while t + 2 <= activationRows.upperBound {
+                let a0 = a.row(t, cols: cols), a1 = a.row(t + 1, cols: cols)
+                dotGroup(g, a0, y + t * outputs, a1, y + (t + 1) * outputs, pair: true)
+                t += 2
+            }
+            if t < activationRows.upperBound {
+                let a0 = a.row(t, cols: cols)
+                dotGroup(g, a0, y + t * outputs, a0, y + t * outputs, pair: false)
+            }
+        }
+    }
+}
+#endif
