@@ -7,7 +7,9 @@
 //      threads): the ceiling for a decode step that streams every weight once;
 //   2. matvec GB/s of weight bytes per type and shape, on 1 and 2 threads, "hot" (the same
 //      matrix again and again, cache-resident when it fits) and "cold" (cycling through
-//      copies totalling >= 256 MiB, as a decode step that touches every layer does);
+//      copies totalling >= 256 MiB, as a decode step that touches every layer does); for
+//      Q4_0, Q4_1 and Q8_0 on AVX2 also through decode's interleaved copy
+//      (`WeightMatrix.interleavedForDecode()`), which is what the engine reads;
 //   3. dequantization GB/s (bytes of blocks read) per type;
 //   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
 //   5. sgemm GFLOP/s, and both prefill paths per quantized type: dequantize + sgemm and
@@ -187,31 +189,35 @@ for type in types {
             b.copyMemory(from: first, byteCount: matrixBytes)
             buffers.append(b)
         }
-        let matrices = buffers.map { try! WeightMatrix(type: type, rows: shape.rows, cols: shape.cols, data: $0) }
+        let stored = buffers.map { try! WeightMatrix(type: type, rows: shape.rows, cols: shape.cols, data: $0) }
         let x = (0..<shape.cols).map { Float(sin(Double($0))) }
         let acts = QuantizedActivations(capacity: shape.cols)
         acts.quantize(x)
         let y = UnsafeMutablePointer<Float>.allocate(capacity: shape.rows)
-        var results: [Double] = []
-        for cold in [false, true] {
-            for threads in [1, 2] {
-                let pool = pools[threads]!
-                var k = 0
-                let t = bestTime(cpuTime: threads == 1 && singleThreadCPUTime) {
-                    let m = cold ? matrices[k % matrices.count] : matrices[0]
-                    k += 1
-                    m.matvec(acts, into: y, pool: pool)
+        // The row-major kernels, then (Q4_0, Q4_1, Q8_0 on AVX2) decode's interleaved copy.
+        for interleaved in InterleavedRows.supports(type) ? [false, true] : [false] {
+            let matrices = interleaved ? stored.map { $0.interleavedForDecode() } : stored
+            var results: [Double] = []
+            for cold in [false, true] {
+                for threads in [1, 2] {
+                    let pool = pools[threads]!
+                    var k = 0
+                    let t = bestTime(cpuTime: threads == 1 && singleThreadCPUTime) {
+                        let m = cold ? matrices[k % matrices.count] : matrices[0]
+                        k += 1
+                        m.matvec(acts, into: y, pool: pool)
+                    }
+                    results.append(Double(matrixBytes) / t / 1e9)
                 }
-                results.append(Double(matrixBytes) / t / 1e9)
             }
+            let shapeText = "\(shape.rows) x \(shape.cols)"
+            print(
+                "| \(type)\(interleaved ? " interleaved" : "") | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |"
+            )
+            summary.append((type, shapeText + (interleaved ? " interleaved" : ""), results[3]))
         }
         y.deallocate()
         buffers.forEach { $0.deallocate() }
-        let shapeText = "\(shape.rows) x \(shape.cols)"
-        print(
-            "| \(type) | \(shapeText) | \(fmt(Double(matrixBytes) / 1048576, 2)) | \(fmt(results[0])) | \(fmt(results[1])) | \(fmt(results[2])) | \(fmt(results[3])) | \(fmt(100 * results[2] / bw1, 0))% | \(fmt(100 * results[3] / bw2, 0))% |"
-        )
-        summary.append((type, shapeText, results[3]))
     }
 }
 print("")
@@ -237,7 +243,8 @@ for type in [GGMLType.q4_0, .q4_1, .q8_0, .f16] where types.contains(type) {
     for (k, (rows, cols)) in layerShapes.enumerated() {
         let b = makeWeights(type, rows: rows, cols: cols, seed: UInt64(k))
         buffers.append(b)
-        matrices.append(try! WeightMatrix(type: type, rows: rows, cols: cols, data: b))
+        // As the engine reads them: Q4_0, Q4_1 and Q8_0 through the interleaved copy.
+        matrices.append(try! WeightMatrix(type: type, rows: rows, cols: cols, data: b).interleavedForDecode())
         totalBytes += rows * type.rowBytes(count: cols)!
     }
     let x = UnsafeMutablePointer<Float>.allocate(capacity: 1536)
