@@ -775,18 +775,12 @@ extension WeightMatrix {
         let t = type, base = data, stride = rowBytes, weightRows = self.rows, offs = offsets
         let interleaved = self.interleaved, interleavedGroups = interleaved?.groups ?? 0
         let body: (Range<Int>) -> Void = { range in
-            // Groups the interleaved copy holds are first restored to the stored format (the
-            // pages of `data` may have been released).
-            let restored: UnsafeMutableRawPointer? =
-                range.lowerBound < interleavedGroups ? .allocate(byteCount: IntegerMatmul.groupRows * stride, alignment: 64) : nil
-            defer { restored?.deallocate() }
             for g in range {
                 let r0 = g * IntegerMatmul.groupRows
-                if let interleaved, let restored, g < interleavedGroups {
-                    for k in 0..<IntegerMatmul.groupRows { interleaved.copyRow(r0 + k, into: restored + k * stride) }
-                    IntegerMatmul.packGroup(
-                        t, restored, rowBytes: stride, rows: 0..<IntegerMatmul.groupRows, nb: nb,
-                        packed + g * nb * IntegerMatmul.groupBlockBytes)
+                // Groups the decode copy holds are packed from it (the pages of `data` may
+                // have been released).
+                if let interleaved, g < interleavedGroups {
+                    interleaved.packForMatmul(g, into: packed + g * nb * IntegerMatmul.groupBlockBytes)
                     continue
                 }
                 IntegerMatmul.packGroup(

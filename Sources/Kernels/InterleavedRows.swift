@@ -114,7 +114,7 @@ public final class InterleavedRows: @unchecked Sendable {
             for r in 0..<Self.groupRows {
                 let row = matrix.row(Self.groupRows * g + r)
                 for i in 0..<nb {
-                    let block = row + matrix.type.blockBytes * i
+                    let block = row + matrix.type.typeSize * i
                     let chunk = dst + chunkBytes * (i / 2), k = i % 2
                     for j in 0..<words {
                         let word = block.loadUnaligned(fromByteOffset: levelsOffset + 4 * j, as: UInt32.self)
@@ -145,7 +145,7 @@ public final class InterleavedRows: @unchecked Sendable {
     func copyRow(_ r: Int, into dst: UnsafeMutableRawPointer) {
         precondition(r >= 0 && r < groups * Self.groupRows, "copyRow: row \(r) is not in a whole group")
         let src = group(r / Self.groupRows), lane = r % Self.groupRows
-        let hasMin = type == .q4_1, levelsOffset = hasMin ? 4 : 2, blockBytes = type.blockBytes
+        let hasMin = type == .q4_1, levelsOffset = hasMin ? 4 : 2, blockBytes = type.typeSize
         for i in 0..<nb {
             let chunk = src + chunkBytes * (i / 2), k = i % 2
             let block = dst + blockBytes * i
@@ -160,11 +160,6 @@ public final class InterleavedRows: @unchecked Sendable {
             }
         }
     }
-}
-
-extension GGMLType {
-    /// Bytes of one block (`rowBytes` of `blockSize` values).
-    var blockBytes: Int { rowBytes(count: blockSize)! }
 }
 
 #if LEAP_X86_AVX2
@@ -303,6 +298,41 @@ extension InterleavedRows {
             #else
             dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
             #endif
+        }
+    }
+
+    /// Writes group `g` in the integer matmul's packed layout (`nb` group blocks of
+    /// `IntegerMatmul.groupBlockBytes` at `dst`): the same bytes `IntegerMatmul.packGroup`
+    /// makes from the stored rows. The levels are already in 4-byte row lanes here, so
+    /// packing is a mask (nibbles) or a bias (Q8_0's + 128) per vector, with no
+    /// transposition.
+    func packForMatmul(_ g: Int, into dst: UnsafeMutableRawPointer) {
+        let p = group(g), m4 = _mm256_set1_epi8(0x0F)
+        for i in 0..<nb {
+            let chunk = p + chunkBytes * (i >> 1), k = i & 1
+            let w = chunk + scaleBytes + levelBytes * k
+            let out = dst + i * IntegerMatmul.groupBlockBytes
+            let d = _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 16 * k, as: __m128i.self))
+            let m: __m256
+            switch type {
+            case .q4_0, .q4_1:
+                for j in 0..<4 {
+                    let t = load256(w, 32 * j)
+                    out.storeBytes(of: _mm256_and_si256(t, m4), toByteOffset: 32 * j, as: __m256i.self)
+                    out.storeBytes(of: _mm256_and_si256(_mm256_srli_epi16(t, 4), m4), toByteOffset: 32 * (4 + j), as: __m256i.self)
+                }
+                m =
+                    type == .q4_1
+                    ? _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 32 + 16 * k, as: __m128i.self))
+                    : _mm256_mul_ps(_mm256_set1_ps(-8), d)
+            default:
+                for j in 0..<8 {
+                    out.storeBytes(of: _mm256_xor_si256(load256(w, 32 * j), _mm256_set1_epi8(-128)), toByteOffset: 32 * j, as: __m256i.self)
+                }
+                m = _mm256_mul_ps(_mm256_set1_ps(-128), d)
+            }
+            out.storeBytes(of: d, toByteOffset: 256, as: __m256.self)
+            out.storeBytes(of: m, toByteOffset: 288, as: __m256.self)
         }
     }
 
