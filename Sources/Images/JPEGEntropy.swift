@@ -34,6 +34,8 @@ struct JPEGHuffmanTable {
         for length in 1...16 {
             symbolOffset[length] = index - code
             for _ in 0..<counts[length - 1] {
+                // Past the last code of this length: the counts over-subscribe the code space.
+                guard code < 1 << length else { return nil }
                 if length <= Self.fastBits {
                     let first = code << (Self.fastBits - length)
                     for j in 0..<(1 << (Self.fastBits - length)) { fast[first + j] = UInt16(length << 8) | UInt16(symbols[index]) }
@@ -41,7 +43,6 @@ struct JPEGHuffmanTable {
                 code += 1
                 index += 1
             }
-            if code > 1 << length { return nil }
             maxCode[length] = UInt32(code) << UInt32(16 - length)
             code <<= 1
         }
