@@ -25,6 +25,26 @@ public enum ImageDecoder {
         }
     }
 
+    /// The format and size an image declares, read from its header (PNG's IHDR, JPEG's frame
+    /// header) without decoding pixels: for checking an image, or laying out its tokens, before
+    /// paying for the decode. Fails as `decode` would on the header, limits included.
+    public static func header(of bytes: [UInt8], limits: ImageLimits = .default) throws(ImageError) -> ImageHeader {
+        guard !bytes.isEmpty else { throw .empty }
+        guard bytes.count <= limits.maxInputBytes else { throw .inputTooLarge(bytes: bytes.count, limit: limits.maxInputBytes) }
+        switch format(of: bytes) {
+        case .png?:
+            var chunks = ChunkReader(bytes: bytes)
+            let header = try chunks.readHeader(limits: limits)
+            return ImageHeader(format: .png, width: header.width, height: header.height)
+        case .jpeg?:
+            var parser = JPEGParser(bytes: bytes, limits: limits)
+            let frame = try parser.readUpToFrame()
+            return ImageHeader(format: .jpeg, width: frame.width, height: frame.height)
+        case nil:
+            throw .unsupportedFormat(detected: otherFormatName(bytes))
+        }
+    }
+
     /// Decodes any collection of bytes (`Data`, a slice, ...): see `decode(_:limits:)`.
     public static func decode<Bytes: Collection>(_ bytes: Bytes, limits: ImageLimits = .default) throws(ImageError) -> RGBImage
     where Bytes.Element == UInt8 {
@@ -53,4 +73,11 @@ public enum ImageDecoder {
         if starts(ascii("<svg")) || starts(ascii("<?xml")) { return "SVG" }
         return nil
     }
+}
+
+/// What an image's header declares.
+public struct ImageHeader: Sendable, Equatable {
+    public let format: ImageFormat
+    public let width: Int
+    public let height: Int
 }

@@ -129,18 +129,22 @@ struct JPEGParser {
 
     // MARK: The file
 
-    mutating func decode() throws(ImageError) -> RGBImage {
-        // Tables and application segments, up to the frame header.
+    /// Tables and application segments, up to and including the frame header.
+    mutating func readUpToFrame() throws(ImageError) -> Frame {
         var marker = try findMarker("the frame header (SOF)")
         while !(0xC0...0xC2).contains(marker) {
             try processTableOrMiscellaneous(marker, before: "the frame header")
             marker = try findMarker("the frame header (SOF)")
         }
-        let frame = try readFrameHeader(progressive: marker == 0xC2)
+        return try readFrameHeader(progressive: marker == 0xC2)
+    }
+
+    mutating func decode() throws(ImageError) -> RGBImage {
+        let frame = try readUpToFrame()
         let buffers = JPEGBuffers(components: frame.components, progressive: frame.progressive)
         var components = frame.components
         var scanned = [Bool](repeating: false, count: components.count)
-        marker = try readMarker("the next segment (no EOI marker)")
+        var marker = try readMarker("the next segment (no EOI marker)")
         while marker != 0xD9 {
             switch marker {
             case 0xDA:

@@ -72,14 +72,18 @@ public struct LFM2VLImagePreprocessor: Sendable {
         try check((1...16).contains(c.mergeFactor), "mergeFactor", "\(c.mergeFactor)", "1 to 16")
         try check(c.minImageTokens >= 1, "minImageTokens", "\(c.minImageTokens)", "at least 1")
         try check(
-            c.maxImageTokens >= c.minImageTokens && c.maxImageTokens <= 1 << 20, "maxImageTokens", "\(c.maxImageTokens)",
-            "minImageTokens to 2^20")
+            c.maxImageTokens >= c.minImageTokens && c.maxImageTokens <= 16_384, "maxImageTokens", "\(c.maxImageTokens)",
+            "minImageTokens to 16,384")
         try check(
             c.tileSize > 0 && c.tileSize % c.alignment == 0 && c.tileSize <= 8192, "tileSize", "\(c.tileSize)",
             "a multiple of patchSize x mergeFactor, at most 8192")
         try check(
             c.minTiles >= 1 && c.maxTiles >= c.minTiles && c.maxTiles <= 64, "minTiles/maxTiles", "\(c.minTiles)/\(c.maxTiles)",
             "1 <= min <= max <= 64")
+        // The tile canvas (tileSize x columns by tileSize x rows) must stay a resizable size.
+        try check(
+            c.tileSize * c.maxTiles <= PillowBilinear.maxSide && c.tileSize * c.tileSize * c.maxTiles <= 1 << 26, "tileSize x maxTiles",
+            "\(c.tileSize) x \(c.maxTiles)", "at most 65,536 pixels a side and 2^26 pixels in all")
         try check(c.maxPixelsTolerance.isFinite && c.maxPixelsTolerance > 0, "maxPixelsTolerance", "\(c.maxPixelsTolerance)", "positive")
         for channel in 0..<3 {
             try check(c.imageMean[channel].isFinite, "imageMean", "\(c.imageMean)", "finite")

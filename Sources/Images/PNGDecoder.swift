@@ -76,7 +76,7 @@ enum PNGDecoder {
         do {
             filtered = try Inflater.inflateZlib(compressed, outputLimit: needed + allowance)
         } catch {
-            throw mapInflateFailure(error, idatOffsets: idatOffsets, needed: needed, fileSize: bytes.count)
+            throw mapInflateFailure(error, idatOffsets: idatOffsets, needed: needed)
         }
         guard filtered.count >= needed else {
             throw corrupt(
@@ -245,7 +245,7 @@ enum PNGDecoder {
     }
 
     /// An inflate failure with its offset translated from the IDAT stream to the file.
-    static func mapInflateFailure(_ failure: InflateFailure, idatOffsets: [(stream: Int, file: Int)], needed: Int, fileSize: Int)
+    static func mapInflateFailure(_ failure: InflateFailure, idatOffsets: [(stream: Int, file: Int)], needed: Int)
         -> ImageError
     {
         func fileOffset(_ streamOffset: Int) -> Int {

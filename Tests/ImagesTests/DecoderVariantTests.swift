@@ -69,6 +69,18 @@ import Testing
         }
     }
 
+    @Test func headersGiveTheSizeWithoutDecoding() throws {
+        for expected in try stbExpectations() {
+            let header = try ImageDecoder.header(of: fixtureBytes("images/variants/\(expected.name)"))
+            #expect(header.width == expected.width && header.height == expected.height, "\(expected.name)")
+            #expect(header.format == (expected.name.hasSuffix(".png") ? .png : .jpeg))
+        }
+        let huge = png(ihdr(width: 100_000, height: 100_000), pngChunk("IEND", []))
+        #expect(throws: ImageError.tooManyPixels(format: .png, width: 100_000, height: 100_000, limit: 50_000_000)) {
+            try ImageDecoder.header(of: huge)
+        }
+    }
+
     @Test func dataAndSlicesDecodeLikeArrays() throws {
         let bytes = try fixtureBytes("images/variants/png-rgb8-23x17.png")
         let fromSlice = try ImageDecoder.decode(bytes[...])
@@ -175,7 +187,8 @@ import Testing
         let bad: [LFM2VLImagePreprocessor.Configuration] = [
             .init(patchSize: 0), .init(mergeFactor: 0), .init(minImageTokens: 0), .init(minImageTokens: 300, maxImageTokens: 256),
             .init(tileSize: 500), .init(minTiles: 3, maxTiles: 2), .init(imageStd: SIMD3(0.5, 0, 0.5)),
-            .init(imageMean: SIMD3(.nan, 0, 0)), .init(maxPixelsTolerance: 0)
+            .init(imageMean: SIMD3(.nan, 0, 0)), .init(maxPixelsTolerance: 0), .init(maxImageTokens: 100_000),
+            .init(tileSize: 4096, maxTiles: 20)
         ]
         for configuration in bad {
             #expect(throws: ImagePreprocessingError.self, "\(configuration)") { try LFM2VLImagePreprocessor(configuration: configuration) }
