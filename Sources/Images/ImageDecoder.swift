@@ -77,7 +77,10 @@ public enum ImageDecoder {
 
 /// What an image's header declares.
 public struct ImageHeader: Sendable, Equatable {
+    /// PNG or JPEG.
     public let format: ImageFormat
+    /// Pixels per row, as declared.
     public let width: Int
+    /// Rows, as declared.
     public let height: Int
 }

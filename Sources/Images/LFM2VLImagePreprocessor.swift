@@ -21,14 +21,16 @@ public struct LFM2VLImagePreprocessor: Sendable {
         public var maxImageTokens: Int
         /// Side of a tile (llama.cpp: 512).
         public var tileSize: Int
-        /// Fewest and most tiles of a grid (llama.cpp: 2 and 10).
+        /// Fewest tiles of a grid (llama.cpp: 2).
         public var minTiles: Int
+        /// Most tiles of a grid (llama.cpp: 10).
         public var maxTiles: Int
         /// An image tiles when its rounded area exceeds this many times the largest slice
         /// area (llama.cpp: 2).
         public var maxPixelsTolerance: Float
-        /// Per-channel (R, G, B) mean and standard deviation of the normalization.
+        /// Per-channel (R, G, B) mean of the normalization (`clip.vision.image_mean`).
         public var imageMean: SIMD3<Float>
+        /// Per-channel standard deviation of the normalization (`clip.vision.image_std`).
         public var imageStd: SIMD3<Float>
 
         /// LFM2-VL's values, as llama.cpp uses them with an LFM2-VL mmproj file.
@@ -57,6 +59,7 @@ public struct LFM2VLImagePreprocessor: Sendable {
         public var maxPixels: Int { maxImageTokens * alignment * alignment }
     }
 
+    /// The parameters, as checked by `init`.
     public let configuration: Configuration
     /// Candidate grids (columns, rows), by increasing tile count.
     private let grids: [TileGrid]
@@ -275,9 +278,12 @@ public struct LFM2VLImagePreprocessor: Sendable {
 
 /// Columns and rows of a tiled image's grid.
 public struct TileGrid: Sendable, Equatable, Hashable {
+    /// Tiles across.
     public let columns: Int
+    /// Tiles down.
     public let rows: Int
 
+    /// A grid of `columns` x `rows` tiles.
     public init(columns: Int, rows: Int) {
         self.columns = columns
         self.rows = rows
@@ -296,9 +302,13 @@ public enum ImageSliceKind: Sendable, Equatable, Hashable {
 
 /// The slices an image becomes, without pixels.
 public struct ImageLayout: Sendable, Equatable {
+    /// One slice's place and size, without pixels.
     public struct Slice: Sendable, Equatable {
+        /// Whole image, tile or thumbnail.
         public let kind: ImageSliceKind
+        /// Width in pixels, a multiple of the patch size.
         public let width: Int
+        /// Height in pixels, a multiple of the patch size.
         public let height: Int
         /// Tokens the slice takes in the language model: (width / patch) x (height / patch)
         /// patches, merged by mergeFactor^2.
@@ -316,9 +326,13 @@ public struct ImageLayout: Sendable, Equatable {
 
 /// One preprocessed slice: `width` x `height` pixels as normalized floats.
 public struct ImageSlice: Sendable, Equatable {
+    /// Whole image, tile or thumbnail.
     public let kind: ImageSliceKind
+    /// Width in pixels, a multiple of the patch size.
     public let width: Int
+    /// Height in pixels, a multiple of the patch size.
     public let height: Int
+    /// Tokens the slice takes in the language model.
     public let tokenCount: Int
     /// `width * height * 3` values, row-major, channels interleaved (R, G, B, R, ...).
     public let values: [Float]

@@ -30,6 +30,7 @@ public enum ImageFormat: String, Sendable, Equatable, CustomStringConvertible {
     case png = "PNG"
     case jpeg = "JPEG"
 
+    /// "PNG" or "JPEG".
     public var description: String { rawValue }
 }
 
@@ -48,6 +49,7 @@ public struct ImageLimits: Sendable, Equatable {
     /// 50 megapixels and 256 MiB of input.
     public static let `default` = ImageLimits(maxPixels: 50_000_000, maxInputBytes: 256 << 20)
 
+    /// Limits of `maxPixels` pixels and `maxInputBytes` bytes (the defaults unless given).
     public init(maxPixels: Int = 50_000_000, maxInputBytes: Int = 256 << 20) {
         self.maxPixels = maxPixels
         self.maxInputBytes = maxInputBytes
