@@ -56,6 +56,7 @@ let package = Package(
     products: [
         .executable(name: "leap-ref", targets: ["leap-ref"]),
         .library(name: "LeapJSON", targets: ["LeapJSON"]),
+        .library(name: "Images", targets: ["Images"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
@@ -89,6 +90,8 @@ let package = Package(
         // `leap_prefetch`: a one-line C header for the software prefetch of the decode kernels.
         .systemLibrary(name: "CPUHints", path: "Sources/CPUHints"),
         .target(name: "LeapJSON"),
+        // PNG and JPEG decoding to RGB and LFM2-VL's image preprocessing; no dependencies.
+        .target(name: "Images"),
         .target(name: "GGUF"),
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS", "CPUHints"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
@@ -152,6 +155,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
