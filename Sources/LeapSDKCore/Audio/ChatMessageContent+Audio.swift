@@ -35,7 +35,7 @@ extension ChatMessageContent {
     /// The samples of `.audio` content as the audio encoder takes them: mono Float in
     /// [-1, 1] at 16 kHz (`WAVAudio.modelSampleRate`), resampled with
     /// `WAVAudio.resample(_:from:to:method:)`'s default, the band-limited sinc, when the WAV
-    /// has another rate.
+    /// has another rate. `WAVAudio.decodeMono16kHz(_:)` gives llama.cpp's samples instead.
     ///
     /// - Throws: `WAVError.notAudioContent` for `.text` or `.image` content, otherwise the
     ///   `WAVError` of `WAVAudio(data:)`.
