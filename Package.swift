@@ -60,6 +60,7 @@ let package = Package(
         .library(name: "GGUF", targets: ["GGUF"]),
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
+        .library(name: "Audio", targets: ["Audio"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
         .library(name: "Quantization", targets: ["Quantization"]),
@@ -95,6 +96,7 @@ let package = Package(
         .target(name: "GGUF"),
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS", "CPUHints"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
+        .target(name: "Audio"),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
         .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
@@ -109,7 +111,7 @@ let package = Package(
         ),
         .target(
             name: "LeapSDKCore",
-            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
+            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio"]
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
@@ -160,6 +162,7 @@ let package = Package(
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
         .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport", "LeapJSON", "Sampling"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
