@@ -38,6 +38,8 @@ final class InferenceEngine: @unchecked Sendable {
     let contextSize: Int
     /// Sampling defaults: the GGUF's `general.sampling.*` values where present.
     let defaults: SamplingParameters
+    /// DRY's breaker strings as token sequences of this model's vocabulary.
+    let dryBreakers: DRYBreakerResolver
     /// Serial queue on which every generation runs.
     let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
 
@@ -66,6 +68,7 @@ final class InferenceEngine: @unchecked Sendable {
         let trained = model.hyperparameters.trainedContextLength
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         defaults = InferenceEngine.samplingDefaults(metadata)
+        dryBreakers = DRYBreakerResolver(tokenizer: tokenizer)
         sequence = CachedSequence(
             caches: InferenceSession(
                 model: model, contextLength: contextSize,
@@ -73,15 +76,7 @@ final class InferenceEngine: @unchecked Sendable {
     }
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
-    static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters {
-        var p = SamplingParameters(temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1.0)
-        if let v = try? m.float("general.sampling.temp") { p.temperature = v }
-        if let v = try? m.int("general.sampling.top_k") { p.topK = v }
-        if let v = try? m.float("general.sampling.top_p") { p.topP = v }
-        if let v = try? m.float("general.sampling.min_p") { p.minP = v }
-        if let v = try? m.float("general.sampling.penalty_repeat") { p.repetitionPenalty = v }
-        return p
-    }
+    static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters { SamplingDefaults.parameters(m) }
 
     /// Frees the caches; later generations fail with `LeapError.modelUnloaded`. Call on `queue`.
     func releaseState() {
@@ -149,7 +144,9 @@ final class InferenceEngine: @unchecked Sendable {
         if let v = options.minP { parameters.minP = v }
         if let v = options.repetitionPenalty { parameters.repetitionPenalty = v }
         parameters.seed = options.rngSeed ?? UInt64.random(in: 0...UInt64.max)
+        parameters.applyDRY(options, breakers: dryBreakers)
         var sampler = Sampler(parameters)
+        for t in tokens.suffix(parameters.historyLength) { sampler.accept(t) }
 
         var output = OutputAssembler(parser: options.functionCallParser)
         var detokenizer = StreamingDetokenizer(tokenizer: tokenizer, renderSpecial: true)

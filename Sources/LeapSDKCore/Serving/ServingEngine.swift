@@ -244,6 +244,7 @@ public final class ServingEngine: @unchecked Sendable {
         if let v = s.frequencyPenalty { sampling.frequencyPenalty = v }
         if let v = s.presencePenalty { sampling.presencePenalty = v }
         sampling.seed = s.seed ?? UInt64.random(in: 0...UInt64.max)
+        sampling.applyDRY(s, breakers: engine.dryBreakers)
 
         let (stream, continuation) = AsyncThrowingStream<ServingEvent, any Error>.makeStream()
         let job = lock.withLock { () -> ServingJob? in
@@ -564,7 +565,7 @@ public final class ServingEngine: @unchecked Sendable {
         lock.withLock { cachedPromptCounts[slot.index] = slot.cache.cachedTokens.count }
         seq.promptEnd = DispatchTime.now().uptimeNanoseconds
         seq.sampler = Sampler(job.sampling)
-        for t in job.tokens.suffix(job.sampling.penaltyWindow) { seq.sampler.accept(t) }
+        for t in job.tokens.suffix(job.sampling.historyLength) { seq.sampler.accept(t) }
         seq.detokenizer = StreamingDetokenizer(tokenizer: engine.tokenizer, renderSpecial: true)
         seq.output = OutputAssembler(parser: job.isChat ? job.callParser : nil)
         seq.stops = StopStringMatcher(stops: job.request.stop)
