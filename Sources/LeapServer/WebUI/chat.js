@@ -265,7 +265,8 @@
     let last = 0;
     for (let m; (m = fence.exec(text)) !== null; ) {
       if (m.index === fence.lastIndex) fence.lastIndex++;
-      renderInline(container, text.slice(last, m.index));
+      // The line breaks around a block are the block's own.
+      renderInline(container, text.slice(last, m.index).replace(/\n$/, ""));
       const pre = document.createElement("pre");
       pre.className = "code";
       if (m[1].trim()) {
@@ -279,6 +280,7 @@
       pre.append(code);
       container.append(pre);
       last = fence.lastIndex;
+      if (text[last] === "\n") last++;
       if (last >= text.length) break;
     }
     renderInline(container, text.slice(last));
