@@ -11,7 +11,7 @@ import Tokenizers
     @Test func withoutKeysTheDefaultsIncludeDRY() {
         let p = SamplingDefaults.parameters(GGUFMetadata())
         #expect(p.temperature == 0.8 && p.topK == 40 && p.topP == 0.95 && p.minP == 0.05)
-        #expect(p.repetitionPenalty == 1 && p.penaltyWindow == 64)
+        #expect(abs(p.repetitionPenalty - 1.1) < 1e-6 && p.penaltyWindow == 64)
         #expect(p.dry == DRYParameters(multiplier: 0.8, base: 1.75, allowedLength: 2, penaltyLastN: -1))
         #expect(p.dry.isEnabled)
     }

@@ -598,7 +598,8 @@
   $("regenerate").addEventListener("click", regenerate);
   $("new-chat").addEventListener("click", () => {
     stop();
-    newConversation();
+    // An empty conversation is reused rather than listed twice.
+    if (currentConversation()?.messages.length !== 0) newConversation();
     saveConversations();
     renderConversationList();
     renderMessages();
