@@ -22,7 +22,9 @@ struct SamplingFlags: ParsableArguments {
         help: "Drop tokens below this share of the best one (default: the model's, else 0.05).")
     var minP: Float?
 
-    @Option(name: .customLong("repeat-penalty"), parsing: .unconditional, help: "Repetition penalty over the last 64 tokens (default: the model's, else 1.1; 1 = off).")
+    @Option(
+        name: .customLong("repeat-penalty"), parsing: .unconditional,
+        help: "Repetition penalty over the last 64 tokens (default: the model's, else 1.1; 1 = off).")
     var repeatPenalty: Float?
 
     @Option(
