@@ -230,3 +230,22 @@ def test_the_page_asks_for_the_api_key_and_sends_it(smol_server, browser):
     browser.refresh()
     wait_for_model(browser)
     assert browser.find_element(By.ID, "key-dialog").get_attribute("open") is None
+
+
+def test_the_json_schema_box_constrains_the_reply(page_server, browser):
+    browser.get(page_server.url + "/")
+    wait_for_model(browser)
+    # Text that is not JSON is refused in the page, before any request.
+    set_setting(browser, "json-schema", "{not json")
+    send(browser, "Name a city.")
+    wait(browser, lambda d: d.find_element(By.ID, "settings-error").text.startswith("JSON Schema: not valid JSON"),
+         "bad JSON Schema text was not reported")
+    assert browser.find_element(By.ID, "settings").get_attribute("hidden") is None, "the settings open on the error"
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 40}}, "required": ["city"],
+              "additionalProperties": False}
+    set_setting(browser, "json-schema", json.dumps(schema))
+    set_setting(browser, "max-tokens", "60")
+    browser.find_element(By.ID, "regenerate").click()
+    wait(browser, lambda d: last_reply(d)[1] == "done", "no reply under the schema")
+    reply = json.loads(last_reply(browser)[2])
+    assert list(reply) == ["city"] and isinstance(reply["city"], str)
