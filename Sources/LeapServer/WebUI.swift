@@ -117,6 +117,7 @@ public struct WebUIAssets: Sendable {
 
 /// Why the chat page cannot be served.
 public struct WebUIError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong and what to do.
     public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -28,6 +28,8 @@ public struct DRYParameters: Sendable, Equatable {
     /// breaker by itself.
     public var sequenceBreakers: [[Int]]
 
+    /// DRY's settings; the defaults are llama.cpp's, with the stage off (multiplier 0) and
+    /// the window at the whole history.
     public init(
         multiplier: Float = 0, base: Float = 1.75, allowedLength: Int = 2, penaltyLastN: Int = -1,
         sequenceBreakers: [[Int]] = []
