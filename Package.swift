@@ -125,7 +125,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
-            ]
+            ],
+            // The chat page at `/` (plain HTML, CSS and JavaScript; docs/serving.md).
+            resources: [.copy("WebUI")]
         ),
         .executableTarget(
             name: "leap-ref",

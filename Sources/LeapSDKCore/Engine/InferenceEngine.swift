@@ -29,6 +29,8 @@ final class InferenceEngine: @unchecked Sendable {
     let kvCacheType: KVCacheType
     /// Sampling defaults: the GGUF's `general.sampling.*` values where present.
     let defaults: SamplingParameters
+    /// DRY's breaker strings as token sequences of this model's vocabulary.
+    let dryBreakers: DRYBreakerResolver
     /// Serial queue on which every generation runs.
     let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
 
@@ -56,18 +58,11 @@ final class InferenceEngine: @unchecked Sendable {
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         kvCacheType = options.kvCacheType == .f16 ? .f16 : .f32
         defaults = InferenceEngine.samplingDefaults(metadata)
+        dryBreakers = DRYBreakerResolver(tokenizer: tokenizer)
     }
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
-    static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters {
-        var p = SamplingParameters(temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repetitionPenalty: 1.0)
-        if let v = try? m.float("general.sampling.temp") { p.temperature = v }
-        if let v = try? m.int("general.sampling.top_k") { p.topK = v }
-        if let v = try? m.float("general.sampling.top_p") { p.topP = v }
-        if let v = try? m.float("general.sampling.min_p") { p.minP = v }
-        if let v = try? m.float("general.sampling.penalty_repeat") { p.repetitionPenalty = v }
-        return p
-    }
+    static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters { SamplingDefaults.parameters(m) }
 
     /// Frees the compiled masks (the caches belong to the serving engines). Call on `queue`.
     func releaseState() {

@@ -41,7 +41,9 @@ extension LiquidInferenceEngineRunner {
         if request.functions.isEmpty { toolChoice = .auto }
         let sampling = ServingSampling(
             temperature: options.temperature, topP: options.topP, topK: options.topK, minP: options.minP,
-            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed)
+            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed, dryMultiplier: options.dryMultiplier,
+            dryBase: options.dryBase, dryAllowedLength: options.dryAllowedLength, dryPenaltyLastN: options.dryPenaltyLastN,
+            drySequenceBreakers: options.drySequenceBreakers)
         let parser = options.functionCallParser
         return ServingRequest(
             prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: sampling,

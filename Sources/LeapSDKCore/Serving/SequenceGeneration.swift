@@ -62,7 +62,7 @@ struct SequenceGeneration {
     ) {
         self.tokenizer = tokenizer
         sampler = Sampler(sampling)
-        for t in prompt.suffix(sampling.penaltyWindow) { sampler.accept(t) }
+        for t in prompt.suffix(sampling.historyLength) { sampler.accept(t) }
         detokenizer = StreamingDetokenizer(tokenizer: tokenizer, renderSpecial: true)
         output = OutputAssembler(parser: callParser)
         self.stops = StopStringMatcher(stops: stops)

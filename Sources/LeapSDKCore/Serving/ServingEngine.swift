@@ -257,6 +257,7 @@ public final class ServingEngine: @unchecked Sendable {
         if let v = s.frequencyPenalty { sampling.frequencyPenalty = v }
         if let v = s.presencePenalty { sampling.presencePenalty = v }
         sampling.seed = s.seed ?? UInt64.random(in: 0...UInt64.max)
+        sampling.applyDRY(s, breakers: engine.dryBreakers)
 
         let (stream, continuation) = AsyncThrowingStream<ServingEvent, any Error>.makeStream()
         let job = lock.withLock { () -> ServingJob in

@@ -73,11 +73,22 @@ public struct ServingSampling: Sendable, Equatable {
     public var presencePenalty: Float?
     /// Seed of the random draw; nil draws a random seed.
     public var seed: UInt64?
+    /// DRY's multiplier (0 = off); see `GenerationOptions.dryMultiplier`.
+    public var dryMultiplier: Float?
+    /// DRY's base (at least 1).
+    public var dryBase: Float?
+    /// Repeats up to this many tokens go unpenalized by DRY.
+    public var dryAllowedLength: Int?
+    /// How many of the latest tokens DRY searches (-1 the whole context, 0 off).
+    public var dryPenaltyLastN: Int?
+    /// Strings that cut repeats for DRY (llama.cpp's `["\n", ":", "\"", "*"]` when nil).
+    public var drySequenceBreakers: [String]?
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, topK: Int? = nil, minP: Float? = nil,
         repetitionPenalty: Float? = nil, frequencyPenalty: Float? = nil, presencePenalty: Float? = nil,
-        seed: UInt64? = nil
+        seed: UInt64? = nil, dryMultiplier: Float? = nil, dryBase: Float? = nil, dryAllowedLength: Int? = nil,
+        dryPenaltyLastN: Int? = nil, drySequenceBreakers: [String]? = nil
     ) {
         self.temperature = temperature
         self.topP = topP
@@ -87,8 +98,15 @@ public struct ServingSampling: Sendable, Equatable {
         self.frequencyPenalty = frequencyPenalty
         self.presencePenalty = presencePenalty
         self.seed = seed
+        self.dryMultiplier = dryMultiplier
+        self.dryBase = dryBase
+        self.dryAllowedLength = dryAllowedLength
+        self.dryPenaltyLastN = dryPenaltyLastN
+        self.drySequenceBreakers = drySequenceBreakers
     }
 }
+
+extension ServingSampling: DRYOptions {}
 
 /// One completion to run.
 public struct ServingRequest: Sendable {
