@@ -85,7 +85,7 @@ import Testing
         #expect(worst <= 1e-6, "worst error \(worst)")
     }
 
-    @Test func erfIsWithinTwoTenthsOfAMillionth() {
+    @Test func erfIsWithinFourTenthsOfAMillionth() {
         var worst = 0.0
         var x = -6.0
         while x <= 6 {
@@ -93,7 +93,7 @@ import Testing
             worst = max(worst, abs(Double(v) - Foundation.erf(Double(Float(x)))))
             x += 0.00731
         }
-        #expect(worst < 2e-7, "worst absolute error \(worst)")
+        #expect(worst < 4e-7, "worst absolute error \(worst)")
         #expect(EncoderKernels.erf(SIMD16(repeating: 40))[0] == 1)
         #expect(EncoderKernels.erf(SIMD16(repeating: -40))[0] == -1)
     }
