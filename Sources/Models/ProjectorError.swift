@@ -69,6 +69,23 @@ public enum ProjectorError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
+/// What kind of multimodal projector a file holds, before loading it with the encoder of
+/// that kind (`SigLIP2VisionEncoder` for `lfm2`).
+public enum MultimodalProjector {
+    /// The projector type of an mmproj file: `clip.projector_type`, or else
+    /// `clip.vision.projector_type` / `clip.audio.projector_type` (files with one modality
+    /// per key), after checking that `general.architecture` is `clip`.
+    public static func type(of file: GGUFFile, path: String) throws(ProjectorError) -> String {
+        let r = ProjectorFileReader(path: path, file: file)
+        let architecture = try r.string("general.architecture")
+        guard architecture == "clip" else { throw .notAProjector(path: path, architecture: architecture) }
+        for key in ["clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type"] where file.metadata.contains(key) {
+            return try r.string(key)
+        }
+        throw .missingKey(path: path, key: "clip.projector_type")
+    }
+}
+
 /// A projector file being read: its path (for errors) and typed accessors for its keys and
 /// tensors whose errors are `ProjectorError`s naming the file.
 struct ProjectorFileReader {

@@ -74,10 +74,15 @@ import Testing
         #expect(try Self.encoderError { $0.remove("clip.projector_type") } == .missingKey(path: Self.edited, key: "clip.projector_type"))
         // The real neighbours: the audio projector and the language model of the pair.
         let audio = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
+        #expect(try MultimodalProjector.type(of: GGUFFile(path: audio), path: audio) == "lfm2a")
+        #expect(try MultimodalProjector.type(of: GGUFFile(path: Self.mmproj), path: Self.mmproj) == "lfm2")
         #expect(throws: ProjectorError.unsupportedProjectorType(path: audio, type: "lfm2a", expected: ["lfm2"])) {
             try SigLIP2VisionEncoder(path: audio, threads: 1)
         }
         let lm = TestFixtures.path("models/lfm2-vl-tiny.gguf")
+        #expect(throws: ProjectorError.notAProjector(path: lm, architecture: "lfm2")) {
+            try MultimodalProjector.type(of: GGUFFile(path: lm), path: lm)
+        }
         #expect(throws: ProjectorError.notAProjector(path: lm, architecture: "lfm2")) { try SigLIP2VisionEncoder(path: lm, threads: 1) }
         #expect(throws: ProjectorError.self) { try SigLIP2VisionEncoder(path: "/nonexistent/mmproj.gguf", threads: 1) }
     }
