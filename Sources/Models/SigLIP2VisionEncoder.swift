@@ -25,14 +25,17 @@ import Kernels
 /// llama.cpp's `clip_graph_siglip` for `PROJECTOR_TYPE_LFM2`; docs/vision-encoder.md has the
 /// shapes and the tensor names.
 ///
-/// **Weights** stay in the mapped file in their stored type (F16 in an F16 conversion;
-/// F32, BF16 and the quantized types are accepted too). Each product dequantizes its matrix
-/// into a scratch tile of F32 and multiplies with OpenBLAS sgemm (`WeightMatrix.matmul`;
-/// F32 matrices are used in place). The tile holds the largest matrix, so most products
-/// are one sgemm call. Dequantizing once at load instead would double the resident memory
-/// of an F16 file (LFM2-VL-450M's 86M-parameter tower: 172 MB stored, 344 MB as F32) for a
-/// saving of about one F16-to-F32 conversion per weight per slice, about 1% of a slice's
-/// multiply-adds (every weight is used by `n` ≥ 64 patches).
+/// **Weights** stay in the mapped file in their stored type by default (F16 in an F16
+/// conversion; F32, BF16 and the quantized types are accepted too). Each product
+/// dequantizes its matrix into a scratch tile of F32 and multiplies with OpenBLAS sgemm
+/// (`WeightMatrix.matmul`; F32 matrices are used in place). The tile holds the largest
+/// matrix, so most products are one sgemm call. Dequantizing once at load instead doubles
+/// the resident memory of an F16 file (LFM2-VL-450M's 86M-parameter tower: 172 MB stored,
+/// 344 MB as F32; the 400M tower of the larger LFM2-VL models 0.8 GB against 1.6 GB) to save
+/// one F16-to-F32 conversion per weight per slice: a few percent of a slice's time, since
+/// every weight is used by `n` ≥ 64 patches (more for the smallest slices, whose products
+/// are shortest). On-device memory is the scarcer resource, so `.asStored` is the default;
+/// `WeightStorage.float32` converts at load for the speed.
 ///
 /// **Threads**: the matrix products run on OpenBLAS's threads, attention one head per
 /// task on `pool`, the element-wise work (LayerNorm, GELU, bias and residual additions,
@@ -48,7 +51,18 @@ public final class SigLIP2VisionEncoder: Sendable {
     public let preprocessing: ImagePreprocessing
     /// The threads of the element-wise work and attention.
     public let pool: ThreadPool
+    /// How the weight matrices are held.
+    public let weightStorage: WeightStorage
     let weights: VisionWeights
+
+    /// How the weight matrices are held.
+    public enum WeightStorage: Sendable, Equatable {
+        /// In the mapped file in their stored type, dequantized into a tile per product.
+        case asStored
+        /// Converted to F32 copies once at load (twice an F16 file's memory, no conversion
+        /// per product); the file's pages of the converted matrices are released.
+        case float32
+    }
 
     /// The projector types this encoder runs.
     public static let projectorTypes = ["lfm2"]
@@ -62,12 +76,14 @@ public final class SigLIP2VisionEncoder: Sendable {
 
     /// Loads the encoder in `file` (read from `path`, which errors name), checking the
     /// projector type, every key it reads and every tensor's shape and type. `pool`
-    /// defaults to a new pool with one thread per core (pass the language model's to share).
-    public init(file: GGUFFile, path: String, pool: ThreadPool? = nil) throws(ProjectorError) {
+    /// defaults to a new pool with one thread per core (pass the language model's to share);
+    /// `weights` says how the matrices are held (default: as stored).
+    public init(file: GGUFFile, path: String, pool: ThreadPool? = nil, weights storage: WeightStorage = .asStored) throws(ProjectorError) {
         let reader = ProjectorFileReader(path: path, file: file)
         _ = try reader.requireProjector(Self.projectorTypes, modality: "vision")
         let hp = try VisionHyperparameters.reading(reader)
-        self.weights = try VisionWeights(reader, hp)
+        self.weights = try VisionWeights(reader, hp, storage: storage)
+        self.weightStorage = storage
         self.path = path
         self.file = file
         self.hyperparameters = hp
@@ -79,10 +95,10 @@ public final class SigLIP2VisionEncoder: Sendable {
 
     /// Opens and loads the mmproj file at `path`, with a pool of `threads` threads (default:
     /// one per core).
-    public convenience init(path: String, threads: Int? = nil) throws(ProjectorError) {
+    public convenience init(path: String, threads: Int? = nil, weights storage: WeightStorage = .asStored) throws(ProjectorError) {
         let file: GGUFFile
         do { file = try GGUFFile(path: path) } catch { throw .file(path: path, error) }
-        try self.init(file: file, path: path, pool: ThreadPool(threads: threads ?? ThreadPool.defaultThreads))
+        try self.init(file: file, path: path, pool: ThreadPool(threads: threads ?? ThreadPool.defaultThreads), weights: storage)
     }
 
     /// Throws `widthMismatch` unless the language model's embedding width is ``outputWidth``.

@@ -29,8 +29,9 @@ struct VisionWeights: Sendable {
     /// (16 MiB; a larger matrix is multiplied tile by tile).
     let tileCount: Int
 
-    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters) throws(ProjectorError) {
+    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: SigLIP2VisionEncoder.WeightStorage) throws(ProjectorError) {
         let d = hp.width, eps = hp.layerNormEpsilon
+        let f32 = storage == .float32
         try Self.refuseUnsupported(r, hp)
         func norm(_ name: String, _ count: Int, eps: Float) throws(ProjectorError) -> VisionLayerNorm {
             VisionLayerNorm(
@@ -39,7 +40,8 @@ struct VisionWeights: Sendable {
         }
         let p = hp.patchSize
         let patchEmbedding = PatchEmbedding(
-            projection: try VisionLinear(r, "v.patch_embd", outputs: d, inputs: hp.patchValues, shape: [p, p, 3, d]), patchSize: p)
+            projection: try VisionLinear(r, "v.patch_embd", outputs: d, inputs: hp.patchValues, shape: [p, p, 3, d], f32: f32), patchSize: p
+        )
         self.patchEmbedding = patchEmbedding
         let side = hp.positionGridSide
         positions = PositionEmbedding(table: try r.floats(tensor: "v.position_embd.weight", shape: [d, side * side]), side: side, width: d)
@@ -49,13 +51,13 @@ struct VisionWeights: Sendable {
             blocks.append(
                 SigLIPBlock(
                     norm1: try norm(b + "ln1", d, eps: eps),
-                    query: try VisionLinear(r, b + "attn_q", outputs: d, inputs: d),
-                    key: try VisionLinear(r, b + "attn_k", outputs: d, inputs: d),
-                    value: try VisionLinear(r, b + "attn_v", outputs: d, inputs: d),
-                    output: try VisionLinear(r, b + "attn_out", outputs: d, inputs: d),
+                    query: try VisionLinear(r, b + "attn_q", outputs: d, inputs: d, f32: f32),
+                    key: try VisionLinear(r, b + "attn_k", outputs: d, inputs: d, f32: f32),
+                    value: try VisionLinear(r, b + "attn_v", outputs: d, inputs: d, f32: f32),
+                    output: try VisionLinear(r, b + "attn_out", outputs: d, inputs: d, f32: f32),
                     norm2: try norm(b + "ln2", d, eps: eps),
-                    up: try VisionLinear(r, b + "ffn_up", outputs: hp.feedForwardLength, inputs: d),
-                    down: try VisionLinear(r, b + "ffn_down", outputs: d, inputs: hp.feedForwardLength),
+                    up: try VisionLinear(r, b + "ffn_up", outputs: hp.feedForwardLength, inputs: d, f32: f32),
+                    down: try VisionLinear(r, b + "ffn_down", outputs: d, inputs: hp.feedForwardLength, f32: f32),
                     heads: hp.headCount))
         }
         self.blocks = blocks
@@ -63,8 +65,8 @@ struct VisionWeights: Sendable {
         let merged = hp.mergedWidth
         let projector = LFM2VisionProjector(
             inputNorm: hp.projectorInputNorm ? try norm("mm.input_norm", merged, eps: VisionHyperparameters.projectorNormEpsilon) : nil,
-            first: try VisionLinear(r, "mm.1", outputs: hp.projectorHiddenWidth, inputs: merged),
-            second: try VisionLinear(r, "mm.2", outputs: hp.projectionDim, inputs: hp.projectorHiddenWidth))
+            first: try VisionLinear(r, "mm.1", outputs: hp.projectorHiddenWidth, inputs: merged, f32: f32),
+            second: try VisionLinear(r, "mm.2", outputs: hp.projectionDim, inputs: hp.projectorHiddenWidth, f32: f32))
         self.projector = projector
         let matrices = [patchEmbedding.projection, projector.first, projector.second] + blocks.flatMap(\.linears)
         let largest = matrices.filter { $0.weight.type != .f32 }.map { $0.weight.rows * $0.weight.cols }.max() ?? 0
@@ -110,20 +112,37 @@ struct VisionLayerNorm: Sendable {
     }
 }
 
-/// An affine map `y = W x + b` (`W` of `outputs x inputs`, in its stored type) applied to
-/// rows: `Y = X Wᵀ + b`.
+/// An affine map `y = W x + b` (`W` of `outputs x inputs`, in its stored type or converted
+/// to F32 at load) applied to rows: `Y = X Wᵀ + b`.
 struct VisionLinear: Sendable {
     let name: String
     let weight: WeightMatrix
     let bias: [Float]
+    /// The F32 copy `weight` views, when the weights were converted at load.
+    let converted: FloatBuffer?
 
-    /// `name.weight` (ggml shape `[inputs, outputs]`, or `shape`) and `name.bias` (`[outputs]`).
-    init(_ r: ProjectorFileReader, _ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil) throws(ProjectorError) {
+    /// `name.weight` (ggml shape `[inputs, outputs]`, or `shape`) and `name.bias` (`[outputs]`);
+    /// with `f32`, a matrix of another type is dequantized once into an F32 copy and the
+    /// file's pages of it leave resident memory.
+    init(_ r: ProjectorFileReader, _ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil, f32: Bool = false) throws(ProjectorError)
+    {
         let t = try r.tensor(name + ".weight", shape: shape ?? [inputs, outputs], accepted: GGMLType.kernelTypes)
+        let stored: WeightMatrix
         do {
-            weight = try WeightMatrix(type: t.type, rows: outputs, cols: inputs, data: r.file.data(for: t).baseAddress!)
+            stored = try WeightMatrix(type: t.type, rows: outputs, cols: inputs, data: r.file.data(for: t).baseAddress!)
         } catch {
             throw .tensorType(path: r.path, name: name + ".weight", type: t.type, accepted: GGMLType.kernelTypes)
+        }
+        if f32 && t.type != .f32 {
+            let copy = FloatBuffer(count: outputs * inputs)
+            stored.dequantize(rows: 0..<outputs, into: copy.pointer)
+            // An F32 view of a buffer of the right size cannot fail to describe.
+            weight = (try? WeightMatrix(type: .f32, rows: outputs, cols: inputs, data: copy.pointer)) ?? stored
+            converted = copy
+            r.file.releaseResidentPages(of: t)
+        } else {
+            weight = stored
+            converted = nil
         }
         bias = try r.floats(tensor: name + ".bias", shape: [outputs])
         self.name = name
@@ -246,6 +265,19 @@ struct LFM2VisionProjector: Sendable {
         EncoderKernels.geluTanh(w.projected, count: m * first.outputs, pool: pool)
         second(w.projected, rows: m, into: out, w, pool)
     }
+}
+
+/// Floats owned for the lifetime of the weights (an F32 copy of a matrix).
+final class FloatBuffer: @unchecked Sendable {
+    // @unchecked: written once while loading, read-only afterwards.
+    let pointer: UnsafeMutablePointer<Float>
+
+    init(count: Int) {
+        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(1, count))
+    }
+
+    deinit { pointer.deallocate() }
 }
 
 /// The activation buffers of one encode, sized for its patch grid and allocated once.

@@ -142,6 +142,16 @@ struct VisionRandom: RandomNumberGenerator {
         #expect(worst < 1e-5)
     }
 
+    /// Weights converted to F32 at load give the products of the weights as stored.
+    @Test func weightsConvertedAtLoadGiveTheSameEmbeddings() throws {
+        let pixels = VisionRandom.slice(width: 320, height: 224, seed: 11)
+        let stored = try Self.encoder().encode(pixels, width: 320, height: 224)
+        let converted = try SigLIP2VisionEncoder(path: Self.mmproj, threads: 2, weights: .float32)
+        #expect(converted.weightStorage == .float32)
+        let (worst, _) = Self.difference(try converted.encode(pixels, width: 320, height: 224), stored)
+        #expect(worst < 1e-6)
+    }
+
     @Test func engineMatchesReferenceOnLlamaCppsSlice() throws {
         let golden = try VisionGolden(image: "small-40x30.png")
         let pixels = try #require(golden.slices.first?.pixels)
