@@ -45,7 +45,9 @@ import Kernels
 public final class SigLIP2VisionEncoder: Sendable {
     /// The file's path, as errors name it.
     public let path: String
+    /// The mmproj file (its tensors are read in place).
     public let file: GGUFFile
+    /// The tower's and projector's shape, from the file's keys and tensors.
     public let hyperparameters: VisionHyperparameters
     /// What the image preprocessing needs: patch size, merge factor, token limits, mean/std.
     public let preprocessing: ImagePreprocessing

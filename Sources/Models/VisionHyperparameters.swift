@@ -19,9 +19,10 @@ public struct VisionHyperparameters: Sendable, Equatable {
     public var headCount: Int
     /// `clip.vision.attention.layer_norm_epsilon`: the tower's LayerNorm epsilon.
     public var layerNormEpsilon: Float
-    /// `clip.vision.image_mean`, `clip.vision.image_std`: per RGB channel, the normalization
+    /// `clip.vision.image_mean`: per RGB channel, the `mean` of the normalization
     /// `(u8 / 255 - mean) / std` the preprocessing applies.
     public var imageMean: [Float]
+    /// `clip.vision.image_std`: per RGB channel, the `std` of that normalization (never 0).
     public var imageStd: [Float]
     /// `clip.vision.projector.scale_factor`: the pixel unshuffle factor `s` (2): `s x s`
     /// patches become one token of `s² d` values.
@@ -124,8 +125,9 @@ public struct ImagePreprocessing: Sendable, Equatable {
     public var minImageTokens: Int
     /// Most image tokens a slice is resized to (llama.cpp: 256 for `lfm2`).
     public var maxImageTokens: Int
-    /// Per RGB channel: values are `(u8 / 255 - mean) / std`.
+    /// Per RGB channel, the `mean` of the normalization `(u8 / 255 - mean) / std`.
     public var imageMean: [Float]
+    /// Per RGB channel, the `std` of that normalization.
     public var imageStd: [Float]
 
     /// Pixels per side of one image token: `patchSize · mergeFactor` (32).
