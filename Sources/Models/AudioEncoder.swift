@@ -46,9 +46,11 @@ public struct AudioEncoderHyperparameters: Sendable, Equatable {
 /// Read-only after loading and `Sendable`; `encode` may run on several threads at once
 /// (each call allocates its own activations; the threads of the pool are shared).
 public final class AudioEncoder: Sendable {
+    /// The projector file (the weights are views into it).
     public let file: GGUFFile
     /// The name errors give the file (its path, or what the caller passed).
     public let name: String
+    /// The shape read from the file's keys and tensors.
     public let hyperparameters: AudioEncoderHyperparameters
     /// The threads that run the encoder's products.
     public let pool: ThreadPool

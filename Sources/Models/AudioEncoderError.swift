@@ -32,6 +32,7 @@ public enum AudioEncoderError: Error, Sendable, Equatable, CustomStringConvertib
     /// A mel value is NaN or infinite.
     case nonFiniteInput(index: Int)
 
+    /// What is wrong and, where it helps, what to do.
     public var description: String {
         switch self {
         case .unreadableFile(let file, let error):

@@ -23,6 +23,7 @@ import Darwin
 /// let embeddings = try reference.encode(mel: mel, frames: frames)   // [tokens x width]
 /// ```
 public final class ReferenceAudioEncoder {
+    /// The projector file it reads.
     public let file: GGUFFile
     let name: String
     let roundsFirstConvolutionToHalf: Bool
