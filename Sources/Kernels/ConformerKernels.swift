@@ -1,11 +1,11 @@
-// The kernels of a FastConformer audio encoder (Rekesh et al., 2023) that a transformer
-// language model does not need: the convolutions of the x8 subsampling (a 3x3 stride-2
-// convolution of the one-channel log-mel image through im2col and OpenBLAS, depthwise 3x3
-// stride-2 convolutions, pointwise convolutions), the Conformer convolution module's GLU
-// and depthwise convolution over time, and the element-wise steps around them (LayerNorm,
-// SiLU, erf GELU, bias rows). Transformer-XL's relative-position attention is in
-// RelativeAttention.swift. Each kernel is checked against a plain scalar loop in
-// Tests/KernelsTests/ConformerKernelsTests.swift.
+// The kernels only the FastConformer audio encoder (Rekesh et al., 2023) needs: the
+// convolutions of the x8 subsampling (a 3x3 stride-2 convolution of the one-channel log-mel
+// image through im2col and OpenBLAS, depthwise 3x3 stride-2 convolutions, pointwise
+// convolutions) and the Conformer convolution module's GLU, depthwise convolution over
+// time and folded batch norm. The row kernels it shares with the vision encoder (LayerNorm,
+// GELU, SiLU, bias rows, the weight products) are EncoderKernels.swift; Transformer-XL's
+// relative-position attention is RelativeAttention.swift. Each kernel is checked against a
+// plain scalar loop in Tests/KernelsTests/ConformerKernelsTests.swift.
 //
 // Layouts: images are channel-major planes, `[channel][row][column]`, as ggml stores a
 // `[W, H, C]` tensor; sequences are row-major `[time][width]`.
@@ -16,7 +16,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Convolutions and element-wise kernels of the FastConformer audio encoder.
+/// The convolutions of the FastConformer audio encoder.
 public enum ConformerKernels {
     // MARK: - Subsampling convolutions
 
@@ -169,19 +169,7 @@ public enum ConformerKernels {
     /// width` values (the first half gated by the second, as `torch.nn.GLU(dim=1)`).
     public static func sigmoidGLU(_ x: UnsafePointer<Float>, rows: Int, width: Int, into out: UnsafeMutablePointer<Float>) {
         for t in 0..<rows {
-            let a = x + t * 2 * width, g = a + width, y = out + t * width
-            var c = 0
-            let ar = UnsafeRawPointer(a), gr = UnsafeRawPointer(g), yr = UnsafeMutableRawPointer(y)
-            while c + 16 <= width {
-                let av = ar.loadUnaligned(fromByteOffset: c * 4, as: SIMD16<Float>.self)
-                let gv = gr.loadUnaligned(fromByteOffset: c * 4, as: SIMD16<Float>.self)
-                yr.storeBytes(of: av / (1 + Elementwise.exp(-gv)), toByteOffset: c * 4, as: SIMD16<Float>.self)
-                c += 16
-            }
-            while c < width {
-                y[c] = a[c] / (1 + expf(-g[c]))
-                c += 1
-            }
+            EncoderKernels.sigmoidProduct(x + t * 2 * width, gate: x + t * 2 * width + width, into: out + t * width, count: width)
         }
     }
 
@@ -247,105 +235,7 @@ public enum ConformerKernels {
         for t in 0..<rows {
             let y = x + t * width
             for c in 0..<width { y[c] = y[c] * scale[c] + shift[c] }
-            silu(y, count: width)
-        }
-    }
-
-    /// `x[i] = x[i] · σ(x[i]) = x[i] / (1 + e^(-x[i]))` in place (SiLU, or swish).
-    public static func silu(_ x: UnsafeMutablePointer<Float>, count n: Int) {
-        var i = 0
-        let xr = UnsafeMutableRawPointer(x)
-        while i + 16 <= n {
-            let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            xr.storeBytes(of: v / (1 + Elementwise.exp(-v)), toByteOffset: i * 4, as: SIMD16<Float>.self)
-            i += 16
-        }
-        while i < n {
-            x[i] = x[i] / (1 + expf(-x[i]))
-            i += 1
-        }
-    }
-
-    // MARK: - Shared with the vision encoder
-    //
-    // LayerNorm, the erf GELU and the bias rows below are also needed by the SigLIP vision
-    // encoder, whose kernels are written in parallel (EncoderKernels.swift); these are
-    // internal-use duplicates to be merged with those.
-
-    /// LayerNorm (Ba et al., 2016) of each of `rows` rows of `width` values, as ggml's
-    /// `norm` followed by the weight and the bias:
-    /// `y = (x - mean) / sqrt(var + eps) ⊙ weight + bias`, mean and (biased) variance
-    /// summed in Double. `y` may equal `x`.
-    public static func layerNorm(
-        _ x: UnsafePointer<Float>, rows: Int, width: Int, weight: UnsafePointer<Float>, bias: UnsafePointer<Float>, eps: Float,
-        into y: UnsafeMutablePointer<Float>
-    ) {
-        guard width > 0 else { return }
-        for t in 0..<rows {
-            let src = x + t * width, dst = y + t * width
-            var sum: Double = 0
-            for c in 0..<width { sum += Double(src[c]) }
-            let mean = Float(sum / Double(width))
-            var squares: Double = 0
-            for c in 0..<width {
-                let v = src[c] - mean
-                squares += Double(v * v)
-            }
-            let scale = 1 / (Float(squares / Double(width)) + eps).squareRoot()
-            for c in 0..<width { dst[c] = (src[c] - mean) * scale * weight[c] + bias[c] }
-        }
-    }
-
-    /// GELU in its exact form (Hendrycks & Gimpel, 2016) in place:
-    /// `x = 0.5 x (1 + erf(x / √2))`.
-    public static func geluErf(_ x: UnsafeMutablePointer<Float>, count n: Int) {
-        let invSqrt2: Float = 0.707_106_781_186_547_5
-        for i in 0..<n {
-            let v = x[i]
-            x[i] = 0.5 * v * (1 + erff(v * invSqrt2))
-        }
-    }
-
-    /// `x[t][c] += bias[c]` for each of `rows` rows of `width` values.
-    public static func addBiasRows(_ x: UnsafeMutablePointer<Float>, rows: Int, width: Int, bias: UnsafePointer<Float>) {
-        for t in 0..<rows { Elementwise.add(bias, into: x + t * width, count: width) }
-    }
-}
-
-extension WeightMatrix {
-    /// Rows of weights per block in ``matmulByRowBlocks(_:count:into:pool:)`` for rows of
-    /// `cols` values: a block of about 256 KB of F32, so that it stays in cache between its
-    /// dequantization and its product.
-    public static func rowBlock(cols: Int) -> Int {
-        max(16, min(256, (65536 / max(1, cols)) / 16 * 16))
-    }
-
-    /// `Y = X Wᵀ` for `count` rows of `x` (`count x cols`, row-major; `y` is `count x
-    /// rows`), for a matrix used once per call (an encoder's): the weight rows are split in
-    /// blocks of ``rowBlock(cols:)`` over `pool`, and each thread dequantizes a block into
-    /// its own small tile and multiplies it with OpenBLAS on one thread, so the weights are
-    /// read once, no whole-matrix copy is written, and the threads never hand the cores to
-    /// OpenBLAS's and back. F32 weights go through one OpenBLAS product in place.
-    public func matmulByRowBlocks(_ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
-        precondition(count >= 0)
-        if count == 0 || rows == 0 { return }
-        if type == .f32 && Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0 {
-            matmul(x, count: count, into: y, pool: pool)
-            return
-        }
-        let block = Self.rowBlock(cols: cols), blocks = (rows + block - 1) / block
-        let parallel = (pool?.threads ?? 1) > 1 && blocks > 1
-        BLAS.withOneThread(when: parallel) {
-            let body: (Range<Int>) -> Void = { range in
-                let tile = UnsafeMutablePointer<Float>.allocate(capacity: block * cols)
-                defer { tile.deallocate() }
-                for b in range {
-                    let r0 = b * block, r1 = Swift.min(rows, r0 + block)
-                    dequantize(rows: r0..<r1, into: tile)
-                    BLAS.sgemm(transB: true, m: count, n: r1 - r0, k: cols, a: x, lda: cols, b: tile, ldb: cols, c: y + r0, ldc: rows)
-                }
-            }
-            if parallel, let pool { pool.parallelFor(count: blocks, body) } else { body(0..<blocks) }
+            EncoderKernels.sigmoidProduct(y, gate: y, into: y, count: width)
         }
     }
 }

@@ -1,16 +1,21 @@
-// The row operations of a bidirectional transformer encoder (a vision tower, an audio
-// encoder): LayerNorm, GELU in its tanh and erf forms, a bias added to every row, and
+// The row operations of a bidirectional transformer encoder (LFM2-VL's vision tower,
+// LFM2-Audio's FastConformer): LayerNorm, GELU in its tanh and erf forms, SiLU, a bias added
+// to every row, residual additions, the products of weights used once per call, and
 // multi-head softmax attention in which every token sees every token (no mask).
 //
 //   LayerNorm(x) = (x - mean(x)) / sqrt(var(x) + eps) ⊙ w + b        per row
 //   GELU_tanh(x) = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
 //   GELU_erf(x)  = 0.5 x (1 + erf(x / √2))
+//   SiLU(x)      = x σ(x) = x / (1 + e^(-x))
+//   Y            = X Wᵀ                                               weights in any type
 //   Attention_h  = softmax(scale · Q_h K_hᵀ) V_h                       per head h, rows = tokens
 //
 // The element-wise kernels are portable SIMD16 like `Elementwise` and split long inputs
 // over a thread pool; attention runs one head per pool task, each through two OpenBLAS
-// products per block of queries. Each has a scalar reference in Double beside it
-// (`...Reference`), which EncoderKernelsTests hold the fast forms to.
+// products per block of queries. Scalar references in Double sit beside the kernels that
+// need one (`...Reference`); EncoderKernelsTests hold the fast forms to them. The kernels
+// only one encoder needs are ConformerKernels.swift (the audio encoder's convolutions) and
+// RelativeAttention.swift (its attention).
 
 #if canImport(Glibc)
 import Glibc
@@ -18,22 +23,22 @@ import Glibc
 import Darwin
 #endif
 
-/// Row kernels of encoder blocks: LayerNorm, GELU (tanh and erf), bias addition.
+/// Row kernels of encoder blocks: LayerNorm, GELU (tanh and erf), SiLU, bias and residual
+/// additions.
 public enum EncoderKernels {
     /// LayerNorm (Ba et al., 2016) of each of `rows` rows of `width` floats:
     /// `y = (x - μ) / sqrt(σ² + eps) ⊙ weight + bias`, with `μ` and `σ²` the row's mean and
-    /// (biased) variance, both summed in Double as ggml's `norm` does. `weight` and `bias`
-    /// (`width` floats each) may be nil (1 and 0). `y` may equal `x`. Split over `pool` by
-    /// rows.
+    /// (biased) variance, every value summed in Double as ggml's `norm` does, and the scale
+    /// `1 / sqrt(σ² + eps)` formed in Double. `weight` and `bias` (`width` floats each) may
+    /// be nil (1 and 0). `y` may equal `x`. Split over `pool` by rows.
     public static func layerNorm(
         _ x: UnsafePointer<Float>, rows: Int, width: Int, weight: UnsafePointer<Float>?, bias: UnsafePointer<Float>?, eps: Float,
         into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil
     ) {
         precondition(rows >= 0 && width > 0, "layerNorm: \(rows) rows of \(width)")
-        let body: (Range<Int>) -> Void = { range in
+        parallel(rows, minChunk: max(1, 4096 / width), pool) { range in
             for r in range { layerNormRow(x + r * width, width: width, weight: weight, bias: bias, eps: eps, into: y + r * width) }
         }
-        parallel(rows, minChunk: max(1, 4096 / width), pool, body)
     }
 
     /// LayerNorm of one row of `n` floats (see ``layerNorm(_:rows:width:weight:bias:eps:into:pool:)``).
@@ -43,31 +48,29 @@ public enum EncoderKernels {
         into y: UnsafeMutablePointer<Float>
     ) {
         let xr = UnsafeRawPointer(x)
-        // Mean: SIMD partial sums widened to Double.
-        var acc = SIMD16<Float>()
+        // Mean: each value widened to Double, eight lanes at a time.
+        var acc = SIMD8<Double>()
         var i = 0
-        while i + 16 <= n {
-            acc += xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            i += 16
+        while i + 8 <= n {
+            acc += SIMD8<Double>(xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self))
+            i += 8
         }
-        var sum: Double = 0
-        for lane in 0..<16 { sum += Double(acc[lane]) }
+        var sum = acc.sum()
         while i < n {
             sum += Double(x[i])
             i += 1
         }
         let mean = Float(sum / Double(n))
-        // Variance of the centred values, summed the same way.
-        let m16 = SIMD16<Float>(repeating: mean)
-        acc = SIMD16<Float>()
+        // Variance of the centred values (centred in Float, as ggml), summed the same way.
+        let m8 = SIMD8<Float>(repeating: mean)
+        acc = SIMD8<Double>()
         i = 0
-        while i + 16 <= n {
-            let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m16
-            acc += v * v
-            i += 16
+        while i + 8 <= n {
+            let v = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self) - m8
+            acc += SIMD8<Double>(v * v)
+            i += 8
         }
-        var squares: Double = 0
-        for lane in 0..<16 { squares += Double(acc[lane]) }
+        var squares = acc.sum()
         while i < n {
             let v = x[i] - mean
             squares += Double(v * v)
@@ -75,7 +78,7 @@ public enum EncoderKernels {
         }
         let scale = Float(1 / (squares / Double(n) + Double(eps)).squareRoot())
         let yr = UnsafeMutableRawPointer(y)
-        let s16 = SIMD16<Float>(repeating: scale)
+        let m16 = SIMD16<Float>(repeating: mean), s16 = SIMD16<Float>(repeating: scale)
         i = 0
         while i + 16 <= n {
             var v = (xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m16) * s16
@@ -140,47 +143,45 @@ public enum EncoderKernels {
     }
 
     /// GELU in its exact form, in place over `count` floats: `x ← 0.5 x (1 + erf(x / √2))`,
-    /// with ``erf(_:)``. Split over `pool`.
+    /// with the C library's `erff` (correctly rounded to within an ulp or so; the encoders
+    /// apply it to one projector layer, so its scalar cost does not show). Split over `pool`.
     public static func geluErf(_ x: UnsafeMutablePointer<Float>, count n: Int, pool: ThreadPool? = nil) {
-        parallel(n, minChunk: 8192, pool) { range in geluErfSpan(x + range.lowerBound, count: range.count) }
+        let invSqrt2: Float = 0.707_106_781_186_547_5
+        parallel(n, minChunk: 8192, pool) { range in
+            for i in range {
+                let v = x[i]
+                x[i] = 0.5 * v * (1 + erff(v * invSqrt2))
+            }
+        }
     }
 
-    static func geluErfSpan(_ x: UnsafeMutablePointer<Float>, count n: Int) {
-        let invSqrt2: Float = 0.707_106_781_186_547_5
-        let xr = UnsafeMutableRawPointer(x)
+    /// SiLU (or swish; Elfwing et al., 2018) in place over `count` floats:
+    /// `x ← x σ(x) = x / (1 + e^(-x))`, with the vector `exp`. Split over `pool`.
+    public static func silu(_ x: UnsafeMutablePointer<Float>, count n: Int, pool: ThreadPool? = nil) {
+        parallel(n, minChunk: 8192, pool) { range in
+            sigmoidProduct(x + range.lowerBound, gate: x + range.lowerBound, into: x + range.lowerBound, count: range.count)
+        }
+    }
+
+    /// `y[i] = a[i] · σ(g[i]) = a[i] / (1 + e^(-g[i]))` over `count` floats, with the vector
+    /// `exp`: SiLU when `g` is `a`, a sigmoid-gated linear unit's output otherwise. `y` may
+    /// be `a` or `g`.
+    @inlinable
+    public static func sigmoidProduct(
+        _ a: UnsafePointer<Float>, gate g: UnsafePointer<Float>, into y: UnsafeMutablePointer<Float>, count n: Int
+    ) {
         var i = 0
+        let ar = UnsafeRawPointer(a), gr = UnsafeRawPointer(g), yr = UnsafeMutableRawPointer(y)
         while i + 16 <= n {
-            let g = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            xr.storeBytes(of: 0.5 * g * (1 + erf(g * invSqrt2)), toByteOffset: i * 4, as: SIMD16<Float>.self)
+            let av = ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            let gv = gr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
+            yr.storeBytes(of: av / (1 + Elementwise.exp(-gv)), toByteOffset: i * 4, as: SIMD16<Float>.self)
             i += 16
         }
-        if i < n {
-            // The tail through the same vector formula, so every element rounds alike.
-            var tail = SIMD16<Float>()
-            for k in 0..<(n - i) { tail[k] = x[i + k] }
-            let out = 0.5 * tail * (1 + erf(tail * invSqrt2))
-            for k in 0..<(n - i) { x[i + k] = out[k] }
+        while i < n {
+            y[i] = a[i] / (1 + expf(-g[i]))
+            i += 1
         }
-    }
-
-    /// The error function of 16 floats, within 4e-7 of the exact value: Abramowitz & Stegun
-    /// 7.1.26, `erf(|x|) = 1 - (a₁t + a₂t² + a₃t³ + a₄t⁴ + a₅t⁵) e^(-x²)` with
-    /// `t = 1 / (1 + p|x|)` (absolute error of the formula 1.5e-7, plus float rounding; measured
-    /// 3.2e-7), the sign restored.
-    @inlinable
-    public static func erf(_ x: SIMD16<Float>) -> SIMD16<Float> {
-        var ax = x
-        ax.replace(with: -x, where: x .< 0)
-        let t = 1 / (1 + 0.327_591_1 * ax)
-        var p = SIMD16<Float>(repeating: 1.061_405_429)
-        p = SIMD16(repeating: -1.453_152_027).addingProduct(p, t)
-        p = SIMD16(repeating: 1.421_413_741).addingProduct(p, t)
-        p = SIMD16(repeating: -0.284_496_736).addingProduct(p, t)
-        p = SIMD16(repeating: 0.254_829_592).addingProduct(p, t)
-        p *= t
-        var y = 1 - p * Elementwise.exp(-(ax * ax))
-        y.replace(with: -y, where: x .< 0)
-        return y
     }
 
     /// `y[r][c] += bias[c]` for `rows` rows of `width` floats. Split over `pool` by rows.
@@ -199,6 +200,15 @@ public enum EncoderKernels {
         }
     }
 
+    /// `y[i] += factor · x[i]` for `count` floats (a half-step residual). Split over `pool`.
+    public static func add(
+        _ x: UnsafePointer<Float>, scaledBy factor: Float, into y: UnsafeMutablePointer<Float>, count n: Int, pool: ThreadPool? = nil
+    ) {
+        parallel(n, minChunk: 16_384, pool) { range in
+            Elementwise.axpy(factor, x + range.lowerBound, y + range.lowerBound, count: range.count)
+        }
+    }
+
     /// Runs `body` over sub-ranges covering `0..<count`: on `pool` when it has several
     /// threads and `count` exceeds `minChunk`, else in one call on this thread.
     @inline(__always)
@@ -208,6 +218,56 @@ public enum EncoderKernels {
             pool.parallelFor(count: count, minChunk: minChunk, body)
         } else {
             body(0..<count)
+        }
+    }
+}
+
+extension WeightMatrix {
+    /// Rows of weights per block in ``matmulByRowBlocks(_:count:into:pool:)`` for rows of
+    /// `cols` values: a block of about 256 KB of F32, so that it stays in cache between its
+    /// dequantization and its product.
+    public static func rowBlock(cols: Int) -> Int {
+        max(16, min(256, (65536 / max(1, cols)) / 16 * 16))
+    }
+
+    /// `Y = X Wᵀ` for `count` rows of `x` (`count x cols`, row-major; `y` is `count x
+    /// rows`), for a matrix used once per call (an encoder's): the weight rows are split in
+    /// blocks of ``rowBlock(cols:)`` over `pool`, and each thread dequantizes a block into
+    /// its own small tile and multiplies it with OpenBLAS on one thread, so the weights are
+    /// read once, no whole-matrix copy is written, and the threads are the pool's (OpenBLAS
+    /// starts none of its own). F32 weights are multiplied in place, by the same blocks.
+    /// Without a pool of several threads, one block after the other (and OpenBLAS may use
+    /// its threads in each product).
+    public func matmulByRowBlocks(_ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
+        precondition(count >= 0)
+        if count == 0 || rows == 0 { return }
+        let inPlace = type == .f32 && Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0
+        let block = Self.rowBlock(cols: cols), blocks = (rows + block - 1) / block
+        let parallel = (pool?.threads ?? 1) > 1 && blocks > 1
+        if inPlace && !parallel {
+            pool?.sleepWorkers()
+            BLAS.sgemm(
+                transB: true, m: count, n: rows, k: cols, a: x, lda: cols, b: data.assumingMemoryBound(to: Float.self), ldb: cols,
+                c: y, ldc: rows)
+            return
+        }
+        BLAS.withOneThread(when: parallel) {
+            let body: (Range<Int>) -> Void = { range in
+                let tile: UnsafeMutablePointer<Float>? = inPlace ? nil : .allocate(capacity: block * cols)
+                defer { tile?.deallocate() }
+                for b in range {
+                    let r0 = b * block, r1 = Swift.min(rows, r0 + block)
+                    let w: UnsafePointer<Float>
+                    if let tile {
+                        dequantize(rows: r0..<r1, into: tile)
+                        w = UnsafePointer(tile)
+                    } else {
+                        w = data.assumingMemoryBound(to: Float.self) + r0 * cols
+                    }
+                    BLAS.sgemm(transB: true, m: count, n: r1 - r0, k: cols, a: x, lda: cols, b: w, ldb: cols, c: y + r0, ldc: rows)
+                }
+            }
+            if parallel, let pool { pool.parallelFor(count: blocks, body) } else { body(0..<blocks) }
         }
     }
 }

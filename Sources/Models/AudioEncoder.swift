@@ -1,67 +1,47 @@
 import GGUF
 import Kernels
 
-/// The shape of an audio projector, read from its `clip.audio.*` keys and its tensors.
-public struct AudioEncoderHyperparameters: Sendable, Equatable {
-    /// Mel bins per frame of the input (`clip.audio.num_mel_bins`).
-    public let melBins: Int
-    /// The encoder's width d (`clip.audio.embedding_length`).
-    public let width: Int
-    /// The width of the feed-forward modules: the rows of `a.blk.0.ffn_up.weight`
-    /// (`clip.audio.feed_forward_length` holds d for LFM2-Audio, as its converter writes it).
-    public let feedForwardLength: Int
-    /// Conformer blocks (`clip.audio.block_count`).
-    public let blockCount: Int
-    /// Attention heads (`clip.audio.attention.head_count`); each is `width / headCount` wide.
-    public let headCount: Int
-    /// The LayerNorms' ε (`clip.audio.attention.layer_norm_epsilon`).
-    public let layerNormEpsilon: Float
-    /// The width of the output embeddings (`clip.audio.projection_dim`): the language model's.
-    public let projectionDim: Int
-    /// Channels of the subsampling convolutions (from `a.conv1d.0.weight`).
-    public let subsamplingChannels: Int
-    /// The depthwise convolution's kernel length over time (from `a.blk.0.conv_dw.weight`).
-    public let convolutionKernelLength: Int
-    /// The width of the relative-position sinusoid table (the columns of `linear_pos`;
-    /// 512 in llama.cpp, fixed).
-    public let positionTableWidth: Int
-    /// Rows of `a.position_embd.weight`, which bound the input length (see
-    /// `AudioEncoder.maximumFrameCount`).
-    public let positionRows: Int
-
-    /// The width of one attention head.
-    public var headDim: Int { width / headCount }
-}
-
-/// LFM2-Audio's audio encoder, loaded from its multimodal projector GGUF (llama.cpp's
-/// `mmproj`, `clip.projector_type` `lfm2a`): a FastConformer and the MLP adapter, from a
-/// log-mel matrix to one embedding per audio token, ready to take positions in the
-/// language model's prompt (FastConformer.swift; docs/audio-encoder.md).
+/// LFM2-Audio's audio encoder, loaded from an mmproj file (`general.architecture` `clip`,
+/// `clip.projector_type` `lfm2a`): a FastConformer (Rekesh et al., 2023; NeMo's
+/// `ConformerEncoder` with `dw_striding` subsampling and `rel_pos` attention) and the MLP
+/// adapter into the language model's embedding space. One call encodes a log-mel matrix of
+/// `frames` frames (100 a second, plus one) into `⌈⌈⌈frames/2⌉/2⌉/2⌉` embeddings of the
+/// language model's width, one per 80 ms of audio:
 ///
-/// ```swift
-/// let encoder = try AudioEncoder(path: "mmproj-LFM2-Audio-1.5B-F16.gguf")
-/// let embeddings = try encoder.encode(mel: mel, frames: frames)  // [tokens x outputWidth]
+/// ```
+/// X  = Subsample₈(mel)                    [T, d]     3x3 stride-2 convolutions, a.pre_encode.out
+/// X  = X + ½ FFN₁(LN(X))                  }
+/// X  = X + RelPosAttention(LN(X))         }          for each of the L Conformer blocks
+/// X  = X + Convolution(LN(X))             }          (macaron FFNs, Transformer-XL relative
+/// X  = LN(X + ½ FFN₂(LN(X)))              }          positions, GLU + depthwise conv)
+/// E  = mm₃ GELU(mm₁ LN(X) + b₁) + b₃      [T, D]     D = projection_dim
 /// ```
 ///
-/// Read-only after loading and `Sendable`; `encode` may run on several threads at once
-/// (each call allocates its own activations; the threads of the pool are shared).
-public final class AudioEncoder: Sendable {
-    /// The projector file (the weights are views into it).
+/// GELU is the erf form. The steps are llama.cpp's `models/conformer.cpp` for
+/// `PROJECTOR_TYPE_LFM2A`, the layers in AudioLayers.swift; docs/media-encoders.md has the
+/// equations, shapes and tensor names, and what llama.cpp fixes rather than reads.
+///
+/// **Weights** are held as `weights` says (`MultimodalProjector.WeightStorage`; default in
+/// the file as stored, each product dequantizing blocks of rows into small tiles);
+/// convolution kernels, biases and norms are F32 copies. **Threads**: everything runs on
+/// `pool` (pass the language model's, `TransformerModel.pool`). An encode allocates its
+/// activation buffers once (`AudioWorkspace`); concurrent encodes are safe.
+public final class AudioEncoder: MultimodalEncoder {
+    /// The file's path, as errors name it.
+    public let path: String
+    /// The mmproj file (its tensors are read in place).
     public let file: GGUFFile
-    /// The name errors give the file (its path, or what the caller passed).
-    public let name: String
-    /// The shape read from the file's keys and tensors.
-    public let hyperparameters: AudioEncoderHyperparameters
-    /// The threads that run the encoder's products.
+    /// The encoder's and adapter's shape, from the file's keys and tensors.
+    public let hyperparameters: AudioHyperparameters
+    /// The threads of the products, attention, convolutions and element-wise work.
     public let pool: ThreadPool
+    /// How the weight matrices are held.
+    public let weightStorage: MultimodalProjector.WeightStorage
     /// Whether the first convolution rounds its input and kernel to IEEE half, as
     /// llama.cpp's does (its `conv_2d` goes through an F16 im2col). On by default, so that
     /// embeddings match llama.cpp's to float rounding; off computes the convolution in F32.
     public let roundsFirstConvolutionToHalf: Bool
-
-    let subsampling: ConvolutionSubsampling
-    let blocks: [ConformerBlock]
-    let adapter: LFM2AudioAdapter
+    let weights: AudioWeights
 
     /// The projector types this encoder runs.
     public static let projectorTypes = ["lfm2a"]
@@ -77,75 +57,79 @@ public final class AudioEncoder: Sendable {
     /// Mel bins per frame of the input.
     public var melBinCount: Int { hyperparameters.melBins }
 
-    /// The width of each output embedding (the language model's embedding width).
+    /// Width of the embeddings `encode` writes: `clip.audio.projection_dim`, the width the
+    /// language model must have.
     public var outputWidth: Int { hyperparameters.projectionDim }
 
-    /// Audio tokens (output embeddings) for `frames` mel frames: the subsampling halves
-    /// the length three times, rounding up: `⌈⌈⌈frames/2⌉/2⌉/2⌉` (101 frames, one second, give 13).
-    public static func tokenCount(frames: Int) -> Int {
-        frames <= 0 ? 0 : ConvolutionSubsampling.subsampled(frames)
+    /// Loads the encoder in `file` (read from `path`, which errors name), checking the
+    /// projector type, every key it reads and every tensor's presence, shape and type; it
+    /// runs on `pool` and holds its matrices as `weights` says.
+    public init(
+        file: GGUFFile, path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored,
+        roundsFirstConvolutionToHalf: Bool = true
+    ) throws(ProjectorError) {
+        let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: "audio")
+        let hp = try AudioHyperparameters.reading(reader)
+        (self.path, self.file, self.pool, self.weightStorage, self.hyperparameters) = (path, file, pool, storage, hp)
+        weights = try AudioWeights(reader, hp, storage: storage)
+        self.roundsFirstConvolutionToHalf = roundsFirstConvolutionToHalf
     }
 
-    /// Loads the audio encoder of `file`, checking the projector type, every
-    /// hyper-parameter and every tensor's presence, shape and type. `name` is what errors
-    /// call the file (a path); `threads` defaults to the number of cores.
+    /// Opens and loads the mmproj file at `path` (see
+    /// ``init(file:path:pool:weights:roundsFirstConvolutionToHalf:)``).
     public convenience init(
-        file: GGUFFile, name: String = "mmproj", threads: Int? = nil, roundsFirstConvolutionToHalf: Bool = true
-    ) throws(AudioEncoderError) {
+        path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored,
+        roundsFirstConvolutionToHalf: Bool = true
+    ) throws(ProjectorError) {
         try self.init(
-            file: file, name: name, pool: ThreadPool(threads: threads ?? ThreadPool.defaultThreads),
+            file: ProjectorFileReader.open(path), path: path, pool: pool, weights: storage,
             roundsFirstConvolutionToHalf: roundsFirstConvolutionToHalf)
     }
 
-    /// Loads the audio encoder of `file`, running its products on `pool` (for example the
-    /// language model's, `TransformerModel.pool`).
-    public init(file: GGUFFile, name: String = "mmproj", pool: ThreadPool, roundsFirstConvolutionToHalf: Bool = true)
-        throws(AudioEncoderError)
-    {
-        let reader = ProjectorReader(file: file, name: name)
-        let hp = try reader.audioHyperparameters()
-        self.file = file
-        self.name = name
-        self.hyperparameters = hp
-        self.pool = pool
-        self.roundsFirstConvolutionToHalf = roundsFirstConvolutionToHalf
-        subsampling = try reader.subsampling(hp)
-        blocks = try (0..<hp.blockCount).map { i throws(AudioEncoderError) in try reader.block(i, hp) }
-        adapter = try reader.adapter(hp)
+    /// The number of embeddings (audio tokens) a log-mel matrix of `frames` frames encodes
+    /// to, `⌈⌈⌈frames/2⌉/2⌉/2⌉` (101 frames, one second, give 13), after checking that the
+    /// encoder accepts that length (``minimumFrameCount``...``maximumFrameCount``).
+    public func tokenCount(frames: Int) throws(ProjectorError) -> Int {
+        let what = "the frame count of the log-mel input"
+        guard frames >= Self.minimumFrameCount else { throw .inputTooSmall(what: what, value: frames, minimum: Self.minimumFrameCount) }
+        guard frames <= maximumFrameCount else { throw .inputTooLarge(what: what, value: frames, maximum: maximumFrameCount) }
+        return ConvolutionSubsampling.subsampled(frames)
     }
 
-    /// Opens and loads the projector GGUF at `path`.
-    public convenience init(path: String, threads: Int? = nil, roundsFirstConvolutionToHalf: Bool = true) throws(AudioEncoderError) {
-        let file: GGUFFile
-        do { file = try GGUFFile(path: path) } catch { throw .unreadableFile(file: path, error) }
-        try self.init(file: file, name: path, threads: threads, roundsFirstConvolutionToHalf: roundsFirstConvolutionToHalf)
-    }
-
-    /// Audio tokens for `frames` mel frames (``tokenCount(frames:)``).
-    public func tokenCount(frames: Int) -> Int { Self.tokenCount(frames: frames) }
-
-    /// The embeddings of a log-mel matrix: `mel` holds `melBinCount x frames` values,
-    /// bin-major (`mel[bin * frames + frame]`, as the log-mel front end stores it); the
-    /// result holds `tokenCount(frames:) x outputWidth` values, one embedding per row.
-    /// Throws when the count does not match, when `frames` is outside
-    /// ``minimumFrameCount``...``maximumFrameCount``, or when a value is not finite.
-    public func encode(mel: [Float], frames: Int) throws(AudioEncoderError) -> [Float] {
-        try mel.withUnsafeBufferPointer { (m) throws(AudioEncoderError) -> [Float] in try encode(mel: m, frames: frames) }
-    }
-
-    /// ``encode(mel:frames:)`` over a buffer.
-    public func encode(mel: UnsafeBufferPointer<Float>, frames: Int) throws(AudioEncoderError) -> [Float] {
-        let hp = hyperparameters
-        guard frames >= Self.minimumFrameCount else { throw .inputTooShort(frames: frames, minimum: Self.minimumFrameCount) }
-        guard frames <= maximumFrameCount else { throw .inputTooLong(frames: frames, maximum: maximumFrameCount) }
-        guard mel.count == hp.melBins * frames else { throw .melShapeMismatch(values: mel.count, melBins: hp.melBins, frames: frames) }
-        if let bad = mel.firstIndex(where: { !$0.isFinite }) { throw .nonFiniteInput(index: bad) }
-
-        let e = AudioEncoderPass(encoder: self, frames: frames)
-        let x = subsampling(mel: mel.baseAddress!, frames: frames, roundingToHalf: roundsFirstConvolutionToHalf, e)
-        for block in blocks { block(x, e) }
-        var out = [Float](repeating: 0, count: e.tokens * hp.projectionDim)
-        out.withUnsafeMutableBufferPointer { out in _ = adapter(x, into: out.baseAddress!, e) }
+    /// Encodes a log-mel matrix: `mel` holds `melBinCount · frames` finite floats, bin-major
+    /// (`mel[bin · frames + frame]`, as the log-mel front end stores it). Returns
+    /// `tokenCount(frames:) · outputWidth` floats, one embedding per row, in time order.
+    public func encode(mel: [Float], frames: Int) throws(ProjectorError) -> [Float] {
+        let count = try tokenCount(frames: frames) * outputWidth
+        var out = [Float](repeating: 0, count: count)
+        try mel.withUnsafeBufferPointer { (m) throws(ProjectorError) in
+            try out.withUnsafeMutableBufferPointer { (o) throws(ProjectorError) in try encode(mel: m, frames: frames, into: o) }
+        }
         return out
+    }
+
+    /// ``encode(mel:frames:)`` into `output`, which must hold at least
+    /// `tokenCount(frames:) · outputWidth` floats (for example the language model's input
+    /// rows of the audio's positions).
+    public func encode(mel: UnsafeBufferPointer<Float>, frames: Int, into output: UnsafeMutableBufferPointer<Float>)
+        throws(ProjectorError)
+    {
+        let tokens = try tokenCount(frames: frames), hp = hyperparameters
+        guard mel.count == hp.melBins * frames else {
+            throw .invalidInput(
+                "a log-mel input of \(frames) frames has \(hp.melBins * frames) values (\(hp.melBins) bins x \(frames)), got \(mel.count)")
+        }
+        guard output.count >= tokens * outputWidth else {
+            throw .invalidInput(
+                "the output holds \(output.count) floats, \(tokens) embeddings of \(outputWidth) need \(tokens * outputWidth)")
+        }
+        try ProjectorError.checkFinite(mel, "the log-mel input")
+        let w = AudioWorkspace(hp, frames: frames)
+        // X = Subsample₈(mel)
+        let x = weights.subsampling(mel: mel.baseAddress!, frames: frames, roundingToHalf: roundsFirstConvolutionToHalf, w, pool)
+        // X = Block_L(... Block_1(X))
+        for block in weights.blocks { block(x, w, pool) }
+        // E = mm₃ GELU(mm₁ LN(X))
+        weights.adapter(x, into: output.baseAddress!, w, pool)
     }
 }

@@ -22,27 +22,26 @@ import Kernels
 /// Attention is multi-head with biases on q, k, v and the output (`1/sqrt(d/heads)` scale);
 /// GELU is the tanh form throughout (the tower's `gelu_pytorch_tanh`; llama.cpp also uses it
 /// in the projector, where LFM2-VL's configuration names the erf form). The steps are
-/// llama.cpp's `clip_graph_siglip` for `PROJECTOR_TYPE_LFM2`; docs/vision-encoder.md has the
+/// llama.cpp's `clip_graph_siglip` for `PROJECTOR_TYPE_LFM2`; docs/media-encoders.md has the
 /// shapes and the tensor names.
 ///
 /// **Weights** stay in the mapped file in their stored type by default (F16 in an F16
-/// conversion; F32, BF16 and the quantized types are accepted too). Each product
-/// dequantizes its matrix into a scratch tile of F32 and multiplies with OpenBLAS sgemm
-/// (`WeightMatrix.matmul`; F32 matrices are used in place). The tile holds the largest
-/// matrix, so most products are one sgemm call. Dequantizing once at load instead doubles
-/// the resident memory of an F16 file (LFM2-VL-450M's 86M-parameter tower: 172 MB stored,
-/// 344 MB as F32; the 400M tower of the larger LFM2-VL models 0.8 GB against 1.6 GB) to save
-/// one F16-to-F32 conversion per weight per slice: a few percent of a slice's time, since
-/// every weight is used by `n` ≥ 64 patches (more for the smallest slices, whose products
-/// are shortest). On-device memory is the scarcer resource, so `.asStored` is the default;
-/// `WeightStorage.float32` converts at load for the speed.
+/// conversion; F32, BF16 and the quantized types are accepted too): each product
+/// dequantizes blocks of weight rows into small tiles and multiplies them with OpenBLAS
+/// (`EncoderLinear`, `WeightMatrix.matmulByRowBlocks`). Dequantizing once at load instead
+/// (`weights: .float32`) doubles the resident memory of an F16 file (LFM2-VL-450M's
+/// 86M-parameter tower: 172 MB stored, 344 MB as F32; the 400M tower of the larger LFM2-VL
+/// models 0.8 GB against 1.6 GB) to save one F16-to-F32 conversion per weight per slice: a
+/// few percent of a slice's time, since every weight is used by `n` ≥ 64 patches. On-device
+/// memory is the scarcer resource, so `.asStored` is the default.
 ///
-/// **Threads**: the matrix products run on OpenBLAS's threads, attention one head per
-/// task on `pool`, the element-wise work (LayerNorm, GELU, bias and residual additions,
-/// im2col, the position table) split over `pool` by rows. An encode allocates its
-/// activation buffers once (`VisionWorkspace`), nothing inside its loops; concurrent
+/// **Threads**: everything runs on `pool` (pass the language model's,
+/// `TransformerModel.pool`): the products by blocks of weight rows, attention one head per
+/// task, the element-wise work (LayerNorm, GELU, bias and residual additions, im2col, the
+/// position table) by rows. An encode allocates its activation buffers once
+/// (`VisionWorkspace`), nothing inside its loops but the products' tiles; concurrent
 /// encodes are safe (each has its own buffers; the pool runs one loop at a time).
-public final class SigLIP2VisionEncoder: Sendable {
+public final class SigLIP2VisionEncoder: MultimodalEncoder {
     /// The file's path, as errors name it.
     public let path: String
     /// The mmproj file (its tensors are read in place).
@@ -51,20 +50,11 @@ public final class SigLIP2VisionEncoder: Sendable {
     public let hyperparameters: VisionHyperparameters
     /// What the image preprocessing needs: patch size, merge factor, token limits, mean/std.
     public let preprocessing: ImagePreprocessing
-    /// The threads of the element-wise work and attention.
+    /// The threads of the products, attention and element-wise work.
     public let pool: ThreadPool
     /// How the weight matrices are held.
-    public let weightStorage: WeightStorage
+    public let weightStorage: MultimodalProjector.WeightStorage
     let weights: VisionWeights
-
-    /// How the weight matrices are held.
-    public enum WeightStorage: Sendable, Equatable {
-        /// In the mapped file in their stored type, dequantized into a tile per product.
-        case asStored
-        /// Converted to F32 copies once at load (twice an F16 file's memory, no conversion
-        /// per product); the file's pages of the converted matrices are released.
-        case float32
-    }
 
     /// The projector types this encoder runs.
     public static let projectorTypes = ["lfm2"]
@@ -77,35 +67,25 @@ public final class SigLIP2VisionEncoder: Sendable {
     public var outputWidth: Int { hyperparameters.projectionDim }
 
     /// Loads the encoder in `file` (read from `path`, which errors name), checking the
-    /// projector type, every key it reads and every tensor's shape and type. `pool`
-    /// defaults to a new pool with one thread per core (pass the language model's to share);
-    /// `weights` says how the matrices are held (default: as stored).
-    public init(file: GGUFFile, path: String, pool: ThreadPool? = nil, weights storage: WeightStorage = .asStored) throws(ProjectorError) {
-        let reader = ProjectorFileReader(path: path, file: file)
-        _ = try reader.requireProjector(Self.projectorTypes, modality: "vision")
+    /// projector type, every key it reads and every tensor's shape and type; it runs on
+    /// `pool` and holds its matrices as `weights` says.
+    public init(file: GGUFFile, path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored)
+        throws(ProjectorError)
+    {
+        let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: "vision")
         let hp = try VisionHyperparameters.reading(reader)
-        self.weights = try VisionWeights(reader, hp, storage: storage)
-        self.weightStorage = storage
-        self.path = path
-        self.file = file
-        self.hyperparameters = hp
-        self.preprocessing = ImagePreprocessing(
+        (self.path, self.file, self.pool, self.weightStorage, self.hyperparameters) = (path, file, pool, storage, hp)
+        weights = try VisionWeights(reader, hp, storage: storage)
+        preprocessing = ImagePreprocessing(
             patchSize: hp.patchSize, mergeFactor: hp.mergeFactor, minImageTokens: 64, maxImageTokens: 256,
             imageMean: hp.imageMean, imageStd: hp.imageStd)
-        self.pool = pool ?? ThreadPool(threads: ThreadPool.defaultThreads)
     }
 
-    /// Opens and loads the mmproj file at `path`, with a pool of `threads` threads (default:
-    /// one per core).
-    public convenience init(path: String, threads: Int? = nil, weights storage: WeightStorage = .asStored) throws(ProjectorError) {
-        let file: GGUFFile
-        do { file = try GGUFFile(path: path) } catch { throw .file(path: path, error) }
-        try self.init(file: file, path: path, pool: ThreadPool(threads: threads ?? ThreadPool.defaultThreads), weights: storage)
-    }
-
-    /// Throws `widthMismatch` unless the language model's embedding width is ``outputWidth``.
-    public func checkLanguageModelWidth(_ width: Int) throws(ProjectorError) {
-        guard width == outputWidth else { throw .widthMismatch(path: path, projectorWidth: outputWidth, languageModelWidth: width) }
+    /// Opens and loads the mmproj file at `path` (see ``init(file:path:pool:weights:)``).
+    public convenience init(path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored)
+        throws(ProjectorError)
+    {
+        try self.init(file: ProjectorFileReader.open(path), path: path, pool: pool, weights: storage)
     }
 
     /// The number of embeddings a slice of `width x height` pixels encodes to, after
@@ -117,23 +97,25 @@ public final class SigLIP2VisionEncoder: Sendable {
     }
 
     /// Encodes one preprocessed slice: `pixels` holds `width · height · 3` floats, row-major,
-    /// RGB interleaved, already normalized (`(u8/255 - mean) / std`). Returns
+    /// RGB interleaved, already normalized (`(u8/255 - mean) / std`, finite). Returns
     /// `tokenCount(width:height:) · outputWidth` floats, one embedding per row, tokens in
     /// row-major order over the `(W/32) x (H/32)` grid.
-    public func encode(_ pixels: [Float], width: Int, height: Int) throws(ProjectorError) -> [Float] {
+    public func encode(pixels: [Float], width: Int, height: Int) throws(ProjectorError) -> [Float] {
         let count = try tokenCount(width: width, height: height) * outputWidth
         var out = [Float](repeating: 0, count: count)
         try pixels.withUnsafeBufferPointer { (p) throws(ProjectorError) in
-            try out.withUnsafeMutableBufferPointer { (o) throws(ProjectorError) in try encode(p, width: width, height: height, into: o) }
+            try out.withUnsafeMutableBufferPointer { (o) throws(ProjectorError) in
+                try encode(pixels: p, width: width, height: height, into: o)
+            }
         }
         return out
     }
 
-    /// ``encode(_:width:height:)`` into `output`, which must hold at least
+    /// ``encode(pixels:width:height:)`` into `output`, which must hold at least
     /// `tokenCount(width:height:) · outputWidth` floats (for example the language model's
     /// input rows of the image's positions).
     public func encode(
-        _ pixels: UnsafeBufferPointer<Float>, width: Int, height: Int, into output: UnsafeMutableBufferPointer<Float>
+        pixels: UnsafeBufferPointer<Float>, width: Int, height: Int, into output: UnsafeMutableBufferPointer<Float>
     ) throws(ProjectorError) {
         let grid = try patchGrid(width: width, height: height)
         let hp = hyperparameters, s = hp.mergeFactor
@@ -145,7 +127,8 @@ public final class SigLIP2VisionEncoder: Sendable {
             throw .invalidInput(
                 "the output holds \(output.count) floats, \(tokens) embeddings of \(outputWidth) need \(tokens * outputWidth)")
         }
-        let w = VisionWorkspace(hp, gridWidth: grid.width, gridHeight: grid.height, tileCount: weights.tileCount, pool: pool)
+        try ProjectorError.checkFinite(pixels, "the slice")
+        let w = VisionWorkspace(hp, gridWidth: grid.width, gridHeight: grid.height)
         let n = w.patches, x = w.x
         // X = patches(pixels) W_patchᵀ + b_patch
         weights.patchEmbedding(pixels.baseAddress!, width: width, height: height, into: x, w, pool)
@@ -228,27 +211,32 @@ public final class SigLIP2VisionEncoder: Sendable {
             out.update(from: table, count: side * side * d)
             return
         }
-        let tx = antialiasedBilinearTaps(from: side, to: gw), ty = antialiasedBilinearTaps(from: side, to: gh)
-        // Along x: scratch[y][X] = Σ_j tx[X]_j · table[y][first + j]
-        EncoderKernels.parallel(side, minChunk: 1, pool) { rows in
-            for y in rows {
-                for X in 0..<gw {
-                    let row = scratch + (y * gw + X) * d
+        // Along x: scratch[y][X] = Σ_j tx[X]_j · table[y][first + j]; then along y:
+        // out[Y][X] = Σ_j ty[Y]_j · scratch[first + j][X].
+        resample(
+            table, length: side, taps: antialiasedBilinearTaps(from: side, to: gw), outer: side, inner: 1, channels: d, into: scratch,
+            pool: pool)
+        resample(
+            scratch, length: side, taps: antialiasedBilinearTaps(from: side, to: gh), outer: 1, inner: gw, channels: d, into: out,
+            pool: pool)
+    }
+
+    /// One axis of a separable resize, over rows of `d` floats indexed `[a][i][b]`:
+    /// `out[a][o][b] = Σ_j taps[o].weights[j] · source[a][taps[o].first + j][b]`, with
+    /// `outer` values of `a`, `length` of `i` and `inner` of `b`. Split over `pool`.
+    static func resample(
+        _ source: UnsafePointer<Float>, length n: Int, taps: [(first: Int, weights: [Float])], outer: Int, inner: Int, channels d: Int,
+        into out: UnsafeMutablePointer<Float>, pool: ThreadPool?
+    ) {
+        let m = taps.count
+        EncoderKernels.parallel(outer * m, minChunk: 1, pool) { range in
+            for index in range {
+                let a = index / m, o = index % m
+                for b in 0..<inner {
+                    let row = out + ((a * m + o) * inner + b) * d
                     row.update(repeating: 0, count: d)
-                    for (j, weight) in tx[X].weights.enumerated() where weight > 0 {
-                        Elementwise.axpy(weight, table + (y * side + tx[X].first + j) * d, row, count: d)
-                    }
-                }
-            }
-        }
-        // Along y: out[Y][X] = Σ_j ty[Y]_j · scratch[first + j][X]
-        EncoderKernels.parallel(gh, minChunk: 1, pool) { rows in
-            for Y in rows {
-                for X in 0..<gw {
-                    let row = out + (Y * gw + X) * d
-                    row.update(repeating: 0, count: d)
-                    for (j, weight) in ty[Y].weights.enumerated() where weight > 0 {
-                        Elementwise.axpy(weight, scratch + ((ty[Y].first + j) * gw + X) * d, row, count: d)
+                    for (j, weight) in taps[o].weights.enumerated() where weight > 0 {
+                        Elementwise.axpy(weight, source + ((a * n + taps[o].first + j) * inner + b) * d, row, count: d)
                     }
                 }
             }

@@ -52,12 +52,7 @@ public struct VisionHyperparameters: Sendable, Equatable {
     /// projector type `lfm2`).
     static func reading(_ r: ProjectorFileReader) throws(ProjectorError) -> VisionHyperparameters {
         let p = "clip.vision."
-        guard try r.optionalBool("clip.has_vision_encoder") == true else {
-            throw r.metadata.contains("clip.has_vision_encoder")
-                ? ProjectorError.invalidValue(
-                    path: r.path, key: "clip.has_vision_encoder", value: "false", reason: "the file has no vision encoder")
-                : ProjectorError.missingKey(path: r.path, key: "clip.has_vision_encoder")
-        }
+        try r.requireEncoder("vision")
         // The tower's activation: llama.cpp takes GELU (tanh) from clip.use_gelu, SiLU from
         // clip.use_silu, and quick GELU when neither is set; LFM2-VL conversions set use_gelu.
         guard try r.optionalBool("clip.use_gelu") == true, try r.optionalBool("clip.use_silu") != true else {

@@ -16,33 +16,25 @@ import Kernels
 /// mm.1                       [s²d, h], [h];   mm.2  [h, D], [D]
 /// ```
 ///
-/// Matrices may be of any type the kernels multiply; vectors and the position table F32
-/// or F16. Tensors that llama.cpp would apply on top of these (a pre-norm, fused qkv,
+/// Matrices may be of any type the kernels multiply; vectors and the position table F32,
+/// F16 or BF16. Tensors that llama.cpp would apply on top of these (a pre-norm, fused qkv,
 /// q/k norms, layer scales, a gated MLP) are refused: the encoder does not implement them.
 struct VisionWeights: Sendable {
     let patchEmbedding: PatchEmbedding
     let positions: PositionEmbedding
     let blocks: [SigLIPBlock]
-    let postNorm: VisionLayerNorm
+    let postNorm: EncoderLayerNorm
     let projector: LFM2VisionProjector
-    /// Floats of the dequantization tile: the largest non-F32 matrix, capped at 4M floats
-    /// (16 MiB; a larger matrix is multiplied tile by tile).
-    let tileCount: Int
 
-    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: SigLIP2VisionEncoder.WeightStorage) throws(ProjectorError) {
+    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: MultimodalProjector.WeightStorage) throws(ProjectorError) {
         let d = hp.width, eps = hp.layerNormEpsilon
-        let f32 = storage == .float32
         try Self.refuseUnsupported(r, hp)
-        func norm(_ name: String, _ count: Int, eps: Float) throws(ProjectorError) -> VisionLayerNorm {
-            VisionLayerNorm(
-                weight: try r.floats(tensor: name + ".weight", shape: [count]), bias: try r.floats(tensor: name + ".bias", shape: [count]),
-                epsilon: eps)
+        func linear(_ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil) throws(ProjectorError) -> EncoderLinear {
+            try EncoderLinear(r, name, outputs: outputs, inputs: inputs, shape: shape, storage: storage)
         }
         let p = hp.patchSize
-        let patchEmbedding = PatchEmbedding(
-            projection: try VisionLinear(r, "v.patch_embd", outputs: d, inputs: hp.patchValues, shape: [p, p, 3, d], f32: f32), patchSize: p
-        )
-        self.patchEmbedding = patchEmbedding
+        patchEmbedding = PatchEmbedding(
+            projection: try linear("v.patch_embd", outputs: d, inputs: hp.patchValues, shape: [p, p, 3, d]), patchSize: p)
         let side = hp.positionGridSide
         positions = PositionEmbedding(table: try r.floats(tensor: "v.position_embd.weight", shape: [d, side * side]), side: side, width: d)
         var blocks: [SigLIPBlock] = []
@@ -50,28 +42,24 @@ struct VisionWeights: Sendable {
             let b = "v.blk.\(i)."
             blocks.append(
                 SigLIPBlock(
-                    norm1: try norm(b + "ln1", d, eps: eps),
-                    query: try VisionLinear(r, b + "attn_q", outputs: d, inputs: d, f32: f32),
-                    key: try VisionLinear(r, b + "attn_k", outputs: d, inputs: d, f32: f32),
-                    value: try VisionLinear(r, b + "attn_v", outputs: d, inputs: d, f32: f32),
-                    output: try VisionLinear(r, b + "attn_out", outputs: d, inputs: d, f32: f32),
-                    norm2: try norm(b + "ln2", d, eps: eps),
-                    up: try VisionLinear(r, b + "ffn_up", outputs: hp.feedForwardLength, inputs: d, f32: f32),
-                    down: try VisionLinear(r, b + "ffn_down", outputs: d, inputs: hp.feedForwardLength, f32: f32),
+                    norm1: try EncoderLayerNorm(r, b + "ln1", width: d, epsilon: eps),
+                    query: try linear(b + "attn_q", outputs: d, inputs: d),
+                    key: try linear(b + "attn_k", outputs: d, inputs: d),
+                    value: try linear(b + "attn_v", outputs: d, inputs: d),
+                    output: try linear(b + "attn_out", outputs: d, inputs: d),
+                    norm2: try EncoderLayerNorm(r, b + "ln2", width: d, epsilon: eps),
+                    up: try linear(b + "ffn_up", outputs: hp.feedForwardLength, inputs: d),
+                    down: try linear(b + "ffn_down", outputs: d, inputs: hp.feedForwardLength),
                     heads: hp.headCount))
         }
         self.blocks = blocks
-        postNorm = try norm("v.post_ln", d, eps: eps)
+        postNorm = try EncoderLayerNorm(r, "v.post_ln", width: d, epsilon: eps)
         let merged = hp.mergedWidth
-        let projector = LFM2VisionProjector(
-            inputNorm: hp.projectorInputNorm ? try norm("mm.input_norm", merged, eps: VisionHyperparameters.projectorNormEpsilon) : nil,
-            first: try VisionLinear(r, "mm.1", outputs: hp.projectorHiddenWidth, inputs: merged, f32: f32),
-            second: try VisionLinear(r, "mm.2", outputs: hp.projectionDim, inputs: hp.projectorHiddenWidth, f32: f32))
-        self.projector = projector
-        let matrices = [patchEmbedding.projection, projector.first, projector.second] + blocks.flatMap(\.linears)
-        let largest = matrices.filter { $0.weight.type != .f32 }.map { $0.weight.rows * $0.weight.cols }.max() ?? 0
-        let widest = matrices.map(\.weight.cols).max() ?? 1
-        tileCount = max(widest, min(largest, 1 << 22))
+        projector = LFM2VisionProjector(
+            inputNorm: hp.projectorInputNorm
+                ? try EncoderLayerNorm(r, "mm.input_norm", width: merged, epsilon: VisionHyperparameters.projectorNormEpsilon) : nil,
+            first: try linear("mm.1", outputs: hp.projectorHiddenWidth, inputs: merged),
+            second: try linear("mm.2", outputs: hp.projectionDim, inputs: hp.projectorHiddenWidth))
     }
 
     /// Throws for the tensors llama.cpp's SigLIP graph would use that this encoder does not
@@ -96,75 +84,11 @@ struct VisionWeights: Sendable {
     }
 }
 
-/// LayerNorm over rows of `weight.count`: `(x - μ) / sqrt(σ² + ε) ⊙ weight + bias`.
-struct VisionLayerNorm: Sendable {
-    let weight: [Float]
-    let bias: [Float]
-    let epsilon: Float
-
-    func callAsFunction(_ x: UnsafePointer<Float>, rows: Int, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) {
-        weight.withUnsafeBufferPointer { w in
-            bias.withUnsafeBufferPointer { b in
-                EncoderKernels.layerNorm(
-                    x, rows: rows, width: w.count, weight: w.baseAddress!, bias: b.baseAddress!, eps: epsilon, into: y, pool: pool)
-            }
-        }
-    }
-}
-
-/// An affine map `y = W x + b` (`W` of `outputs x inputs`, in its stored type or converted
-/// to F32 at load) applied to rows: `Y = X Wᵀ + b`.
-struct VisionLinear: Sendable {
-    let name: String
-    let weight: WeightMatrix
-    let bias: [Float]
-    /// The F32 copy `weight` views, when the weights were converted at load.
-    let converted: FloatBuffer?
-
-    /// `name.weight` (ggml shape `[inputs, outputs]`, or `shape`) and `name.bias` (`[outputs]`);
-    /// with `f32`, a matrix of another type is dequantized once into an F32 copy and the
-    /// file's pages of it leave resident memory.
-    init(_ r: ProjectorFileReader, _ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil, f32: Bool = false) throws(ProjectorError)
-    {
-        let t = try r.tensor(name + ".weight", shape: shape ?? [inputs, outputs], accepted: GGMLType.kernelTypes)
-        let stored: WeightMatrix
-        do {
-            stored = try WeightMatrix(type: t.type, rows: outputs, cols: inputs, data: r.file.data(for: t).baseAddress!)
-        } catch {
-            throw .tensorType(path: r.path, name: name + ".weight", type: t.type, accepted: GGMLType.kernelTypes)
-        }
-        if f32 && t.type != .f32 {
-            let copy = FloatBuffer(count: outputs * inputs)
-            stored.dequantize(rows: 0..<outputs, into: copy.pointer)
-            // An F32 view of a buffer of the right size cannot fail to describe.
-            weight = (try? WeightMatrix(type: .f32, rows: outputs, cols: inputs, data: copy.pointer)) ?? stored
-            converted = copy
-            r.file.releaseResidentPages(of: t)
-        } else {
-            weight = stored
-            converted = nil
-        }
-        bias = try r.floats(tensor: name + ".bias", shape: [outputs])
-        self.name = name
-    }
-
-    var outputs: Int { weight.rows }
-
-    /// `Y = X Wᵀ + b` for `n` rows: the weights dequantized into the workspace's tile and
-    /// multiplied with OpenBLAS sgemm, then the bias added to every row.
-    func callAsFunction(
-        _ x: UnsafePointer<Float>, rows n: Int, into y: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool
-    ) {
-        weight.matmul(x, count: n, into: y, scratch: w.tile, scratchCount: w.tileCount, pool: pool)
-        bias.withUnsafeBufferPointer { EncoderKernels.addBias($0.baseAddress!, to: y, rows: n, width: outputs, pool: pool) }
-    }
-}
-
 /// The conv patch embedding (kernel and stride `p`, 3 → d channels) as one matrix product:
 /// each patch's 3p² values laid out in the kernel's (channel, row, column) order (im2col),
 /// then `X = P Wᵀ + b`.
 struct PatchEmbedding: Sendable {
-    let projection: VisionLinear
+    let projection: EncoderLinear
     let patchSize: Int
 
     func callAsFunction(
@@ -187,7 +111,7 @@ struct PatchEmbedding: Sendable {
                 }
             }
         }
-        projection(patches, rows: gw * gh, into: x, w, pool)
+        projection(patches, rows: gw * gh, into: x, pool)
     }
 }
 
@@ -215,36 +139,30 @@ struct PositionEmbedding: Sendable {
 /// out = h + W_down GELU(W_up LN₂(h) + b_up) + b_down
 /// ```
 struct SigLIPBlock: Sendable {
-    let norm1: VisionLayerNorm
-    let query: VisionLinear
-    let key: VisionLinear
-    let value: VisionLinear
-    let output: VisionLinear
-    let norm2: VisionLayerNorm
-    let up: VisionLinear
-    let down: VisionLinear
+    let norm1: EncoderLayerNorm
+    let query, key, value, output: EncoderLinear
+    let norm2: EncoderLayerNorm
+    let up, down: EncoderLinear
     let heads: Int
-
-    var linears: [VisionLinear] { [query, key, value, output, up, down] }
 
     /// Runs the block on the workspace's `n` rows at `x`, in place.
     func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
         let n = w.patches, d = output.outputs, hd = d / heads
         // h = x + Attention(LN₁(x))
         norm1(x, rows: n, into: w.normed, pool)
-        query(w.normed, rows: n, into: w.q, w, pool)
-        key(w.normed, rows: n, into: w.k, w, pool)
-        value(w.normed, rows: n, into: w.v, w, pool)
+        query(w.normed, rows: n, into: w.q, pool)
+        key(w.normed, rows: n, into: w.k, pool)
+        value(w.normed, rows: n, into: w.v, pool)
         BidirectionalAttention.attend(
             queries: w.q, keys: w.k, values: w.v, stride: d, tokens: n, heads: heads, headDim: hd,
             scale: 1 / Float(hd).squareRoot(), scores: w.scores, out: w.mixed, outStride: d, pool: pool)
-        output(w.mixed, rows: n, into: w.normed, w, pool)
+        output(w.mixed, rows: n, into: w.normed, pool)
         EncoderKernels.add(w.normed, into: x, count: n * d, pool: pool)
         // out = h + MLP(LN₂(h))
         norm2(x, rows: n, into: w.normed, pool)
-        up(w.normed, rows: n, into: w.hidden, w, pool)
+        up(w.normed, rows: n, into: w.hidden, pool)
         EncoderKernels.geluTanh(w.hidden, count: n * up.outputs, pool: pool)
-        down(w.hidden, rows: n, into: w.mixed, w, pool)
+        down(w.hidden, rows: n, into: w.mixed, pool)
         EncoderKernels.add(w.mixed, into: x, count: n * d, pool: pool)
     }
 }
@@ -253,31 +171,18 @@ struct SigLIPBlock: Sendable {
 /// `E = mm₂ GELU(mm₁ LN(T) + b₁) + b₂`, the LayerNorm optional (ε 1e-5), GELU in its tanh
 /// form as llama.cpp computes it.
 struct LFM2VisionProjector: Sendable {
-    let inputNorm: VisionLayerNorm?
-    let first: VisionLinear
-    let second: VisionLinear
+    let inputNorm: EncoderLayerNorm?
+    let first: EncoderLinear
+    let second: EncoderLinear
 
     func callAsFunction(
         _ t: UnsafeMutablePointer<Float>, rows m: Int, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool
     ) {
         if let inputNorm { inputNorm(t, rows: m, into: t, pool) }
-        first(t, rows: m, into: w.projected, w, pool)
+        first(t, rows: m, into: w.projected, pool)
         EncoderKernels.geluTanh(w.projected, count: m * first.outputs, pool: pool)
-        second(w.projected, rows: m, into: out, w, pool)
+        second(w.projected, rows: m, into: out, pool)
     }
-}
-
-/// Floats owned for the lifetime of the weights (an F32 copy of a matrix).
-final class FloatBuffer: @unchecked Sendable {
-    // @unchecked: written once while loading, read-only afterwards.
-    let pointer: UnsafeMutablePointer<Float>
-
-    init(count: Int) {
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64)
-            .bindMemory(to: Float.self, capacity: max(1, count))
-    }
-
-    deinit { pointer.deallocate() }
 }
 
 /// The activation buffers of one encode, sized for its patch grid and allocated once.
@@ -288,38 +193,25 @@ final class VisionWorkspace {
     /// im2col rows (`patches x 3p²`), attention scores, the position table resized and its
     /// scratch, the unshuffled tokens, the projector's hidden rows.
     let patchRows, scores, positions, positionScratch, merged, projected: UnsafeMutablePointer<Float>
-    /// The dequantization tile of the weight products.
-    let tile: UnsafeMutablePointer<Float>
-    let tileCount: Int
-    private var buffers: [UnsafeMutablePointer<Float>] = []
+    private let buffers: [FloatBuffer]
 
-    init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int, tileCount: Int, pool: ThreadPool) {
+    init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int) {
         let n = gridWidth * gridHeight, d = hp.width, tokens = n / (hp.mergeFactor * hp.mergeFactor)
-        var all: [UnsafeMutablePointer<Float>] = []
-        func buffer(_ count: Int) -> UnsafeMutablePointer<Float> {
-            let b = UnsafeMutableRawPointer.allocate(byteCount: max(1, count) * 4, alignment: 64).bindMemory(
-                to: Float.self, capacity: max(1, count))
-            all.append(b)
-            return b
-        }
+        var arena = FloatArena()
         patches = n
-        x = buffer(n * d)
-        normed = buffer(n * d)
-        q = buffer(n * d)
-        k = buffer(n * d)
-        v = buffer(n * d)
-        mixed = buffer(n * d)
-        hidden = buffer(n * hp.feedForwardLength)
-        patchRows = buffer(n * hp.patchValues)
-        scores = buffer(BidirectionalAttention.scratchCount(tokens: n, heads: hp.headCount))
-        positions = buffer(n * d)
-        positionScratch = buffer(hp.positionGridSide * gridWidth * d)
-        merged = buffer(tokens * hp.mergedWidth)
-        projected = buffer(tokens * hp.projectorHiddenWidth)
-        tile = buffer(tileCount)
-        self.tileCount = tileCount
-        buffers = all
+        x = arena.allocate(n * d)
+        normed = arena.allocate(n * d)
+        q = arena.allocate(n * d)
+        k = arena.allocate(n * d)
+        v = arena.allocate(n * d)
+        mixed = arena.allocate(n * d)
+        hidden = arena.allocate(n * hp.feedForwardLength)
+        patchRows = arena.allocate(n * hp.patchValues)
+        scores = arena.allocate(BidirectionalAttention.scratchCount(tokens: n, heads: hp.headCount))
+        positions = arena.allocate(n * d)
+        positionScratch = arena.allocate(hp.positionGridSide * gridWidth * d)
+        merged = arena.allocate(tokens * hp.mergedWidth)
+        projected = arena.allocate(tokens * hp.projectorHiddenWidth)
+        buffers = arena.buffers
     }
-
-    deinit { for b in buffers { b.deallocate() } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GGUF
+import Kernels
 import LeapJSON
 import Models
 import TestSupport
@@ -9,7 +10,7 @@ import Testing
 /// (libmtmd's) embeddings for the tiny fixture, against `ReferenceAudioEncoder` on random
 /// inputs, and against hostile projector files and inputs.
 ///
-/// Bounds (docs/audio-encoder.md):
+/// Bounds (docs/media-encoders.md):
 /// - F32-mmproj goldens (`lfm2-audio-tiny-f32.*`): llama.cpp on the same weights as F32,
 ///   with no activation rounding but its F16 first convolution, which the encoder
 ///   reproduces. The input is the golden's mel, printed with 6 significant digits: 77 of
@@ -24,6 +25,11 @@ import Testing
 /// - Engine against the reference (Double, plain loops): float rounding only, 1e-4.
 @Suite struct AudioEncoderTests {
     static let mmproj = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
+    static let pools = [1: ThreadPool(threads: 1), 2: ThreadPool(threads: 2)]
+
+    static func encoder(threads: Int = 2, roundsFirstConvolutionToHalf: Bool = true) throws -> AudioEncoder {
+        try AudioEncoder(path: mmproj, pool: pools[threads]!, roundsFirstConvolutionToHalf: roundsFirstConvolutionToHalf)
+    }
     static let goldenNames = [
         "chirp-1s.transcribe", "chirp-1s.asr", "short-0.25s.transcribe", "tones-22k.transcribe"
     ]
@@ -51,41 +57,33 @@ import Testing
         (g["embeddings"]?["data"]?.arrayValue ?? []).flatMap { doubles($0) }
     }
 
-    static func differences(_ a: [Float], _ b: [Double]) -> (max: Double, mean: Double) {
-        let d = zip(a, b).map { abs(Double($0) - $1) }
-        return (d.max() ?? .infinity, d.reduce(0, +) / Double(max(1, d.count)))
-    }
-
-    /// A seeded log-mel-like input: values of a normalized log-mel (mean 0, std about 1).
-    static func randomMel(bins: Int, frames: Int, seed: UInt64) -> [Float] {
-        var state = seed
-        return (0..<(bins * frames)).map { _ in
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let u = Double(state >> 11) / Double(1 << 53)
-            return Float((u - 0.5) * 3.4)
-        }
-    }
-
     // MARK: - The fixture and llama.cpp
 
     @Test func theFixtureLoadsWithItsShape() throws {
-        let encoder = try AudioEncoder(path: Self.mmproj, threads: 2)
+        let encoder = try Self.encoder()
         let hp = encoder.hyperparameters
-        #expect(hp.melBins == 128 && hp.width == 64 && hp.feedForwardLength == 256 && hp.blockCount == 2)
+        #expect(hp.melBins == 128 && hp.width == 64 && hp.feedForwardLength == 256 && hp.layerCount == 2)
         #expect(hp.headCount == 4 && hp.headDim == 16 && hp.layerNormEpsilon == 1e-5 && hp.projectionDim == 128)
         #expect(hp.subsamplingChannels == 16 && hp.convolutionKernelLength == 9 && hp.positionTableWidth == 512)
         #expect(hp.positionRows == 2056 && encoder.maximumFrameCount == 4113)
         #expect(encoder.melBinCount == 128 && encoder.outputWidth == 128)
-        #expect(AudioEncoder.minimumFrameCount == 3 && AudioEncoder.tokenCount(frames: 3) == 1)
-        #expect([1, 2, 8, 9, 16, 17, 101].map(AudioEncoder.tokenCount(frames:)) == [1, 1, 1, 2, 2, 3, 13])
+        let counts = try [3, 8, 9, 16, 17, 101, 4113].map { (frames) throws(ProjectorError) in try encoder.tokenCount(frames: frames) }
+        #expect(AudioEncoder.minimumFrameCount == 3 && counts == [1, 1, 2, 2, 3, 13, 515])
+        let lm = TestFixtures.path("models/lfm2-audio-tiny.gguf")
+        try encoder.checkLanguageModelWidth(128, languageModel: lm)
+        #expect(throws: ProjectorError.widthMismatch(path: Self.mmproj, projectorWidth: 128, languageModel: lm, languageModelWidth: 64)) {
+            try encoder.checkLanguageModelWidth(64, languageModel: lm)
+        }
     }
 
     @Test func tokenCountsMatchEveryGolden() throws {
+        let encoder = try Self.encoder()
         for model in ["lfm2-audio-tiny", "lfm2-audio-tiny-f32"] {
             for name in Self.goldenNames {
                 let g = try Self.golden("\(model).\(name)")
                 let frames = try #require(g["mel"]?["n_frames"]?.intValue)
-                #expect(AudioEncoder.tokenCount(frames: frames) == g["embeddings"]?["n_tokens"]?.intValue, "\(model).\(name)")
+                let tokens = try encoder.tokenCount(frames: frames)
+                #expect(tokens == g["embeddings"]?["n_tokens"]?.intValue, "\(model).\(name)")
                 #expect(g["embeddings"]?["n_embd"]?.intValue == 128)
             }
         }
@@ -95,7 +93,7 @@ import Testing
     /// F16-mmproj goldens (llama.cpp's F16 activations).
     @Test(arguments: ["transcribe", "asr"])
     func chirpEmbeddingsMatchLlamaCpp(_ prompt: String) throws {
-        let encoder = try AudioEncoder(path: Self.mmproj, threads: 2)
+        let encoder = try Self.encoder()
         let stored = try Self.golden("lfm2-audio-tiny-f32.chirp-1s.\(prompt)")
         let quantized = try Self.golden("lfm2-audio-tiny.chirp-1s.\(prompt)")
         let (mel, frames) = Self.mel(stored)
@@ -103,8 +101,8 @@ import Testing
         let out = try encoder.encode(mel: mel, frames: frames)
         #expect(out.count == 13 * 128)
 
-        let f32 = Self.differences(out, Self.embeddings(stored))
-        let f16 = Self.differences(out, Self.embeddings(quantized))
+        let f32 = maxAndMeanDifference(out, Self.embeddings(stored))
+        let f16 = maxAndMeanDifference(out, Self.embeddings(quantized))
         print(
             "chirp-1s.\(prompt): vs F32-mmproj golden max \(f32.max) mean \(f32.mean); vs F16-mmproj golden max \(f16.max) mean \(f16.mean)"
         )
@@ -114,8 +112,8 @@ import Testing
 
         // llama.cpp's F16 first convolution matters at this scale: without it the mean
         // distance grows several times.
-        let exact = try AudioEncoder(path: Self.mmproj, threads: 2, roundsFirstConvolutionToHalf: false)
-        let unrounded = Self.differences(try exact.encode(mel: mel, frames: frames), Self.embeddings(stored))
+        let exact = try Self.encoder(roundsFirstConvolutionToHalf: false)
+        let unrounded = maxAndMeanDifference(try exact.encode(mel: mel, frames: frames), Self.embeddings(stored))
         print("chirp-1s.\(prompt): without the F16 first convolution, max \(unrounded.max) mean \(unrounded.mean)")
         #expect(unrounded.mean > 4 * f32.mean && unrounded.max > f32.max)
     }
@@ -125,23 +123,24 @@ import Testing
     @Test(arguments: [3, 4, 9, 17, 64, 101, 203])
     func engineMatchesTheReference(_ frames: Int) throws {
         let file = try GGUFFile(path: Self.mmproj)
-        let reference = try ReferenceAudioEncoder(file: file)
-        let mel = Self.randomMel(bins: 128, frames: frames, seed: UInt64(frames))
+        let reference = try ReferenceAudioEncoder(file: file, path: Self.mmproj)
+        let mel = EncoderRandom.mel(bins: 128, frames: frames, seed: UInt64(frames))
         let expected = try reference.encode(mel: mel, frames: frames).map(Double.init)
-        #expect(expected.count == AudioEncoder.tokenCount(frames: frames) * 128)
         var worst = 0.0
         for threads in [1, 2] {
-            let encoder = try AudioEncoder(file: file, threads: threads)
-            let d = Self.differences(try encoder.encode(mel: mel, frames: frames), expected)
+            let encoder = try AudioEncoder(file: file, path: Self.mmproj, pool: Self.pools[threads]!)
+            let tokens = try encoder.tokenCount(frames: frames)
+            #expect(expected.count == tokens * 128)
+            let d = maxAndMeanDifference(try encoder.encode(mel: mel, frames: frames), expected)
             worst = max(worst, d.max)
             #expect(d.max < 1e-4, "\(frames) frames, \(threads) threads: max |diff| \(d.max)")
         }
         print("engine vs reference, \(frames) frames: max |diff| \(worst)")
 
         // Without the F16 rounding on both sides they agree as well.
-        let exact = try AudioEncoder(file: file, threads: 2, roundsFirstConvolutionToHalf: false)
-        let plainReference = try ReferenceAudioEncoder(file: file, roundsFirstConvolutionToHalf: false)
-        let d = Self.differences(
+        let exact = try AudioEncoder(file: file, path: Self.mmproj, pool: Self.pools[2]!, roundsFirstConvolutionToHalf: false)
+        let plainReference = try ReferenceAudioEncoder(file: file, path: Self.mmproj, roundsFirstConvolutionToHalf: false)
+        let d = maxAndMeanDifference(
             try exact.encode(mel: mel, frames: frames), try plainReference.encode(mel: mel, frames: frames).map(Double.init))
         #expect(d.max < 1e-4)
     }
@@ -149,19 +148,29 @@ import Testing
     @Test func aPerturbedInputMovesTheEmbeddings() throws {
         // The comparison above can fail: one mel value changed moves the output well past
         // the bound.
-        let encoder = try AudioEncoder(path: Self.mmproj, threads: 2)
-        var mel = Self.randomMel(bins: 128, frames: 40, seed: 7)
+        let encoder = try Self.encoder()
+        var mel = EncoderRandom.mel(bins: 128, frames: 40, seed: 7)
         let a = try encoder.encode(mel: mel, frames: 40)
         mel[5 * 40 + 20] += 1
         let b = try encoder.encode(mel: mel, frames: 40)
-        #expect(Self.differences(a, b.map(Double.init)).max > 1e-2)
+        #expect(maxAndMeanDifference(a, b.map(Double.init)).max > 1e-2)
     }
 
     @Test func theLongestInputEncodes() throws {
-        let encoder = try AudioEncoder(path: Self.mmproj, threads: 2)
+        let encoder = try Self.encoder()
         let frames = encoder.maximumFrameCount
-        let out = try encoder.encode(mel: Self.randomMel(bins: 128, frames: frames, seed: 3), frames: frames)
-        #expect(out.count == AudioEncoder.tokenCount(frames: frames) * 128)
+        let out = try encoder.encode(mel: EncoderRandom.mel(bins: 128, frames: frames, seed: 3), frames: frames)
+        let tokens = try encoder.tokenCount(frames: frames)
+        #expect(out.count == tokens * 128)
         #expect(out.allSatisfy { $0.isFinite })
+    }
+
+    /// Weights converted to F32 at load give the products of the weights as stored.
+    @Test func weightsConvertedAtLoadGiveTheSameEmbeddings() throws {
+        let mel = EncoderRandom.mel(bins: 128, frames: 101, seed: 11)
+        let stored = try Self.encoder().encode(mel: mel, frames: 101)
+        let converted = try AudioEncoder(path: Self.mmproj, pool: Self.pools[2]!, weights: .float32)
+        #expect(converted.weightStorage == .float32)
+        #expect(maxAndMeanDifference(try converted.encode(mel: mel, frames: 101), stored.map(Double.init)).max < 1e-5)
     }
 }

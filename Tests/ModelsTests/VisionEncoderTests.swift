@@ -40,43 +40,20 @@ struct VisionGolden {
     }
 }
 
-/// A seeded generator (SplitMix64) for random slices.
-struct VisionRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A slice of normalized pixel values in [-1, 1] (what `(u8/255 - 0.5)/0.5` gives).
-    static func slice(width: Int, height: Int, seed: UInt64) -> [Float] {
-        var rng = VisionRandom(state: seed)
-        return (0..<(width * height * 3)).map { _ in Float(Int.random(in: 0...255, using: &rng)) / 255 * 2 - 1 }
-    }
-}
-
 /// The LFM2-VL vision encoder on the tiny fixture: against llama.cpp's goldens, against the
 /// plain reference, its geometry (pixel unshuffle, the antialiased resize) on hand-computed
 /// cases, and the token counts of every golden slice.
 @Suite struct VisionEncoderTests {
     static let mmproj = TestFixtures.path("models/mmproj-lfm2-vl-tiny.gguf")
 
-    static func encoder(threads: Int = 2) throws -> SigLIP2VisionEncoder {
-        try SigLIP2VisionEncoder(path: mmproj, threads: threads)
+    static let pools = [1: ThreadPool(threads: 1), 2: ThreadPool(threads: 2)]
+
+    static func encoder(threads: Int = 2, weights: MultimodalProjector.WeightStorage = .asStored) throws -> SigLIP2VisionEncoder {
+        try SigLIP2VisionEncoder(path: mmproj, pool: pools[threads]!, weights: weights)
     }
 
-    static func reference() throws -> ReferenceVision {
-        try ReferenceVision(file: GGUFFile(path: mmproj), path: mmproj)
-    }
-
-    /// Max and mean |a - b|.
-    static func difference(_ a: [Float], _ b: [Float]) -> (max: Float, mean: Float) {
-        guard a.count == b.count else { return (.infinity, .infinity) }
-        let d = zip(a, b).map { abs($0 - $1) }
-        return (d.max() ?? 0, d.reduce(0, +) / Float(max(1, d.count)))
+    static func reference() throws -> ReferenceVisionEncoder {
+        try ReferenceVisionEncoder(file: GGUFFile(path: mmproj), path: mmproj)
     }
 
     @Test func readsTheFixturesKeys() throws {
@@ -90,9 +67,10 @@ struct VisionRandom: RandomNumberGenerator {
         let pre = e.preprocessing
         #expect(pre.patchSize == 16 && pre.mergeFactor == 2 && pre.alignment == 32)
         #expect(pre.minImageTokens == 64 && pre.maxImageTokens == 256 && pre.minPixels == 65_536 && pre.maxPixels == 262_144)
-        try e.checkLanguageModelWidth(128)
-        #expect(throws: ProjectorError.widthMismatch(path: Self.mmproj, projectorWidth: 128, languageModelWidth: 64)) {
-            try e.checkLanguageModelWidth(64)
+        let lm = TestFixtures.path("models/lfm2-vl-tiny.gguf")
+        try e.checkLanguageModelWidth(128, languageModel: lm)
+        #expect(throws: ProjectorError.widthMismatch(path: Self.mmproj, projectorWidth: 128, languageModel: lm, languageModelWidth: 64)) {
+            try e.checkLanguageModelWidth(64, languageModel: lm)
         }
     }
 
@@ -104,13 +82,13 @@ struct VisionRandom: RandomNumberGenerator {
         let pixels = try #require(slice.pixels)
         #expect(slice.width == 320 && slice.height == 224 && slice.tokens == 70 && pixels.count == 320 * 224 * 3)
         let e = try Self.encoder()
-        let ours = try e.encode(pixels, width: slice.width, height: slice.height)
+        let ours = try e.encode(pixels: pixels, width: slice.width, height: slice.height)
         #expect(ours.count == golden.embeddings.count && golden.embeddingRows == 70)
-        let (worst, mean) = Self.difference(ours, golden.embeddings)
+        let (worst, mean) = maxAndMeanDifference(ours, golden.embeddings)
         print("small-40x30.png vs llama.cpp: max |diff| \(worst), mean \(mean)")
         #expect(worst < 2e-3)
-        let reference = try Self.reference().encode(pixels, width: slice.width, height: slice.height)
-        let (refWorst, refMean) = Self.difference(reference, golden.embeddings)
+        let reference = try Self.reference().encode(pixels: pixels, width: slice.width, height: slice.height)
+        let (refWorst, refMean) = maxAndMeanDifference(reference, golden.embeddings)
         print("small-40x30.png reference vs llama.cpp: max |diff| \(refWorst), mean \(refMean)")
         #expect(refWorst < 2e-3)
     }
@@ -133,31 +111,31 @@ struct VisionRandom: RandomNumberGenerator {
     /// threads.
     @Test(arguments: sliceCases)
     func engineMatchesReference(_ c: SliceCase) throws {
-        let pixels = VisionRandom.slice(width: c.width, height: c.height, seed: c.seed)
-        let ours = try Self.encoder(threads: c.threads).encode(pixels, width: c.width, height: c.height)
-        let reference = try Self.reference().encode(pixels, width: c.width, height: c.height)
+        let pixels = EncoderRandom.slice(width: c.width, height: c.height, seed: c.seed)
+        let ours = try Self.encoder(threads: c.threads).encode(pixels: pixels, width: c.width, height: c.height)
+        let reference = try Self.reference().encode(pixels: pixels, width: c.width, height: c.height)
         #expect(ours.count == (c.width / 32) * (c.height / 32) * 128)
-        let (worst, mean) = Self.difference(ours, reference)
+        let (worst, mean) = maxAndMeanDifference(ours, reference)
         print("\(c): engine vs reference max |diff| \(worst), mean \(mean)")
         #expect(worst < 1e-5)
     }
 
     /// Weights converted to F32 at load give the products of the weights as stored.
     @Test func weightsConvertedAtLoadGiveTheSameEmbeddings() throws {
-        let pixels = VisionRandom.slice(width: 320, height: 224, seed: 11)
-        let stored = try Self.encoder().encode(pixels, width: 320, height: 224)
-        let converted = try SigLIP2VisionEncoder(path: Self.mmproj, threads: 2, weights: .float32)
+        let pixels = EncoderRandom.slice(width: 320, height: 224, seed: 11)
+        let stored = try Self.encoder().encode(pixels: pixels, width: 320, height: 224)
+        let converted = try Self.encoder(weights: .float32)
         #expect(converted.weightStorage == .float32)
-        let (worst, _) = Self.difference(try converted.encode(pixels, width: 320, height: 224), stored)
+        let (worst, _) = maxAndMeanDifference(try converted.encode(pixels: pixels, width: 320, height: 224), stored)
         #expect(worst < 1e-6)
     }
 
     @Test func engineMatchesReferenceOnLlamaCppsSlice() throws {
         let golden = try VisionGolden(image: "small-40x30.png")
         let pixels = try #require(golden.slices.first?.pixels)
-        let ours = try Self.encoder().encode(pixels, width: 320, height: 224)
-        let reference = try Self.reference().encode(pixels, width: 320, height: 224)
-        let (worst, mean) = Self.difference(ours, reference)
+        let ours = try Self.encoder().encode(pixels: pixels, width: 320, height: 224)
+        let reference = try Self.reference().encode(pixels: pixels, width: 320, height: 224)
+        let (worst, mean) = maxAndMeanDifference(ours, reference)
         print("small-40x30.png engine vs reference: max |diff| \(worst), mean \(mean)")
         #expect(worst < 1e-5)
     }
@@ -175,7 +153,8 @@ struct VisionRandom: RandomNumberGenerator {
             for s in golden.slices {
                 #expect(try e.tokenCount(width: s.width, height: s.height) == s.tokens, "\(image) \(s.width)x\(s.height)")
                 guard encoded.insert([s.width, s.height]).inserted else { continue }
-                let out = try e.encode(VisionRandom.slice(width: s.width, height: s.height, seed: 9), width: s.width, height: s.height)
+                let out = try e.encode(
+                    pixels: EncoderRandom.slice(width: s.width, height: s.height, seed: 9), width: s.width, height: s.height)
                 #expect(out.count == s.tokens * e.outputWidth && out.allSatisfy(\.isFinite), "\(s.width)x\(s.height)")
             }
         }

@@ -10,6 +10,7 @@ import Testing
 @Suite struct VisionLoadErrorTests {
     static let mmproj = TestFixtures.path("models/mmproj-lfm2-vl-tiny.gguf")
     static let edited = "edited-mmproj.gguf"
+    static let pool = ThreadPool(threads: 1)
 
     enum Tensor {
         case keep
@@ -45,8 +46,8 @@ import Testing
     /// reference path.
     static func errors(_ file: GGUFFile) -> (encoder: ProjectorError?, reference: ProjectorError?) {
         var encoder: ProjectorError?, reference: ProjectorError?
-        do { _ = try SigLIP2VisionEncoder(file: file, path: edited, pool: ThreadPool(threads: 1)) } catch { encoder = error }
-        do { _ = try ReferenceVision(file: file, path: edited) } catch { reference = error }
+        do { _ = try SigLIP2VisionEncoder(file: file, path: edited, pool: pool) } catch { encoder = error }
+        do { _ = try ReferenceVisionEncoder(file: file, path: edited) } catch { reference = error }
         return (encoder, reference)
     }
 
@@ -74,17 +75,14 @@ import Testing
         #expect(try Self.encoderError { $0.remove("clip.projector_type") } == .missingKey(path: Self.edited, key: "clip.projector_type"))
         // The real neighbours: the audio projector and the language model of the pair.
         let audio = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
-        #expect(try MultimodalProjector.type(of: GGUFFile(path: audio), path: audio) == "lfm2a")
-        #expect(try MultimodalProjector.type(of: GGUFFile(path: Self.mmproj), path: Self.mmproj) == "lfm2")
         #expect(throws: ProjectorError.unsupportedProjectorType(path: audio, type: "lfm2a", expected: ["lfm2"])) {
-            try SigLIP2VisionEncoder(path: audio, threads: 1)
+            try SigLIP2VisionEncoder(path: audio, pool: Self.pool)
         }
         let lm = TestFixtures.path("models/lfm2-vl-tiny.gguf")
         #expect(throws: ProjectorError.notAProjector(path: lm, architecture: "lfm2")) {
-            try MultimodalProjector.type(of: GGUFFile(path: lm), path: lm)
+            try SigLIP2VisionEncoder(path: lm, pool: Self.pool)
         }
-        #expect(throws: ProjectorError.notAProjector(path: lm, architecture: "lfm2")) { try SigLIP2VisionEncoder(path: lm, threads: 1) }
-        #expect(throws: ProjectorError.self) { try SigLIP2VisionEncoder(path: "/nonexistent/mmproj.gguf", threads: 1) }
+        #expect(throws: ProjectorError.self) { try SigLIP2VisionEncoder(path: "/nonexistent/mmproj.gguf", pool: Self.pool) }
     }
 
     @Test func missingMistypedAndHostileKeys() throws {
@@ -163,7 +161,7 @@ import Testing
                 == .tensorShape(path: path, name: "v.position_embd.weight", expected: [64, 256], found: [64, 255]))
         #expect(
             try Self.encoderError(tensors: ["v.position_embd.weight": .replace(.q8_0, [64, 256])])
-                == .tensorType(path: path, name: "v.position_embd.weight", type: .q8_0, accepted: [.f32, .f16]))
+                == .tensorType(path: path, name: "v.position_embd.weight", type: .q8_0, accepted: [.f32, .f16, .bf16]))
         #expect(
             try Self.encoderError(tensors: ["v.blk.0.ffn_up.weight": .replace(.i32, [64, 128])])
                 == .tensorType(path: path, name: "v.blk.0.ffn_up.weight", type: .i32, accepted: GGMLType.kernelTypes))
@@ -186,14 +184,14 @@ import Testing
     }
 
     @Test func wrongInputSizes() throws {
-        let e = try SigLIP2VisionEncoder(path: Self.mmproj, threads: 1)
+        let e = try SigLIP2VisionEncoder(path: Self.mmproj, pool: Self.pool)
         func failure(_ width: Int, _ height: Int, values: Int? = nil, output: Int? = nil) -> ProjectorError? {
             let pixels = [Float](repeating: 0, count: values ?? max(0, min(width * height * 3, 1 << 22)))
             var out = [Float](repeating: 0, count: output ?? 1 << 16)
             do {
                 try pixels.withUnsafeBufferPointer { (p) throws(ProjectorError) in
                     try out.withUnsafeMutableBufferPointer { (o) throws(ProjectorError) in
-                        try e.encode(p, width: width, height: height, into: o)
+                        try e.encode(pixels: p, width: width, height: height, into: o)
                     }
                 }
                 return nil
@@ -211,7 +209,12 @@ import Testing
         #expect(throws: ProjectorError.invalidInput("the slice height 33 is not a multiple of 32 (patch 16 x merge)")) {
             try e.tokenCount(width: 64, height: 33)
         }
-        let reference = try ReferenceVision(file: GGUFFile(path: Self.mmproj), path: Self.mmproj)
-        #expect(throws: ProjectorError.self) { try reference.encode([0, 0, 0], width: 48, height: 32) }
+        var nan = [Float](repeating: 0, count: 64 * 64 * 3)
+        nan[100] = .nan
+        #expect(throws: ProjectorError.invalidInput("the slice holds a NaN or infinite value at index 100 (nan)")) {
+            try e.encode(pixels: nan, width: 64, height: 64)
+        }
+        let reference = try ReferenceVisionEncoder(file: GGUFFile(path: Self.mmproj), path: Self.mmproj)
+        #expect(throws: ProjectorError.self) { try reference.encode(pixels: [0, 0, 0], width: 48, height: 32) }
     }
 }
