@@ -1,0 +1,132 @@
+import GGUF
+import Kernels
+
+/// What every media encoder of a multimodal projector file offers: where it was loaded
+/// from, the threads it runs on, how it holds its weights, and the width of the embeddings
+/// it writes, which must be the language model's.
+public protocol MultimodalEncoder: Sendable {
+    /// The projector types (`clip.projector_type`) the encoder runs.
+    static var projectorTypes: [String] { get }
+    /// The file's path, as errors name it.
+    var path: String { get }
+    /// The mmproj file (tensors are read in place, unless converted at load).
+    var file: GGUFFile { get }
+    /// The threads of the products, attention and element-wise work.
+    var pool: ThreadPool { get }
+    /// How the weight matrices are held.
+    var weightStorage: MultimodalProjector.WeightStorage { get }
+    /// Width of the embeddings the encoder writes: the language model's embedding width.
+    var outputWidth: Int { get }
+}
+
+extension MultimodalEncoder {
+    /// Throws `widthMismatch`, naming both files and both widths, unless the language
+    /// model's embedding width `width` (the model at `languageModel`) is ``outputWidth``.
+    public func checkLanguageModelWidth(_ width: Int, languageModel: String) throws(ProjectorError) {
+        guard width == outputWidth else {
+            throw .widthMismatch(path: path, projectorWidth: outputWidth, languageModel: languageModel, languageModelWidth: width)
+        }
+    }
+}
+
+/// A multimodal projector file (llama.cpp's `mmproj-*.gguf`, `general.architecture` `clip`)
+/// loaded with the encoder its `clip.projector_type` names:
+///
+/// | type | encoder | input → output |
+/// |---|---|---|
+/// | `lfm2` | `SigLIP2VisionEncoder` (LFM2-VL) | a preprocessed image slice → `(W/32)(H/32)` embeddings |
+/// | `lfm2a` | `AudioEncoder` (LFM2-Audio) | a log-mel matrix → one embedding per 80 ms |
+///
+/// ```swift
+/// let projector = try MultimodalProjector.load(path: mmprojPath, pool: model.pool)
+/// try projector.checkLanguageModelWidth(model.hyperparameters.embeddingLength, languageModel: modelPath)
+/// let rows: [Float]  // tokens x projector.outputWidth
+/// switch projector {
+/// case .vision(let encoder): rows = try encoder.encode(pixels: slice, width: 512, height: 512)
+/// case .audio(let encoder): rows = try encoder.encode(mel: mel, frames: frames)
+/// }
+/// ```
+///
+/// Both encoders run on the pool they are given (pass the language model's,
+/// `TransformerModel.pool`, so that the two share threads) and hold their weight matrices
+/// as ``WeightStorage`` says. docs/media-encoders.md describes both.
+public enum MultimodalProjector: Sendable {
+    /// LFM2-VL's vision encoder (`lfm2`).
+    case vision(SigLIP2VisionEncoder)
+    /// LFM2-Audio's audio encoder (`lfm2a`).
+    case audio(AudioEncoder)
+
+    /// How an encoder holds its weight matrices (vectors and small tables are always F32
+    /// copies).
+    public enum WeightStorage: Sendable, Equatable {
+        /// In the mapped file in their stored type (F16 in an F16 conversion; F32, BF16 and
+        /// the quantized types too), each product dequantizing blocks of rows into a small
+        /// tile (`WeightMatrix.matmulByRowBlocks`): the file's size in memory.
+        case asStored
+        /// Converted to F32 copies once at load, the file's pages of them released: twice
+        /// an F16 file's memory, no conversion per product.
+        case float32
+    }
+
+    /// The projector types ``load(path:pool:weights:)`` runs: the vision encoder's, then
+    /// the audio encoder's.
+    public static var supportedTypes: [String] { SigLIP2VisionEncoder.projectorTypes + AudioEncoder.projectorTypes }
+
+    /// The projector type of an mmproj file: `clip.projector_type`, or else
+    /// `clip.vision.projector_type` / `clip.audio.projector_type` (files with one modality
+    /// per key), after checking that `general.architecture` is `clip`.
+    public static func type(of file: GGUFFile, path: String) throws(ProjectorError) -> String {
+        let r = ProjectorFileReader(path: path, file: file)
+        let architecture = try r.string("general.architecture")
+        guard architecture == "clip" else { throw .notAProjector(path: path, architecture: architecture) }
+        for key in ["clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type"] where file.metadata.contains(key) {
+            return try r.string(key)
+        }
+        throw .missingKey(path: path, key: "clip.projector_type")
+    }
+
+    /// Opens the mmproj file at `path` and loads the encoder its projector type names,
+    /// running on `pool`. A type neither encoder runs is `unsupportedProjectorType`
+    /// naming it and ``supportedTypes``; every key and tensor is checked as the encoder's
+    /// own initializer checks them.
+    public static func load(path: String, pool: ThreadPool, weights: WeightStorage = .asStored) throws(ProjectorError)
+        -> MultimodalProjector
+    {
+        try load(file: ProjectorFileReader.open(path), path: path, pool: pool, weights: weights)
+    }
+
+    /// ``load(path:pool:weights:)`` for an opened file (`path` is what errors name it).
+    public static func load(file: GGUFFile, path: String, pool: ThreadPool, weights: WeightStorage = .asStored)
+        throws(ProjectorError) -> MultimodalProjector
+    {
+        let type = try Self.type(of: file, path: path)
+        if SigLIP2VisionEncoder.projectorTypes.contains(type) {
+            return .vision(try SigLIP2VisionEncoder(file: file, path: path, pool: pool, weights: weights))
+        }
+        if AudioEncoder.projectorTypes.contains(type) {
+            return .audio(try AudioEncoder(file: file, path: path, pool: pool, weights: weights))
+        }
+        throw .unsupportedProjectorType(path: path, type: type, expected: supportedTypes)
+    }
+
+    /// The loaded encoder.
+    public var encoder: any MultimodalEncoder {
+        switch self {
+        case .vision(let e): return e
+        case .audio(let e): return e
+        }
+    }
+
+    /// The file's path, as errors name it.
+    public var path: String { encoder.path }
+
+    /// Width of the embeddings the encoder writes (`clip.vision.projection_dim` /
+    /// `clip.audio.projection_dim`): the language model's embedding width.
+    public var outputWidth: Int { encoder.outputWidth }
+
+    /// Throws `widthMismatch`, naming both files and both widths, unless the language
+    /// model's embedding width `width` (the model at `languageModel`) is ``outputWidth``.
+    public func checkLanguageModelWidth(_ width: Int, languageModel: String) throws(ProjectorError) {
+        try encoder.checkLanguageModelWidth(width, languageModel: languageModel)
+    }
+}

@@ -1,0 +1,139 @@
+import GGUF
+import Kernels
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An mmproj file read plainly, for the reference encoders (`ReferenceVisionEncoder`,
+/// `ReferenceAudioEncoder`): raw metadata keys, and tensors dequantized once with the
+/// scalar reference dequantizers (`GGMLType.dequantizeRowReference`) to Double. It shares
+/// nothing with the engine's loader (`ProjectorFileReader`), so that a reference checks
+/// the engine's reading of the file as well as its arithmetic.
+struct ReferenceProjectorFile {
+    let path: String
+    let file: GGUFFile
+
+    /// Checks `general.architecture` (`clip`) and `clip.projector_type` (`type`).
+    init(file: GGUFFile, path: String, projectorType type: String) throws(ProjectorError) {
+        self.path = path
+        self.file = file
+        let architecture = Self.text(file.metadata["general.architecture"])
+        guard architecture == "clip" else { throw .notAProjector(path: path, architecture: architecture) }
+        let found = Self.text(file.metadata["clip.projector_type"])
+        guard found == type else { throw .unsupportedProjectorType(path: path, type: found, expected: [type]) }
+    }
+
+    /// A string value, or what the key holds instead.
+    static func text(_ value: GGUFValue?) -> String {
+        guard let value else { return "(absent)" }
+        if case .string(let s) = value { return s }
+        return value.typeDescription
+    }
+
+    /// An integer key, 1...65536.
+    func int(_ key: String) throws(ProjectorError) -> Int {
+        guard let value = file.metadata[key] else { throw .missingKey(path: path, key: key) }
+        guard let v = value.intValue, (1...65_536).contains(v) else {
+            throw .invalidValue(path: path, key: key, value: "\(value)", reason: "must be 1...65536")
+        }
+        return v
+    }
+
+    /// The keys both encoders' shapes start from, under `prefix` (`clip.vision.`,
+    /// `clip.audio.`): `embedding_length` (d), `attention.head_count` (dividing d),
+    /// `block_count`, `projection_dim`, `attention.layer_norm_epsilon`.
+    func encoderShape(_ prefix: String) throws(ProjectorError) -> (width: Int, heads: Int, layers: Int, outputs: Int, eps: Double) {
+        let width = try int(prefix + "embedding_length"), key = prefix + "attention.head_count"
+        let heads = try int(key)
+        guard width % heads == 0 else { throw .invalidValue(path: path, key: key, value: "\(heads)", reason: "must divide \(width)") }
+        return (
+            width, heads, try int(prefix + "block_count"), try int(prefix + "projection_dim"),
+            try epsilon(prefix + "attention.layer_norm_epsilon")
+        )
+    }
+
+    /// A positive number key, rounded to Float (as the engine, and llama.cpp, hold it).
+    func epsilon(_ key: String) throws(ProjectorError) -> Double {
+        guard let value = file.metadata[key] else { throw .missingKey(path: path, key: key) }
+        guard let v = value.doubleValue, v > 0, v.isFinite else {
+            throw .invalidValue(path: path, key: key, value: "\(value)", reason: "must be a positive number")
+        }
+        return Double(Float(v))
+    }
+
+    /// The element count of tensor `name`.
+    func count(_ name: String) throws(ProjectorError) -> Int {
+        guard let t = file.tensor(named: name) else { throw .missingTensor(path: path, name: name) }
+        return t.elementCount
+    }
+
+    /// Tensor `name`, checked to hold `count` values, dequantized in file order.
+    func tensor(_ name: String, count: Int) throws(ProjectorError) -> [Double] {
+        guard let t = file.tensor(named: name) else { throw .missingTensor(path: path, name: name) }
+        guard count > 0, t.elementCount == count else { throw .tensorShape(path: path, name: name, expected: [count], found: t.shape) }
+        guard t.type.hasKernels else { throw .tensorType(path: path, name: name, type: t.type, accepted: GGMLType.kernelTypes) }
+        var values = [Float](repeating: 0, count: count)
+        let bytes = file.data(for: t).baseAddress!
+        let rowBytes = t.byteCount / t.rowCount
+        values.withUnsafeMutableBufferPointer { v in
+            for r in 0..<t.rowCount {
+                t.type.dequantizeRowReference(bytes + r * rowBytes, into: v.baseAddress! + r * t.rowLength, count: t.rowLength)
+            }
+        }
+        return values.map(Double.init)
+    }
+}
+
+/// The operations both reference encoders write their layers with, in Double over rows
+/// (`[[Double]]`, one array per token), as plain loops.
+enum ReferenceMath {
+    /// `y = x Wᵀ + b` per row, `W` of `outputs x inputs` row-major (`b` nil: no bias).
+    static func linear(_ x: [[Double]], _ w: [Double], _ b: [Double]?, outputs: Int) -> [[Double]] {
+        let inputs = w.count / outputs
+        return x.map { (row: [Double]) -> [Double] in
+            precondition(row.count == inputs)
+            var y = [Double](repeating: 0, count: outputs)
+            for o in 0..<outputs {
+                var acc: Double = b?[o] ?? 0
+                for i in 0..<inputs { acc += w[o * inputs + i] * row[i] }
+                y[o] = acc
+            }
+            return y
+        }
+    }
+
+    /// `(x - mean) / sqrt(var + eps) · w + b` per row.
+    static func layerNorm(_ x: [[Double]], _ w: [Double], _ b: [Double], eps: Double) -> [[Double]] {
+        x.map { row in
+            let n = Double(row.count)
+            let mean = row.reduce(0, +) / n
+            let variance = row.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / n
+            return row.indices.map { (row[$0] - mean) / (variance + eps).squareRoot() * w[$0] + b[$0] }
+        }
+    }
+
+    /// `softmax(scores)`: `e^(s - max) / Σ e^(s - max)`.
+    static func softmax(_ scores: [Double]) -> [Double] {
+        let top = scores.max()!
+        let e = scores.map { exp($0 - top) }
+        let total = e.reduce(0, +)
+        return e.map { $0 / total }
+    }
+
+    /// `x + scale · y`, row by row.
+    static func add(_ x: [[Double]], _ y: [[Double]], scale: Double = 1) -> [[Double]] {
+        zip(x, y).map { zip($0, $1).map { $0 + scale * $1 } }
+    }
+
+    /// GELU, tanh form: `0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+    static func geluTanh(_ x: Double) -> Double { 0.5 * x * (1 + tanh((2 / Double.pi).squareRoot() * (x + 0.044715 * x * x * x))) }
+
+    /// GELU, exact form: `0.5 x (1 + erf(x / √2))`.
+    static func geluErf(_ x: Double) -> Double { 0.5 * x * (1 + erf(x / 2.0.squareRoot())) }
+
+    /// SiLU: `x / (1 + e^(-x))`.
+    static func silu(_ x: Double) -> Double { x / (1 + exp(-x)) }
+}

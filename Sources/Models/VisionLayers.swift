@@ -1,0 +1,217 @@
+import GGUF
+import Kernels
+
+/// The weights of an LFM2-VL vision encoder, by llama.cpp's tensor names (ggml shapes,
+/// row length first):
+///
+/// ```
+/// v.patch_embd.weight        [p, p, 3, d]   conv kernel; as a matrix d x 3p² over (c, ky, kx)
+/// v.patch_embd.bias          [d]
+/// v.position_embd.weight     [d, g²]        g = image_size / p (16): row y·g + x
+/// v.blk.i.ln1 / ln2          [d] weight, bias
+/// v.blk.i.attn_q/k/v/out     [d, d] weight, [d] bias
+/// v.blk.i.ffn_up             [d, ff], [ff];   v.blk.i.ffn_down  [ff, d], [d]
+/// v.post_ln                  [d] weight, bias
+/// mm.input_norm              [s²d] weight, bias (optional, both or neither)
+/// mm.1                       [s²d, h], [h];   mm.2  [h, D], [D]
+/// ```
+///
+/// Matrices may be of any type the kernels multiply; vectors and the position table F32,
+/// F16 or BF16. Tensors that llama.cpp would apply on top of these (a pre-norm, fused qkv,
+/// q/k norms, layer scales, a gated MLP) are refused: the encoder does not implement them.
+struct VisionWeights: Sendable {
+    let patchEmbedding: PatchEmbedding
+    let positions: PositionEmbedding
+    let blocks: [SigLIPBlock]
+    let postNorm: EncoderLayerNorm
+    let projector: LFM2VisionProjector
+
+    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: MultimodalProjector.WeightStorage) throws(ProjectorError) {
+        let d = hp.width, eps = hp.layerNormEpsilon
+        try Self.refuseUnsupported(r, hp)
+        func linear(_ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil) throws(ProjectorError) -> EncoderLinear {
+            try EncoderLinear(r, name, outputs: outputs, inputs: inputs, shape: shape, storage: storage)
+        }
+        let p = hp.patchSize
+        patchEmbedding = PatchEmbedding(
+            projection: try linear("v.patch_embd", outputs: d, inputs: hp.patchValues, shape: [p, p, 3, d]), patchSize: p)
+        let side = hp.positionGridSide
+        positions = PositionEmbedding(table: try r.floats(tensor: "v.position_embd.weight", shape: [d, side * side]), side: side, width: d)
+        var blocks: [SigLIPBlock] = []
+        for i in 0..<hp.layerCount {
+            let b = "v.blk.\(i)."
+            blocks.append(
+                SigLIPBlock(
+                    norm1: try EncoderLayerNorm(r, b + "ln1", width: d, epsilon: eps),
+                    query: try linear(b + "attn_q", outputs: d, inputs: d),
+                    key: try linear(b + "attn_k", outputs: d, inputs: d),
+                    value: try linear(b + "attn_v", outputs: d, inputs: d),
+                    output: try linear(b + "attn_out", outputs: d, inputs: d),
+                    norm2: try EncoderLayerNorm(r, b + "ln2", width: d, epsilon: eps),
+                    up: try linear(b + "ffn_up", outputs: hp.feedForwardLength, inputs: d),
+                    down: try linear(b + "ffn_down", outputs: d, inputs: hp.feedForwardLength),
+                    heads: hp.headCount))
+        }
+        self.blocks = blocks
+        postNorm = try EncoderLayerNorm(r, "v.post_ln", width: d, epsilon: eps)
+        let merged = hp.mergedWidth
+        projector = LFM2VisionProjector(
+            inputNorm: hp.projectorInputNorm
+                ? try EncoderLayerNorm(r, "mm.input_norm", width: merged, epsilon: VisionHyperparameters.projectorNormEpsilon) : nil,
+            first: try linear("mm.1", outputs: hp.projectorHiddenWidth, inputs: merged),
+            second: try linear("mm.2", outputs: hp.projectionDim, inputs: hp.projectorHiddenWidth))
+    }
+
+    /// Throws for the tensors llama.cpp's SigLIP graph would use that this encoder does not
+    /// implement, and for a projector input norm with only one of its two tensors.
+    static func refuseUnsupported(_ r: ProjectorFileReader, _ hp: VisionHyperparameters) throws(ProjectorError) {
+        var names = ["v.pre_ln.weight", "v.pre_ln.bias", "v.class_embd", "v.norm_embd.weight", "v.patch_embd.weight.1"]
+        for i in 0..<hp.layerCount {
+            for t in [
+                "attn_qkv.weight", "attn_q_norm.weight", "attn_k_norm.weight", "ffn_gate.weight", "ls1.weight", "ls2.weight",
+                "out_scale.weight", "attn_post_norm.weight", "ffn_post_norm.weight", "ffn_gate_exps.weight", "attn_sinks"
+            ] { names.append("v.blk.\(i).\(t)") }
+        }
+        for name in names where r.has(name) {
+            throw .unsupportedTensor(
+                path: r.path, name: name,
+                reason: "llama.cpp would apply it; this SigLIP2 encoder has no such step (an unexpected conversion)")
+        }
+        if r.has("mm.input_norm.weight") != r.has("mm.input_norm.bias") {
+            let present = r.has("mm.input_norm.weight") ? "mm.input_norm.weight" : "mm.input_norm.bias"
+            throw .unsupportedTensor(path: r.path, name: present, reason: "the projector's input norm needs both its weight and its bias")
+        }
+    }
+}
+
+/// The conv patch embedding (kernel and stride `p`, 3 → d channels) as one matrix product:
+/// each patch's 3p² values laid out in the kernel's (channel, row, column) order (im2col),
+/// then `X = P Wᵀ + b`.
+struct PatchEmbedding: Sendable {
+    let projection: EncoderLinear
+    let patchSize: Int
+
+    func callAsFunction(
+        _ pixels: UnsafePointer<Float>, width: Int, height: Int, into x: UnsafeMutablePointer<Float>, _ w: VisionWorkspace,
+        _ pool: ThreadPool
+    ) {
+        let p = patchSize, gw = width / p, gh = height / p, values = 3 * p * p
+        let patches = w.patchRows
+        // P[py·gw + px][c·p² + ky·p + kx] = pixel (px·p + kx, py·p + ky), channel c
+        EncoderKernels.parallel(gh, minChunk: 1, pool) { rows in
+            for py in rows {
+                for px in 0..<gw {
+                    let dst = patches + (py * gw + px) * values
+                    for ky in 0..<p {
+                        let src = pixels + ((py * p + ky) * width + px * p) * 3
+                        for kx in 0..<p {
+                            for c in 0..<3 { dst[(c * p + ky) * p + kx] = src[kx * 3 + c] }
+                        }
+                    }
+                }
+            }
+        }
+        projection(patches, rows: gw * gh, into: x, pool)
+    }
+}
+
+/// SigLIP2's learned position embeddings: a table for a `side x side` grid, resized to each
+/// slice's patch grid (antialiased bilinear) and added to the patch embeddings.
+struct PositionEmbedding: Sendable {
+    let table: [Float]
+    let side: Int
+    let width: Int
+
+    func add(to x: UnsafeMutablePointer<Float>, gridWidth: Int, gridHeight: Int, _ w: VisionWorkspace, _ pool: ThreadPool) {
+        table.withUnsafeBufferPointer { t in
+            SigLIP2VisionEncoder.resize(
+                t.baseAddress!, side: side, channels: width, gridWidth: gridWidth, gridHeight: gridHeight,
+                scratch: w.positionScratch, into: w.positions, pool: pool)
+        }
+        EncoderKernels.add(w.positions, into: x, count: gridWidth * gridHeight * width, pool: pool)
+    }
+}
+
+/// One pre-norm SigLIP encoder block, every patch attending to every patch:
+///
+/// ```
+/// h   = x + Attention(LN₁(x))             q, k, v, out: affine; heads of d / heads
+/// out = h + W_down GELU(W_up LN₂(h) + b_up) + b_down
+/// ```
+struct SigLIPBlock: Sendable {
+    let norm1: EncoderLayerNorm
+    let query, key, value, output: EncoderLinear
+    let norm2: EncoderLayerNorm
+    let up, down: EncoderLinear
+    let heads: Int
+
+    /// Runs the block on the workspace's `n` rows at `x`, in place.
+    func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
+        let n = w.patches, d = output.outputs, hd = d / heads
+        // h = x + Attention(LN₁(x))
+        norm1(x, rows: n, into: w.normed, pool)
+        query(w.normed, rows: n, into: w.q, pool)
+        key(w.normed, rows: n, into: w.k, pool)
+        value(w.normed, rows: n, into: w.v, pool)
+        BidirectionalAttention.attend(
+            queries: w.q, keys: w.k, values: w.v, stride: d, tokens: n, heads: heads, headDim: hd,
+            scale: 1 / Float(hd).squareRoot(), scores: w.scores, out: w.mixed, outStride: d, pool: pool)
+        output(w.mixed, rows: n, into: w.normed, pool)
+        EncoderKernels.add(w.normed, into: x, count: n * d, pool: pool)
+        // out = h + MLP(LN₂(h))
+        norm2(x, rows: n, into: w.normed, pool)
+        up(w.normed, rows: n, into: w.hidden, pool)
+        EncoderKernels.geluTanh(w.hidden, count: n * up.outputs, pool: pool)
+        down(w.hidden, rows: n, into: w.mixed, pool)
+        EncoderKernels.add(w.mixed, into: x, count: n * d, pool: pool)
+    }
+}
+
+/// LFM2-VL's projector from the unshuffled tokens to the language model's width:
+/// `E = mm₂ GELU(mm₁ LN(T) + b₁) + b₂`, the LayerNorm optional (ε 1e-5), GELU in its tanh
+/// form as llama.cpp computes it.
+struct LFM2VisionProjector: Sendable {
+    let inputNorm: EncoderLayerNorm?
+    let first: EncoderLinear
+    let second: EncoderLinear
+
+    func callAsFunction(
+        _ t: UnsafeMutablePointer<Float>, rows m: Int, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool
+    ) {
+        if let inputNorm { inputNorm(t, rows: m, into: t, pool) }
+        first(t, rows: m, into: w.projected, pool)
+        EncoderKernels.geluTanh(w.projected, count: m * first.outputs, pool: pool)
+        second(w.projected, rows: m, into: out, pool)
+    }
+}
+
+/// The activation buffers of one encode, sized for its patch grid and allocated once.
+final class VisionWorkspace {
+    /// Patches of the slice (rows of the tower's activations).
+    let patches: Int
+    let x, normed, q, k, v, mixed, hidden: UnsafeMutablePointer<Float>
+    /// im2col rows (`patches x 3p²`), attention scores, the position table resized and its
+    /// scratch, the unshuffled tokens, the projector's hidden rows.
+    let patchRows, scores, positions, positionScratch, merged, projected: UnsafeMutablePointer<Float>
+    private let buffers: [FloatBuffer]
+
+    init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int) {
+        let n = gridWidth * gridHeight, d = hp.width, tokens = n / (hp.mergeFactor * hp.mergeFactor)
+        var arena = FloatArena()
+        patches = n
+        x = arena.allocate(n * d)
+        normed = arena.allocate(n * d)
+        q = arena.allocate(n * d)
+        k = arena.allocate(n * d)
+        v = arena.allocate(n * d)
+        mixed = arena.allocate(n * d)
+        hidden = arena.allocate(n * hp.feedForwardLength)
+        patchRows = arena.allocate(n * hp.patchValues)
+        scores = arena.allocate(BidirectionalAttention.scratchCount(tokens: n, heads: hp.headCount))
+        positions = arena.allocate(n * d)
+        positionScratch = arena.allocate(hp.positionGridSide * gridWidth * d)
+        merged = arena.allocate(tokens * hp.mergedWidth)
+        projected = arena.allocate(tokens * hp.projectorHiddenWidth)
+        buffers = arena.buffers
+    }
+}
