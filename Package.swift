@@ -111,7 +111,7 @@ let package = Package(
         ),
         .target(
             name: "LeapSDKCore",
-            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio"]
+            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio", "Images"]
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
@@ -133,7 +133,7 @@ let package = Package(
             name: "leap-ref",
             dependencies: [
                 "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
-                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire",
+                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire", "Images", "Audio",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -156,7 +156,7 @@ let package = Package(
             ],
             path: "Benchmarks/ServeBench"
         ),
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Images"], path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
@@ -176,7 +176,7 @@ let package = Package(
         .testTarget(
             name: "LeapServerTests",
             dependencies: [
-                "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport",
+                "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport", "GGUF", "Tokenizers",
                 .product(name: "HummingbirdTesting", package: "hummingbird")
             ]
         ),

@@ -29,16 +29,25 @@ public struct LiquidInferenceEngineOptions: Sendable {
     /// `contextSize` tokens (allocated at the first generation; memory is touched as
     /// positions fill). leap-ref's addition.
     public var parallelSequences: Int
+    /// The model's media encoder, an `mmproj-*.gguf` file (LFM2-VL's vision tower, or
+    /// LFM2-Audio's audio encoder). Default nil: the `mmproj-*.gguf` beside the model file,
+    /// if there is one (see `MultimodalProjectorFile.companion(of:)`); with none, the model
+    /// reads text only.
+    public var mmProjPath: String?
+    /// Bounds on the images and audio a message may carry (leap-ref's addition).
+    public var mediaLimits: MediaLimits
 
     public init(
         cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32, defaultRNGSeed: UInt64? = nil,
-        parallelSequences: Int = 1
+        parallelSequences: Int = 1, mmProjPath: String? = nil, mediaLimits: MediaLimits = MediaLimits()
     ) {
         self.cpuThreads = cpuThreads
         self.contextSize = contextSize
         self.kvCacheType = kvCacheType
         self.defaultRNGSeed = defaultRNGSeed
         self.parallelSequences = parallelSequences
+        self.mmProjPath = mmProjPath
+        self.mediaLimits = mediaLimits
     }
 }
 

@@ -173,14 +173,19 @@ struct Handlers: Sendable {
         }
     }
 
+    /// The body decoded as a `R`, a refusal becoming a 400 that names the field.
+    func decode<R: WireRequest>(_ type: R.Type, _ request: Request) async throws -> R {
+        let json = try await body(request)
+        do { return try R(json: json) } catch { throw APIError(error) }
+    }
+
     func tooLarge() -> APIError {
         APIError(status: 413, message: "the request body is larger than \(configuration.maxBodyBytes) bytes (--max-body-bytes)")
     }
 
     func tokenize(_ request: Request) async throws -> Response {
         let engine = try state.engine()
-        let r: TokenizeRequest
-        do { r = try TokenizeRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let r = try await decode(TokenizeRequest.self, request)
         let ids = engine.tokenize(r.content, addSpecial: r.addSpecial, parseSpecial: r.parseSpecial)
         let tokens: [JSONValue] =
             r.withPieces
@@ -190,8 +195,7 @@ struct Handlers: Sendable {
 
     func detokenize(_ request: Request) async throws -> Response {
         let engine = try state.engine()
-        let r: DetokenizeRequest
-        do { r = try DetokenizeRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let r = try await decode(DetokenizeRequest.self, request)
         do {
             return Self.json(["content": .string(try engine.detokenize(r.tokens))])
         } catch {
@@ -217,8 +221,7 @@ struct Handlers: Sendable {
 
     func chat(_ request: Request, _ context: ServerContext) async throws -> Response {
         let engine = try state.engine()
-        let wire: ChatCompletionRequest
-        do { wire = try ChatCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let wire = try await decode(ChatCompletionRequest.self, request)
         let serving = try WireMapping.chatRequest(
             wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling)
         let completion = try submit(serving, to: engine, context: context)
@@ -261,8 +264,7 @@ struct Handlers: Sendable {
 
     func text(_ request: Request, _ context: ServerContext) async throws -> Response {
         let engine = try state.engine()
-        let wire: TextCompletionRequest
-        do { wire = try TextCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
+        let wire = try await decode(TextCompletionRequest.self, request)
         let serving = try WireMapping.textRequest(
             wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling)
         let completion = try submit(serving, to: engine, context: context)

@@ -242,7 +242,12 @@ public struct WireMessage: Sendable, Equatable {
 }
 
 /// `POST /v1/chat/completions`.
-public struct ChatCompletionRequest: Sendable, Equatable {
+/// A request body the wire layer decodes, naming the bad field when it cannot.
+public protocol WireRequest: Sendable {
+    init(json: JSONValue) throws(WireError)
+}
+
+public struct ChatCompletionRequest: WireRequest, Equatable {
     public var model: String?
     public var messages: [WireMessage]
     public var sampling: SamplingFields
@@ -352,7 +357,7 @@ public enum WirePrompt: Sendable, Equatable {
 }
 
 /// `POST /v1/completions`.
-public struct TextCompletionRequest: Sendable, Equatable {
+public struct TextCompletionRequest: WireRequest, Equatable {
     public var model: String?
     public var prompt: WirePrompt
     public var sampling: SamplingFields
@@ -392,7 +397,7 @@ public struct TextCompletionRequest: Sendable, Equatable {
 }
 
 /// llama-server's `POST /tokenize`: `content`, `add_special`, `parse_special`, `with_pieces`.
-public struct TokenizeRequest: Sendable, Equatable {
+public struct TokenizeRequest: WireRequest, Equatable {
     public var content: String
     public var addSpecial: Bool
     public var parseSpecial: Bool
@@ -409,7 +414,7 @@ public struct TokenizeRequest: Sendable, Equatable {
 }
 
 /// llama-server's `POST /detokenize`: `tokens`.
-public struct DetokenizeRequest: Sendable, Equatable {
+public struct DetokenizeRequest: WireRequest, Equatable {
     public var tokens: [Int]
 
     public init(json: JSONValue) throws(WireError) {

@@ -166,16 +166,34 @@ public struct Sampler: Sendable {
             return best.id
         }
 
-        // top-k: a partial sort is enough, but the candidate list is usually cut to k
-        // right away, so sort once (ties by id, for determinism).
-        candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
-        if p.topK > 0, candidates.count > p.topK { candidates.removeLast(candidates.count - p.topK) }
+        // Best first (ties by id, for determinism), cut to the top k. Only the candidates
+        // that can survive are sorted: the k best (selected in one pass), or, without top-k,
+        // those min-p keeps (`e^(l - max) >= min_p`: the others are dropped by min-p after
+        // top-p whatever top-p does), whose probabilities still count in top-p's total.
+        var dropped: Float = 0
+        if p.topK > 0, candidates.count > p.topK {
+            selectBest(p.topK)
+        } else if p.minP > 0 {
+            let top = candidates.reduce(-Float.infinity) { max($0, $1.logit) }
+            var kept = 0
+            for i in candidates.indices {
+                let c = candidates[i]
+                if expf(c.logit - top) < p.minP {
+                    dropped += expf(c.logit - top)
+                } else {
+                    candidates[kept] = c
+                    kept += 1
+                }
+            }
+            candidates.removeLast(candidates.count - kept)
+        }
+        candidates.sort(by: Self.isBetter)
 
         // Probabilities of the remaining candidates.
         let maxLogit = candidates[0].logit
         probs.removeAll(keepingCapacity: true)
         for c in candidates { probs.append(expf(c.logit - maxLogit)) }
-        var total = probs.reduce(0, +)
+        var total = probs.reduce(0, +) + dropped
 
         if p.topP < 1 {
             var cumulative: Float = 0
@@ -207,6 +225,38 @@ public struct Sampler: Sendable {
             if r < cumulative { return candidates[i].id }
         }
         return candidates[candidates.count - 1].id
+    }
+}
+
+extension Sampler {
+    /// The sampler's order: the higher logit first, the lower id on a tie.
+    @inline(__always)
+    static func isBetter(_ a: Candidate, _ b: Candidate) -> Bool {
+        a.logit > b.logit || (a.logit == b.logit && a.id < b.id)
+    }
+
+    /// Keeps the `k` best candidates (in no particular order): one pass with a min-heap
+    /// of `k`, O(n log k) instead of sorting the whole vocabulary for every token.
+    fileprivate mutating func selectBest(_ k: Int) {
+        // candidates[0..<k] is a heap whose root is the worst of the kept.
+        func siftDown(_ start: Int) {
+            var i = start
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var worst = i
+                if l < k, Self.isBetter(candidates[worst], candidates[l]) { worst = l }
+                if r < k, Self.isBetter(candidates[worst], candidates[r]) { worst = r }
+                if worst == i { return }
+                candidates.swapAt(i, worst)
+                i = worst
+            }
+        }
+        for i in stride(from: k / 2 - 1, through: 0, by: -1) { siftDown(i) }
+        for i in k..<candidates.count where Self.isBetter(candidates[i], candidates[0]) {
+            candidates[0] = candidates[i]
+            siftDown(0)
+        }
+        candidates.removeLast(candidates.count - k)
     }
 }
 

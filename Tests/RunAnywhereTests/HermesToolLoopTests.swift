@@ -81,7 +81,7 @@ struct HermesToolLoopTests {
         // The second round's prompt renders the call back as Hermes JSON and the result as
         // Qwen3's <tool_response>.
         let secondPrompt = try engineRunner.engine.prompts.render(
-            messages: requests[1].messages, functions: requests[1].functions, callFormat: HermesFunctionCallParser(),
+            messages: requests[1].messages, tools: requests[1].functions.map(\.toolJSON), callFormat: HermesFunctionCallParser(),
             enableThinking: nil)
         // The model may add the optional `days`.
         let days = call.arguments["days"].map { ", \"days\": \($0)" } ?? ""

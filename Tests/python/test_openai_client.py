@@ -135,6 +135,21 @@ def test_required_tool_call_validates_then_tool_result_with_choice_none(client):
     assert answer.choices[0].finish_reason in ("stop", "length")
 
 
+def test_choice_none_never_calls_even_when_sampling_hot(client):
+    """tool_choice "none": the tool stays in the prompt, the call syntax cannot be written
+    (its opening is masked while sampling) and no text is parsed as a call, whatever the
+    sampler draws."""
+    messages = [{"role": "user", "content": "Weather in Paris? Call get_weather."}]
+    for seed in range(6):
+        r = client.chat.completions.create(
+            model="any", temperature=1.5, top_p=1.0, seed=seed, max_tokens=48, messages=messages, tools=[WEATHER_TOOL],
+            tool_choice="none")
+        choice = r.choices[0]
+        assert choice.message.tool_calls is None, (seed, choice.message)
+        assert choice.finish_reason in ("stop", "length")
+        assert "<|tool_call_start|>" not in (choice.message.content or ""), (seed, choice.message.content)
+
+
 def test_logprobs_and_text_completions(client):
     r = client.chat.completions.create(
         model="any", messages=QUESTION, temperature=0, max_tokens=8, logprobs=True, top_logprobs=3)

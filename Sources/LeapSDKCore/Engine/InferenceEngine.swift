@@ -31,6 +31,10 @@ final class InferenceEngine: @unchecked Sendable {
     let defaults: SamplingParameters
     /// DRY's breaker strings as token sequences of this model's vocabulary.
     let dryBreakers: DRYBreakerResolver
+    /// The media encoder of the model's mmproj file (nil: a text-only model).
+    let projector: MultimodalProjector?
+    /// Reads a message's image and audio parts for `projector`.
+    let mediaReader: MediaReader?
     /// Serial queue on which every generation runs.
     let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
 
@@ -59,6 +63,26 @@ final class InferenceEngine: @unchecked Sendable {
         kvCacheType = options.kvCacheType == .f16 ? .f16 : .f32
         defaults = InferenceEngine.samplingDefaults(metadata)
         dryBreakers = DRYBreakerResolver(tokenizer: tokenizer)
+        let projector = try InferenceEngine.loadProjector(modelPath: path, options: options, model: model)
+        self.projector = projector
+        let tokenizer = self.tokenizer
+        mediaReader = projector.map { MediaReader(projector: $0, tokenizer: tokenizer, limits: options.mediaLimits) }
+    }
+
+    /// The media encoder of the model: `options.mmProjPath`, or the `mmproj-*.gguf` beside
+    /// the model file (`MultimodalProjectorFile.companion`). A projector whose output width
+    /// is not the language model's is an error.
+    static func loadProjector(modelPath: String, options: LiquidInferenceEngineOptions, model: TransformerModel) throws(LeapError)
+        -> MultimodalProjector?
+    {
+        guard let path = options.mmProjPath ?? MultimodalProjectorFile.companion(of: modelPath) else { return nil }
+        do {
+            let projector = try MultimodalProjector.load(path: path, pool: model.pool)
+            try projector.checkLanguageModelWidth(model.hyperparameters.embeddingLength, languageModel: modelPath)
+            return projector
+        } catch {
+            throw .modelLoadingFailure("\(path): \(error)")
+        }
     }
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
@@ -69,14 +93,46 @@ final class InferenceEngine: @unchecked Sendable {
         maskComputers = [:]
     }
 
-    /// The prompt tokens of a conversation: the chat template over `messages` with `tools`
-    /// (the JSON the template receives; in LFM2's system-prompt form, written for
-    /// `callFormat`, when the template ignores them) and the assistant's generation prompt.
+    /// The prompt tokens of a conversation without media (see `prompt`).
     func promptTokens(
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?
     ) throws(LeapError) -> [Int] {
-        let text = try prompts.render(messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking)
-        return prompts.tokenize(text)
+        try prompt(messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking).keys
+    }
+
+    /// What stands for a media part in the rendered prompt text until it is split there: a
+    /// string no tokenizer or user writes by accident (private-use characters).
+    static let mediaMarker = "<\u{E000}leap-ref-media\u{E001}>"
+
+    /// The prompt of a conversation: the chat template over `messages` with `tools` (the
+    /// JSON the template receives; in LFM2's system-prompt form, written for `callFormat`,
+    /// when the template ignores them) and the assistant's generation prompt, tokenized;
+    /// each image or audio part is read by the media encoder's `MediaReader` and takes its
+    /// positions where the message has it.
+    func prompt(
+        messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?
+    ) throws(LeapError) -> PromptSequence {
+        let media = messages.flatMap { $0.content.filter { if case .text = $0 { return false } else { return true } } }
+        let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
+        let text = try prompts.render(
+            messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking, mediaMarker: marker)
+        guard let marker, let reader = mediaReader else { return PromptSequence(tokens: prompts.tokenize(text)) }
+        let parts = text.components(separatedBy: marker)
+        guard parts.count == media.count + 1 else {
+            throw .generationFailure(
+                "the chat template wrote \(parts.count - 1) of the conversation's \(media.count) image and audio parts; it must write each message's content once"
+            )
+        }
+        var prompt = PromptSequence()
+        for (index, part) in parts.enumerated() {
+            // The text before the first part starts the prompt (BOS as the tokenizer asks).
+            let ids = index == 0 ? prompts.tokenize(part) : tokenizer.encode(part, addSpecial: false, parseSpecial: true).map(Int.init)
+            prompt.append(.tokens(ids))
+            if index < media.count {
+                for piece in try reader.pieces(media[index]) { prompt.append(piece) }
+            }
+        }
+        return prompt
     }
 
     // MARK: Constraints

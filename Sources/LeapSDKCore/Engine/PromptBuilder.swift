@@ -27,19 +27,15 @@ struct PromptBuilder: Sendable {
         templateReadsTools = source.contains("tools")
     }
 
-    /// The prompt text for `messages` followed by the assistant's generation prompt.
-    func render(
-        messages: [ChatMessage], functions: [LeapFunction], callFormat: LeapFunctionCallParserProtocol,
-        enableThinking: Bool?
-    ) throws(LeapError) -> String {
-        try render(messages: messages, tools: functions.map(\.toolJSON), callFormat: callFormat, enableThinking: enableThinking)
-    }
-
-    /// The same, with the tools given as the JSON the template receives
-    /// (`{"name", "description", "parameters"}` each).
+    /// The prompt text for `messages` followed by the assistant's generation prompt, with
+    /// the tools given as the JSON the template receives (`{"name", "description",
+    /// "parameters"}` each). An image or audio part becomes `mediaMarker` in its message's
+    /// text (the caller splits the text there and puts the media's positions in its place,
+    /// as llama.cpp's libmtmd does with its `<__media__>` marker); without a marker (a model
+    /// with no media encoder), such a part is an error.
     func render(
         messages: [ChatMessage], tools: [JSONValue], callFormat: LeapFunctionCallParserProtocol,
-        enableThinking: Bool?
+        enableThinking: Bool?, mediaMarker: String? = nil
     ) throws(LeapError) -> String {
         var rendered: [JSONValue] = []
         var toolsInSystem: String?
@@ -54,6 +50,8 @@ struct PromptBuilder: Sendable {
             for part in message.content {
                 switch part {
                 case .text(let t): text += t
+                case .image where mediaMarker != nil, .audio where mediaMarker != nil:
+                    text += mediaMarker ?? ""
                 case .image:
                     throw .unsupportedContent(
                         "this model has no vision encoder, so it cannot read image content; send text only, or load a vision model with its mmproj file"

@@ -63,7 +63,12 @@ extension ServingEngine {
             }
             let end = chunkEnd(seq)
             guard end - seq.promptOffset <= room else { break }
-            stepInputs.append(.init(slot.handle, Array(seq.job.tokens[seq.promptOffset..<end])))
+            do {
+                stepInputs.append(try promptInput(seq, end: end, slot: slot))
+            } catch {
+                fail(slot, .engineFailure(error.description))
+                continue
+            }
             stepWork.append((slot, seq, .prompt(end: end)))
             room -= end - seq.promptOffset
         }
@@ -78,16 +83,38 @@ extension ServingEngine {
         }
     }
 
-    /// Where the prompt chunk that starts at `seq.promptOffset` ends: `prefillChunk` tokens,
-    /// cut so that the last chunk has at least two (the prompt's last token goes through
-    /// the batch path, as in `CachedSequence`). A prompt is cut the same way whatever else
-    /// runs, so its results do not depend on the other sequences.
+    /// Where the prompt chunk that starts at `seq.promptOffset` ends: `prefillChunk`
+    /// positions, never across a boundary between tokens and a media chunk (a step input is
+    /// tokens or embedding rows), and cut so that the last chunk has at least two (the
+    /// prompt's last token goes through the batch path, as in `CachedSequence`). A prompt
+    /// is cut the same way whatever else runs, so its results do not depend on the other
+    /// sequences.
     private func chunkEnd(_ seq: SlotSequence) -> Int {
-        let count = seq.job.tokens.count, start = seq.promptOffset
-        let chunk = prefillChunk
-        if count - start <= chunk { return count }
-        if count - start - chunk == 1 { return start + chunk - 1 }
-        return start + chunk
+        let prompt = seq.job.prompt, count = prompt.count, start = seq.promptOffset
+        let (piece, pieceStart) = prompt.piece(at: start)
+        let pieceEnd = pieceStart + piece.count
+        var end = min(pieceEnd, start + prefillChunk)
+        if pieceEnd == count, end == count - 1, end - 1 > start { end -= 1 }
+        return end
+    }
+
+    /// The step input of the prompt's positions `seq.promptOffset ..< end`: its tokens, or
+    /// its media chunk's rows (the encoder runs here the first time a chunk is needed).
+    private func promptInput(_ seq: SlotSequence, end: Int, slot: ServingSlot) throws(LeapError) -> BatchedSession.Input {
+        let start = seq.promptOffset
+        let (piece, pieceStart) = seq.job.prompt.piece(at: start)
+        switch piece {
+        case .tokens(let ids):
+            return .init(slot.handle, Array(ids[(start - pieceStart)..<(end - pieceStart)]))
+        case .media(let chunk):
+            let rows = try chunk.embeddings()
+            let width = rows.count / max(1, chunk.positions)
+            let input = BatchedSession.Input(
+                slot.handle, embeddings: Array(rows[((start - pieceStart) * width)..<((end - pieceStart) * width)]))
+            // The chunk's last rows: its embeddings are no longer needed.
+            if end == pieceStart + chunk.positions { chunk.release() }
+            return input
+        }
     }
 
     /// Runs one shared step and records what it evaluated in each slot's prompt cache.

@@ -197,22 +197,35 @@ public final class ServingEngine: @unchecked Sendable {
     public var vocabularySize: Int { engine.tokenizer.vocabularySize }
 
     /// The prompt tokens of `prompt`, as a completion would process them (tools rendered
-    /// for `callParser`'s syntax; nil: the model's, `ServingRequest.callParser`).
+    /// for `callParser`'s syntax; nil: the model's, `ServingRequest.callParser`). An image or
+    /// audio part's positions have negative placeholder ids (their prompt-cache keys); the
+    /// count is the prompt's length in positions.
     public func promptTokens(
         _ prompt: ServingPrompt, enableThinking: Bool? = nil, callParser: (any LeapFunctionCallParserProtocol)? = nil
     ) throws(ServingError) -> [Int] {
+        try promptSequence(prompt, enableThinking: enableThinking, callParser: callParser).keys
+    }
+
+    /// Whether the model reads images (it has a vision encoder) and audio (an audio encoder).
+    public var takesImages: Bool { if case .vision? = engine.projector { return true } else { return false } }
+    public var takesAudio: Bool { if case .audio? = engine.projector { return true } else { return false } }
+
+    /// The prompt of `prompt`: tokens and media chunks.
+    func promptSequence(
+        _ prompt: ServingPrompt, enableThinking: Bool?, callParser: (any LeapFunctionCallParserProtocol)?
+    ) throws(ServingError) -> PromptSequence {
         switch prompt {
         case .tokens(let ids):
             let size = vocabularySize
             if let bad = ids.first(where: { $0 < 0 || $0 >= size }) {
                 throw .invalidRequest("prompt token id \(bad) is outside the vocabulary (0..<\(size))")
             }
-            return ids
+            return PromptSequence(tokens: ids)
         case .text(let text):
-            return engine.prompts.tokenize(text)
+            return PromptSequence(tokens: engine.prompts.tokenize(text))
         case .chat(let messages, let tools):
             do {
-                return try engine.promptTokens(
+                return try engine.prompt(
                     messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
                     enableThinking: enableThinking)
             } catch {
@@ -239,7 +252,8 @@ public final class ServingEngine: @unchecked Sendable {
     /// the stream (or calling `cancel()`) cancels the completion within one token.
     public func submit(_ request: ServingRequest) throws(ServingError) -> ServingCompletion {
         let parser = request.callParser ?? callParser
-        let tokens = try promptTokens(request.prompt, enableThinking: request.enableThinking, callParser: parser)
+        let prompt = try promptSequence(request.prompt, enableThinking: request.enableThinking, callParser: parser)
+        let tokens = prompt.keys
         guard !tokens.isEmpty else { throw .invalidRequest("the prompt is empty") }
         if let limit = request.contextLimit, limit < 1 { throw .invalidRequest("the context limit must be positive, not \(limit)") }
         let lengthLimit = min(request.contextLimit ?? contextSize, contextSize)
@@ -263,7 +277,7 @@ public final class ServingEngine: @unchecked Sendable {
         let job = lock.withLock { () -> ServingJob in
             nextJobID += 1
             return ServingJob(
-                id: nextJobID, request: request, tokens: tokens, lengthLimit: lengthLimit, sampling: sampling, plan: plan,
+                id: nextJobID, request: request, prompt: prompt, lengthLimit: lengthLimit, sampling: sampling, plan: plan,
                 callParser: request.parsesCalls ? parser : nil, continuation: continuation)
         }
         let admitted = lock.withLock { () -> ServingError? in

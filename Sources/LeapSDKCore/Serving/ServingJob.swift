@@ -22,7 +22,10 @@ public struct ServingCompletion: Sendable {
 final class ServingJob: @unchecked Sendable {
     let id: UInt64
     let request: ServingRequest
-    let tokens: [Int]
+    /// The prompt: tokens and media chunks.
+    let prompt: PromptSequence
+    /// The prompt-cache keys of its positions (token ids; media rows have negative keys).
+    var tokens: [Int] { prompt.keys }
     /// Tokens the sequence may hold, prompt included (the context, or the request's
     /// `contextLimit`).
     let lengthLimit: Int
@@ -35,12 +38,12 @@ final class ServingJob: @unchecked Sendable {
     let submitted = DispatchTime.now().uptimeNanoseconds
 
     init(
-        id: UInt64, request: ServingRequest, tokens: [Int], lengthLimit: Int, sampling: SamplingParameters, plan: ConstraintPlan,
+        id: UInt64, request: ServingRequest, prompt: PromptSequence, lengthLimit: Int, sampling: SamplingParameters, plan: ConstraintPlan,
         callParser: (any LeapFunctionCallParserProtocol)?, continuation: AsyncThrowingStream<ServingEvent, any Error>.Continuation
     ) {
         self.id = id
         self.request = request
-        self.tokens = tokens
+        self.prompt = prompt
         self.lengthLimit = lengthLimit
         self.sampling = sampling
         self.plan = plan

@@ -1,0 +1,154 @@
+import Audio
+import Foundation
+import Images
+import Models
+import Tokenizers
+
+/// Bounds on the media a prompt may carry: what a decoder may allocate, so that a hostile
+/// image or clip is refused before it is decoded. Configurable through
+/// `LiquidInferenceEngineOptions.mediaLimits` (and `leap-ref serve --max-image-pixels`).
+public struct MediaLimits: Sendable, Equatable {
+    /// The most pixels an image may declare (width × height), checked from its header.
+    public var maxImagePixels: Int
+    /// The most bytes of an encoded image.
+    public var maxImageBytes: Int
+    /// The longest audio clip, in seconds of 16 kHz audio.
+    public var maxAudioSeconds: Double
+
+    /// 50 megapixels, 64 MiB of image data, 10 minutes of audio.
+    public init(maxImagePixels: Int = 50_000_000, maxImageBytes: Int = 64 << 20, maxAudioSeconds: Double = 600) {
+        self.maxImagePixels = maxImagePixels
+        self.maxImageBytes = maxImageBytes
+        self.maxAudioSeconds = maxAudioSeconds
+    }
+}
+
+/// Turns a message's image and audio parts into prompt pieces for the model's media
+/// encoder (its mmproj file): the image decoded and cut into slices as LFM2-VL's
+/// preprocessing does, each slice between LFM2-VL's marker tokens; the audio decoded to
+/// 16 kHz and turned into a log-mel spectrogram, one chunk with no markers around it (as
+/// LFM2-Audio reads it). The encoders themselves run later, when a prompt needs the rows.
+struct MediaReader: Sendable {
+    let projector: MultimodalProjector
+    let tokenizer: Tokenizer
+    let limits: MediaLimits
+
+    /// The pieces of one media part.
+    func pieces(_ content: ChatMessageContent) throws(LeapError) -> [PromptSequence.Piece] {
+        switch content {
+        case .text(let t): return [.tokens(tokenizer.encode(t, addSpecial: false, parseSpecial: true).map(Int.init))]
+        case .image(let data): return try image(data)
+        case .audio(let data): return try audio(data)
+        }
+    }
+
+    // MARK: Images
+
+    /// LFM2-VL's layout of an image: `<|image_start|>` and `<|image_end|>` around its
+    /// slices; a tiled image's tiles each after `<|img_row_R_col_C|>`, its thumbnail after
+    /// `<|img_thumbnail|>`.
+    private func image(_ data: Data) throws(LeapError) -> [PromptSequence.Piece] {
+        guard case .vision(let encoder) = projector else {
+            throw .unsupportedContent("this model's mmproj file encodes audio, not images; send audio or text")
+        }
+        guard data.count <= limits.maxImageBytes else {
+            throw .unsupportedContent("the image has \(data.count) bytes, more than the limit of \(limits.maxImageBytes)")
+        }
+        let bytes = [UInt8](data)
+        let decoded: RGBImage
+        do {
+            decoded = try ImageDecoder.decode(
+                bytes, limits: ImageLimits(maxPixels: limits.maxImagePixels, maxInputBytes: limits.maxImageBytes))
+        } catch {
+            throw .unsupportedContent("the image cannot be read: \(error)")
+        }
+        let processed: PreprocessedImage
+        do {
+            processed = try LFM2VLImagePreprocessor(configuration: Self.configuration(encoder.preprocessing)).preprocess(decoded)
+        } catch {
+            throw .unsupportedContent("the image cannot be prepared for the vision encoder: \(error)")
+        }
+        let hash = ContentHash.of(bytes)
+        var pieces: [PromptSequence.Piece] = [.tokens([try marker("<|image_start|>")])]
+        for (index, slice) in processed.slices.enumerated() {
+            switch slice.kind {
+            case .image: break
+            case .tile(let row, let column): pieces.append(.tokens([try marker("<|img_row_\(row)_col_\(column)|>")]))
+            case .thumbnail: pieces.append(.tokens([try marker("<|img_thumbnail|>")]))
+            }
+            let chunk = MediaChunk(
+                kind: "image", positions: slice.tokenCount, contentHash: ContentHash.of([UInt8(truncatingIfNeeded: index)], seed: hash)
+            ) { () throws(LeapError) -> [Float] in
+                do {
+                    return try encoder.encode(pixels: slice.values, width: slice.width, height: slice.height)
+                } catch {
+                    throw .generationFailure("the vision encoder failed on an image slice: \(error)")
+                }
+            }
+            pieces.append(.media(chunk))
+        }
+        pieces.append(.tokens([try marker("<|image_end|>")]))
+        return pieces
+    }
+
+    /// The image preprocessing of an mmproj file's parameters.
+    static func configuration(_ p: ImagePreprocessing) -> LFM2VLImagePreprocessor.Configuration {
+        func rgb(_ v: [Float], _ fallback: Float) -> SIMD3<Float> {
+            v.count == 3 ? SIMD3(v[0], v[1], v[2]) : SIMD3(repeating: fallback)
+        }
+        return LFM2VLImagePreprocessor.Configuration(
+            patchSize: p.patchSize, mergeFactor: p.mergeFactor, minImageTokens: p.minImageTokens, maxImageTokens: p.maxImageTokens,
+            imageMean: rgb(p.imageMean, 0.5), imageStd: rgb(p.imageStd, 0.5))
+    }
+
+    /// The id of one of LFM2-VL's image marker tokens.
+    private func marker(_ text: String) throws(LeapError) -> Int {
+        guard let id = tokenizer.tokenID(forText: text) else {
+            throw .unsupportedContent(
+                "the model's vocabulary has no \(text) token, which LFM2-VL's image layout needs; load the language model that goes with this mmproj file"
+            )
+        }
+        return Int(id)
+    }
+
+    // MARK: Audio
+
+    /// One chunk of the clip's encoder rows, where the part is in the message.
+    private func audio(_ data: Data) throws(LeapError) -> [PromptSequence.Piece] {
+        guard case .audio(let encoder) = projector else {
+            throw .unsupportedContent("this model's mmproj file encodes images, not audio; send an image or text")
+        }
+        let samples: [Float]
+        do {
+            samples = try WAVAudio.decodeMono16kHz(data)
+        } catch {
+            throw .unsupportedContent("the audio cannot be read: \(error)")
+        }
+        let maxSamples = Int(limits.maxAudioSeconds * 16000)
+        let mel: LogMelSpectrogram
+        do {
+            mel = try LogMelExtractor(maximumSampleCount: maxSamples).spectrogram(of: samples)
+        } catch {
+            throw .unsupportedContent("the audio cannot be used: \(error)")
+        }
+        let frames = mel.frameCount
+        guard frames <= encoder.maximumFrameCount else {
+            throw .unsupportedContent(
+                "the audio is \(String(format: "%.1f", Double(samples.count) / 16000)) s long, more than this audio encoder takes (\(encoder.maximumFrameCount) mel frames, about \(encoder.maximumFrameCount / 100) s)"
+            )
+        }
+        let values = mel.values
+        let positions: Int
+        do { positions = try encoder.tokenCount(frames: frames) } catch { throw .unsupportedContent("the audio cannot be used: \(error)") }
+        let chunk = MediaChunk(
+            kind: "audio", positions: positions, contentHash: ContentHash.of(data)
+        ) { () throws(LeapError) -> [Float] in
+            do {
+                return try encoder.encode(mel: values, frames: frames)
+            } catch {
+                throw .generationFailure("the audio encoder failed: \(error)")
+            }
+        }
+        return [.media(chunk)]
+    }
+}
