@@ -7,17 +7,21 @@
 # (Ir) per call and callgrind's cycle estimate (Ir + 10 L1 misses + 100 LL misses + 10
 # mispredicted branches) per call.
 #
-#   scripts/kernel-instructions.sh [--no-build] [--calls N] [CASE...]
+#   scripts/kernel-instructions.sh [--no-build] [--bin KERNELBENCH] [--calls N] [CASE...]
 #
+# --bin runs another KernelBench build (e.g. of an older commit, for a before/after
+# comparison; it must have been built the same way) and implies --no-build.
 # A case is TYPE:ROWSxCOLS:BATCH[:i] (":i" through decode's interleaved copy); the default
 # cases are the decode shapes of the row-major kernels, one and several activation rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=1
 calls=20
+bin=.build-avx2/release/KernelBench
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-build) build=0; shift ;;
+    --bin) bin="$2"; build=0; shift 2 ;;
     --calls) calls="$2"; shift 2 ;;
     *) break ;;
     esac
@@ -36,7 +40,6 @@ fi
 if [ "$build" = 1 ]; then
     LEAP_REF_NO_VNNI=1 swift build -c release --product KernelBench --scratch-path .build-avx2 >&2
 fi
-bin=.build-avx2/release/KernelBench
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "| case | Ir per call | cycle estimate per call |"
@@ -48,11 +51,14 @@ for c in "${cases[@]}"; do
     valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --collect-atstart=no \
         --toggle-collect='*countedMatvecs*' --callgrind-out-file="$out/cg" \
         "$bin" --count "$calls" --types "$type" --shape "$shape" --batch "$batch" "${extra[@]}" >/dev/null 2>"$out/log"
-    # The totals line: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw Bc Bcm Bi Bim.
+    # The totals line, by the event names of the header ("Events shown: Ir Dr Dw I1mr ..."),
+    # each count followed by its percentage in parentheses.
     callgrind_annotate "$out/cg" 2>/dev/null | awk -v c="$c" -v n="$calls" '
+        /^Events shown:/ { for (k = 3; k <= NF; k++) name[k - 2] = $k }
         /PROGRAM TOTALS/ {
-            gsub(",", ""); split($0, f, " ")
-            ir = f[1]; l1 = f[2] + f[5] + f[8]; ll = f[3] + f[6] + f[9]; bm = f[11] + f[13]
-            printf "| %s | %.0f | %.0f |\n", c, ir / n, (ir + 10 * l1 + 100 * ll + 10 * bm) / n
+            gsub(/\([^)]*\)/, ""); gsub(",", "")
+            for (k = 1; k in name; k++) v[name[k]] = $k
+            l1 = v["I1mr"] + v["D1mr"] + v["D1mw"]; ll = v["ILmr"] + v["DLmr"] + v["DLmw"]; bm = v["Bcm"] + v["Bim"]
+            printf "| %s | %.0f | %.0f |\n", c, v["Ir"] / n, (v["Ir"] + 10 * l1 + 100 * ll + 10 * bm) / n
         }'
 done
