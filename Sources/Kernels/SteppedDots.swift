@@ -126,7 +126,8 @@ extension IntegerDotFormat where Accumulator == __m256 {
 
 /// Calls `body(k)` for k in 0..<n (n at most 4), unrolled: with a constant k in each call
 /// the optimizer keeps the n rows' values (`InlineArray` elements) in registers, where a
-/// loop over k (or InlineArray's closure initializer) left them in memory.
+/// loop over k left them in memory (and InlineArray's closure initializer was compiled
+/// out of line, with its intrinsics as calls).
 @inline(__always)
 func unrolled(_ n: Int, _ body: (Int) -> Void) {
     precondition(n <= 4, "unrolled: at most 4")
