@@ -84,8 +84,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0")
+        // Benchmarks/ServeBench is a package of its own (its HTTP client brings BoringSSL).
     ],
     targets: [
         .systemLibrary(
@@ -147,14 +147,6 @@ let package = Package(
             name: "TokenizerBench",
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
-        ),
-        .executableTarget(
-            name: "ServeBench",
-            dependencies: [
-                "LeapJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio")
-            ],
-            path: "Benchmarks/ServeBench"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
