@@ -167,7 +167,10 @@ let package = Package(
             name: "LeapServerTests",
             dependencies: [
                 "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport",
-                .product(name: "HummingbirdTesting", package: "hummingbird")
+                // Not HummingbirdTesting: its HTTP client brings BoringSSL (InProcessClient.swift).
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON", "Sampling"], resources: [.copy("Fixtures")]),
