@@ -36,9 +36,10 @@ func scaleMinK4(_ j: Int, _ q: UnsafeRawPointer) -> (sc: UInt8, m: UInt8) {
 // MARK: - Q4_K and Q5_K
 
 /// Q4_K and Q5_K: super-blocks of 8 sub-blocks of 32 with 6-bit scales and mins, which
-/// differ only in Q5_K's 32 bytes of fifth bits (`qh`, before the nibbles). Their fast
-/// kernels (dequantization, the AVX2 steps and the portable dot product) are written once,
-/// here and in PortableDots.swift; the references stay per format.
+/// differ only in Q5_K's 32 bytes of fifth bits (`qh`, before the nibbles). Their dot
+/// products (the reference, the AVX2 steps, the portable one) and fast dequantization are
+/// written once, here and in PortableDots.swift; the dequantization references stay per
+/// format, as ggml writes them.
 protocol ScaleMinKFormat: IntegerDotFormat {
     /// Whether a super-block stores a fifth bit per value (Q5_K).
     static var hasFifthBit: Bool { get }
@@ -49,6 +50,30 @@ extension ScaleMinKFormat {
     @inline(__always) static var qsOffset: Int { hasFifthBit ? 48 : 16 }
     /// Bytes per super-block (`typeSize`, as a constant the optimizer sees).
     @inline(__always) static var blockBytes: Int { qsOffset + 128 }
+
+    /// The scalar reference dot product: sub-block j's levels (with Q5_K's fifth bit j of
+    /// `qh[l]`) times activation block 8i + j, scaled by d * sc_j and less dmin * m_j.
+    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
+        var sumf: Float = 0
+        for i in 0..<nb {
+            let b = x + blockBytes * i
+            let d = loadHalfReference(b, 0)
+            let dmin = loadHalfReference(b, 2)
+            for j in 0..<8 {
+                let (sc, m) = scaleMinK4(j, b + 4)
+                let ab = 8 * i + j
+                var sumi: Int32 = 0
+                for l in 0..<32 {
+                    let packed = byte(b, qsOffset + 32 * (j / 2) + l)
+                    let low = j % 2 == 0 ? packed & 0x0F : packed >> 4
+                    let high: UInt8 = hasFifthBit ? (byte(b, 16 + l) >> UInt8(j)) & 1 : 0
+                    sumi += Int32(low | (high << 4)) * Int32(a.qs[32 * ab + l])
+                }
+                sumf += d * Float(sc) * a.d[ab] * Float(sumi) - dmin * Float(m) * a.s[ab]
+            }
+        }
+        return sumf
+    }
 
     static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         #if LEAP_X86_AVX2
@@ -161,27 +186,6 @@ enum Q4_K: ScaleMinKFormat {
             }
         }
     }
-
-    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 144 * i
-            let d = loadHalfReference(b, 0)
-            let dmin = loadHalfReference(b, 2)
-            for j in 0..<8 {
-                let (sc, m) = scaleMinK4(j, b + 4)
-                let ab = 8 * i + j
-                var sumi: Int32 = 0
-                for l in 0..<32 {
-                    let packed = byte(b, 16 + 32 * (j / 2) + l)
-                    let q = j % 2 == 0 ? packed & 0x0F : packed >> 4
-                    sumi += Int32(q) * Int32(a.qs[32 * ab + l])
-                }
-                sumf += d * Float(sc) * a.d[ab] * Float(sumi) - dmin * Float(m) * a.s[ab]
-            }
-        }
-        return sumf
-    }
 }
 
 // MARK: - Q5_K
@@ -219,28 +223,6 @@ enum Q5_K: ScaleMinKFormat {
                 u2 <<= 2
             }
         }
-    }
-
-    static func dotReference(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 176 * i
-            let d = loadHalfReference(b, 0)
-            let dmin = loadHalfReference(b, 2)
-            for j in 0..<8 {
-                let (sc, m) = scaleMinK4(j, b + 4)
-                let ab = 8 * i + j
-                var sumi: Int32 = 0
-                for l in 0..<32 {
-                    let packed = byte(b, 48 + 32 * (j / 2) + l)
-                    let low = j % 2 == 0 ? packed & 0x0F : packed >> 4
-                    let high: UInt8 = (byte(b, 16 + l) >> UInt8(j)) & 1
-                    sumi += Int32(low | (high << 4)) * Int32(a.qs[32 * ab + l])
-                }
-                sumf += d * Float(sc) * a.d[ab] * Float(sumi) - dmin * Float(m) * a.s[ab]
-            }
-        }
-        return sumf
     }
 }
 
