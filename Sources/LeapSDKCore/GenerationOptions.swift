@@ -47,6 +47,26 @@ public struct GenerationOptions: Sendable {
     /// (leap-ref's addition; `nil` is `.auto`).
     public var functionCallMode: FunctionCallMode?
 
+    // DRY ("don't repeat yourself"), leap-ref's addition: a token that would extend a
+    // sequence already in the context loses `dryMultiplier × dryBase^(n - dryAllowedLength)`
+    // from its logit, n being the length of the repeat (see `DRYParameters`). `nil` fields
+    // take `SamplingDefaults.dry` (multiplier 0.8, base 1.75, allowed length 2, the whole
+    // context, llama.cpp's breakers).
+
+    /// DRY's multiplier; 0 turns DRY off.
+    public var dryMultiplier: Float?
+    /// DRY's base (at least 1; below, DRY is off).
+    public var dryBase: Float?
+    /// Repeats up to this many tokens go unpenalized.
+    public var dryAllowedLength: Int?
+    /// How many of the latest tokens (prompt and output) DRY searches: -1 the whole
+    /// context, 0 off.
+    public var dryPenaltyLastN: Int?
+    /// Strings that cut repeats (a repeat never reaches back past one, and a token that
+    /// contains one is never penalized); default `["\n", ":", "\"", "*"]`. The model's
+    /// end-of-generation tokens always break repeats.
+    public var drySequenceBreakers: [String]?
+
     public init(
         temperature: Float? = nil,
         topP: Float? = nil,
@@ -60,7 +80,12 @@ public struct GenerationOptions: Sendable {
         cacheControl: CacheControl? = nil,
         jsonSchemaConstraint: String? = nil,
         functionCallParser: LeapFunctionCallParserProtocol? = LFMFunctionCallParser(),
-        functionCallMode: FunctionCallMode? = nil
+        functionCallMode: FunctionCallMode? = nil,
+        dryMultiplier: Float? = nil,
+        dryBase: Float? = nil,
+        dryAllowedLength: Int? = nil,
+        dryPenaltyLastN: Int? = nil,
+        drySequenceBreakers: [String]? = nil
     ) {
         self.temperature = temperature
         self.topP = topP
@@ -75,5 +100,12 @@ public struct GenerationOptions: Sendable {
         self.jsonSchemaConstraint = jsonSchemaConstraint
         self.functionCallParser = functionCallParser
         self.functionCallMode = functionCallMode
+        self.dryMultiplier = dryMultiplier
+        self.dryBase = dryBase
+        self.dryAllowedLength = dryAllowedLength
+        self.dryPenaltyLastN = dryPenaltyLastN
+        self.drySequenceBreakers = drySequenceBreakers
     }
 }
+
+extension GenerationOptions: DRYOptions {}

@@ -27,9 +27,7 @@ public struct LiquidInferenceEngineOptions: Sendable {
     /// once for every running conversation, so together they go much faster than one after
     /// another. Each of these sequences holds its own caches and prompt cache of
     /// `contextSize` tokens (allocated at the first generation; memory is touched as
-    /// positions fill). Generations with a call parser other than LFM2's or Hermes's, or a
-    /// `sequenceLength` below the context size, still run one at a time. leap-ref's
-    /// addition.
+    /// positions fill). leap-ref's addition.
     public var parallelSequences: Int
 
     public init(

@@ -1,10 +1,11 @@
 import Foundation
 
-/// leap-ref's `ModelRunner`: one GGUF model and its prompt cache. Generations run on the
-/// engine's serial queue, one at a time (requests from several conversations wait their
-/// turn), or, with `LiquidInferenceEngineOptions.parallelSequences` > 1, together in
-/// shared forward passes on a `ServingEngine` of that many sequences; nothing else waits
-/// on that queue except `unload()`.
+/// leap-ref's `ModelRunner`: one GGUF model and its prompt cache. Every generation runs on
+/// the runner's `ServingEngine` of `LiquidInferenceEngineOptions.parallelSequences`
+/// sequences (default 1: generations from several conversations take turns; more: they
+/// run together in shared forward passes), each token through the same step as the
+/// server's (`SequenceGeneration`); nothing else waits on the engine's queue except
+/// `unload()`.
 public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable {
     let engine: InferenceEngine
     /// The model's `general.name`, or its file name without extension.
@@ -21,7 +22,7 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
     public let parallelSequences: Int
 
     private let schedulerLock = NSLock()
-    /// The scheduler of concurrent generations, made at the first one (guarded by
+    /// The scheduler of every generation, made at the first one (guarded by
     /// `schedulerLock`); nil after `unload()`.
     private var scheduler: ServingEngine?
     private var unloaded = false
@@ -37,22 +38,25 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         parallelSequences = max(1, options.parallelSequences)
     }
 
-    /// The scheduler shared by concurrent generations (`parallelSequences` > 1), made on
-    /// first use; nil when generations run one at a time or the runner is unloaded.
-    func sharedScheduler() throws(LeapError) -> ServingEngine? {
-        guard parallelSequences > 1 else { return nil }
+    /// The scheduler that runs this runner's generations, made on first use.
+    func sharedScheduler() throws(LeapError) -> ServingEngine {
         schedulerLock.lock()
         defer { schedulerLock.unlock() }
         if unloaded { throw .modelUnloaded }
         if let scheduler { return scheduler }
         do {
-            // Conversations wait for a sequence rather than being refused.
+            // Conversations wait for a sequence rather than being refused. A single sequence
+            // evaluates its prompt in chunks as large as a prompt batch (nothing else waits
+            // on it); several share each pass in smaller chunks.
             let made = try ServingEngine(
-                runner: self, configuration: .init(slots: parallelSequences, contextSize: contextSize, queueLimit: 1 << 20))
+                runner: self,
+                configuration: .init(
+                    slots: parallelSequences, contextSize: contextSize, queueLimit: 1 << 20,
+                    prefillChunk: parallelSequences == 1 ? 512 : 128))
             scheduler = made
             return made
         } catch {
-            throw .generationFailure("the parallel scheduler cannot be made: \(error)")
+            throw .generationFailure("the scheduler cannot be made: \(error)")
         }
     }
 
@@ -68,35 +72,13 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
     ) -> GenerationHandler {
         var seeded = request
         if seeded.options.rngSeed == nil { seeded.options.rngSeed = defaultRNGSeed }
-        let request = seeded
-        if parallelSequences > 1, let served = LiquidInferenceEngineRunner.servingRequest(request, contextSize: contextSize) {
-            do throws(LeapError) {
-                if let scheduler = try sharedScheduler() {
-                    switch served {
-                    case .success(let serving):
-                        return LiquidInferenceEngineRunner.generate(serving, on: scheduler, onResponse: onResponse, onError: onError)
-                    case .failure(let error):
-                        onError(error)
-                        return FlagGenerationHandler(flag: CancellationFlag())
-                    }
-                }
-            } catch {
-                onError(error)
-                return FlagGenerationHandler(flag: CancellationFlag())
-            }
+        do throws(LeapError) {
+            let serving = try LiquidInferenceEngineRunner.servingRequest(seeded)
+            return LiquidInferenceEngineRunner.generate(serving, on: try sharedScheduler(), onResponse: onResponse, onError: onError)
+        } catch {
+            onError(error)
+            return FlagGenerationHandler(flag: CancellationFlag())
         }
-        let flag = CancellationFlag()
-        let engine = self.engine
-        engine.queue.async {
-            do throws(LeapError) {
-                let outcome = try engine.generate(request, cancel: flag, emit: onResponse)
-                onResponse(
-                    .complete(MessageCompletion(message: outcome.message, finishReason: outcome.finishReason, stats: outcome.stats)))
-            } catch {
-                onError(error)
-            }
-        }
-        return FlagGenerationHandler(flag: flag)
     }
 
     public func unload() async {
@@ -126,7 +108,10 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         messages: [ChatMessage], functions: [LeapFunction] = [], generationOptions: GenerationOptions? = nil,
         addBosToken: Bool = true
     ) throws -> Int {
-        let ids = try engine.promptTokens(messages: messages, functions: functions, options: generationOptions ?? GenerationOptions())
+        let options = generationOptions ?? GenerationOptions()
+        let ids = try engine.promptTokens(
+            messages: messages, tools: functions.map(\.toolJSON), callFormat: options.functionCallParser ?? functionCallParser,
+            enableThinking: options.enableThinking)
         if !addBosToken, let bos = engine.tokenizer.bosID, ids.first == Int(bos) { return ids.count - 1 }
         return ids.count
     }

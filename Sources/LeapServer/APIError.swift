@@ -33,7 +33,7 @@ public struct APIError: Error, HTTPResponseError, Sendable {
     /// A request the serving engine rejected.
     init(_ error: ServingError) {
         switch error {
-        case .invalidRequest(let m): self.init(status: 400, message: m)
+        case .invalidRequest(let m), .unsupportedContent(let m): self.init(status: 400, message: m)
         case .promptTooLong: self.init(status: 400, message: error.description, param: "messages")
         case .queueFull: self.init(status: 503, message: error.description, retryAfter: 1)
         case .shuttingDown: self.init(status: 503, message: error.description)

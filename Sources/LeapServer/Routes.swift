@@ -21,8 +21,12 @@ public struct ServerContext: RequestContext {
 /// The routes of `leap-ref serve`: the OpenAI endpoints, llama-server's extras, health
 /// and metrics.
 public enum ServerRoutes {
-    /// A router serving `state`'s model under `configuration`.
-    public static func router(state: ModelState, configuration: ServerConfiguration, metrics: ServerMetrics) -> Router<ServerContext> {
+    /// A router serving `state`'s model under `configuration`; the chat page (unless
+    /// `configuration.webUI` is off) from `webUIAssets`.
+    public static func router(
+        state: ModelState, configuration: ServerConfiguration, metrics: ServerMetrics,
+        webUIAssets: Result<WebUIAssets, WebUIError> = WebUIAssets.bundled
+    ) -> Router<ServerContext> {
         let router = Router(context: ServerContext.self)
         router.middlewares.add(ErrorMiddleware(metrics: metrics))
         router.middlewares.add(APIKeyMiddleware(keys: configuration.apiKeys))
@@ -43,6 +47,7 @@ public enum ServerRoutes {
         }
         router.post("/tokenize") { request, _ in try await handlers.tokenize(request) }
         router.post("/detokenize") { request, _ in try await handlers.detokenize(request) }
+        if configuration.webUI { addWebUI(to: router, assets: webUIAssets) }
         return router
     }
 }
@@ -79,15 +84,20 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
-/// Checks the API key, except on `/health` and `/metrics`.
+/// Checks the API key, except on `/health`, `/metrics` and the chat page (`/` and
+/// `/webui/...`, which hold no data: the page asks for the key and sends it).
 struct APIKeyMiddleware: RouterMiddleware {
     typealias Context = ServerContext
     let keys: Set<String>
 
-    static let openPaths: Set<String> = ["/health", "/v1/health", "/metrics"]
+    static let openPaths: Set<String> = ["/health", "/v1/health", "/metrics", "/"]
+
+    static func isOpen(_ path: String) -> Bool {
+        openPaths.contains(path) || path.hasPrefix("/webui/")
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard !keys.isEmpty, !Self.openPaths.contains(request.uri.path) else { return try await next(request, context) }
+        guard !keys.isEmpty, !Self.isOpen(request.uri.path) else { return try await next(request, context) }
         var given: String?
         if let auth = request.headers[.authorization] {
             let parts = auth.split(separator: " ", maxSplits: 1)
@@ -209,7 +219,8 @@ struct Handlers: Sendable {
         let engine = try state.engine()
         let wire: ChatCompletionRequest
         do { wire = try ChatCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
-        let serving = try WireMapping.chatRequest(wire, maxTokensLimit: configuration.maxTokensLimit)
+        let serving = try WireMapping.chatRequest(
+            wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling)
         let completion = try submit(serving, to: engine, context: context)
         let id = WireMapping.newID(prefix: "chatcmpl-"), created = WireMapping.now
         let model = wire.model ?? engine.modelId
@@ -252,7 +263,8 @@ struct Handlers: Sendable {
         let engine = try state.engine()
         let wire: TextCompletionRequest
         do { wire = try TextCompletionRequest(json: try await body(request)) } catch let e as WireError { throw APIError(e) }
-        let serving = try WireMapping.textRequest(wire, maxTokensLimit: configuration.maxTokensLimit)
+        let serving = try WireMapping.textRequest(
+            wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling)
         let completion = try submit(serving, to: engine, context: context)
         let id = WireMapping.newID(prefix: "cmpl-"), created = WireMapping.now
         let model = wire.model ?? engine.modelId

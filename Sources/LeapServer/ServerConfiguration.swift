@@ -1,3 +1,5 @@
+import LeapSDKCore
+
 /// What `leap-ref serve` is told: where to listen, who may call, and the limits that keep
 /// a client from exhausting the server. Every limit has a default and a flag.
 public struct ServerConfiguration: Sendable {
@@ -19,10 +21,16 @@ public struct ServerConfiguration: Sendable {
     public var metricsEnabled: Bool
     /// On SIGTERM: how long running completions may go on before they are cancelled.
     public var shutdownGraceSeconds: Double
+    /// Serve the chat page at `/` (`WebUIAssets`); off, `/` is 404.
+    public var webUI: Bool
+    /// Sampling for the fields a request leaves out (`leap-ref serve`'s sampling flags);
+    /// fields nil here too take the model's defaults.
+    public var defaultSampling: ServingSampling
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apiKeys: Set<String> = [], maxBodyBytes: Int = 8 << 20,
-        maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10
+        maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10,
+        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling()
     ) {
         self.host = host
         self.port = port
@@ -32,5 +40,7 @@ public struct ServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.metricsEnabled = metricsEnabled
         self.shutdownGraceSeconds = shutdownGraceSeconds
+        self.webUI = webUI
+        self.defaultSampling = defaultSampling
     }
 }

@@ -5,11 +5,19 @@ import OpenAIWire
 
 /// Translations between the OpenAI wire types and the SDK's serving types.
 enum WireMapping {
-    static func sampling(_ s: SamplingFields) -> ServingSampling {
+    /// The request's sampling fields; those it leaves out take the server's defaults
+    /// (`leap-ref serve`'s sampling flags), and those still nil the model's.
+    static func sampling(_ s: SamplingFields, defaults d: ServingSampling = ServingSampling()) -> ServingSampling {
         ServingSampling(
-            temperature: s.temperature.map(Float.init), topP: s.topP.map(Float.init), topK: s.topK, minP: s.minP.map(Float.init),
-            repetitionPenalty: s.repeatPenalty.map(Float.init), frequencyPenalty: s.frequencyPenalty.map(Float.init),
-            presencePenalty: s.presencePenalty.map(Float.init), seed: s.seed.map { UInt64(bitPattern: Int64($0)) })
+            temperature: s.temperature.map(Float.init) ?? d.temperature, topP: s.topP.map(Float.init) ?? d.topP,
+            topK: s.topK ?? d.topK, minP: s.minP.map(Float.init) ?? d.minP,
+            repetitionPenalty: s.repeatPenalty.map(Float.init) ?? d.repetitionPenalty,
+            frequencyPenalty: s.frequencyPenalty.map(Float.init) ?? d.frequencyPenalty,
+            presencePenalty: s.presencePenalty.map(Float.init) ?? d.presencePenalty,
+            seed: s.seed.map { UInt64(bitPattern: Int64($0)) } ?? d.seed,
+            dryMultiplier: s.dryMultiplier.map(Float.init) ?? d.dryMultiplier, dryBase: s.dryBase.map(Float.init) ?? d.dryBase,
+            dryAllowedLength: s.dryAllowedLength ?? d.dryAllowedLength, dryPenaltyLastN: s.dryPenaltyLastN ?? d.dryPenaltyLastN,
+            drySequenceBreakers: s.drySequenceBreakers ?? d.drySequenceBreakers)
     }
 
     /// `max_tokens` checked against the server's limit (which is also the default).
@@ -36,7 +44,9 @@ enum WireMapping {
             functionCalls: calls.isEmpty ? nil : calls)
     }
 
-    static func chatRequest(_ r: ChatCompletionRequest, maxTokensLimit: Int?) throws(APIError) -> ServingRequest {
+    static func chatRequest(
+        _ r: ChatCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling()
+    ) throws(APIError) -> ServingRequest {
         let tools = r.tools.map { ServingTool(name: $0.name, description: $0.description, parameters: $0.parameters) }
         let choice: ServingToolChoice
         switch r.toolChoice {
@@ -52,20 +62,23 @@ enum WireMapping {
         case .jsonSchema(let s): constraint = .jsonSchema(s)
         }
         return ServingRequest(
-            prompt: .chat(messages: r.messages.map(message), tools: tools), sampling: sampling(r.sampling),
+            prompt: .chat(messages: r.messages.map(message), tools: tools), sampling: sampling(r.sampling, defaults: defaults),
             maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit), stop: r.sampling.stop,
             logprobs: r.topLogprobs, constraint: constraint, toolChoice: choice, cachePrompt: r.sampling.cachePrompt,
             enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS)
     }
 
-    static func textRequest(_ r: TextCompletionRequest, maxTokensLimit: Int?) throws(APIError) -> ServingRequest {
+    static func textRequest(
+        _ r: TextCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling()
+    ) throws(APIError) -> ServingRequest {
         let prompt: ServingPrompt
         switch r.prompt {
         case .text(let t): prompt = .text(t)
         case .tokens(let ids): prompt = .tokens(ids)
         }
         return ServingRequest(
-            prompt: prompt, sampling: sampling(r.sampling), maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit),
+            prompt: prompt, sampling: sampling(r.sampling, defaults: defaults),
+            maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit),
             stop: r.sampling.stop, logprobs: r.logprobs, cachePrompt: r.sampling.cachePrompt,
             ignoreEndOfGeneration: r.sampling.ignoreEOS)
     }

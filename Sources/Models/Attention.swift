@@ -50,7 +50,8 @@ struct Attention: Sendable {
         return .windowedKeysAndValues(kvHeads: kvHeads, headDim: headDim, window: window)
     }
 
-    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+    /// `Attention(x)` in the pass's `mixed` rows.
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
         let n = x.count, hd = headDim, heads = heads, kvHeads = kvHeads
         let input = f.quantize(x, for: wq, wk, wv)
         let q = f.project(wq, input, into: f.q)
@@ -80,7 +81,7 @@ struct Attention: Sendable {
         let o = Rows(base: f.attended, count: n, width: heads * hd)
         if f.singleRows > 0 { attendOne(q, into: o, f) }
         for segment in f.segments[f.singleRows...] { attendCausal(q, into: o, segment, f) }
-        return f.project(wo, f.quantize(o, for: wo), into: out)
+        return f.project(wo, f.quantize(o, for: wo), into: f.mixed)
     }
 
     /// The one-token sequences of the pass (rows `0..<singleRows`), each over its cache:

@@ -24,12 +24,8 @@ import Kernels
 ///
 /// Results: a sequence's logits are bitwise identical whether it is stepped alone or with
 /// others, in any slot, joined at any step, and equal to an `InferenceSession`'s fed the
-/// same pieces. Every kernel a step uses computes a row the same way whatever the other
-/// rows (`ForwardPass`): the one-token rows share one multi-row matvec (the weights read
-/// once, each block unpacked once for up to four rows), chunks run through the prefill
-/// product on their own rows, attention and the convolution run per sequence over its own
-/// caches, element-wise work runs per row. A sequence's results depend only on its tokens
-/// and on how its prompt was cut into chunks.
+/// same pieces (the rule and why it holds: docs/architecture.md, "Several sequences at
+/// once").
 ///
 /// Memory: every slot holds `cacheByteCountPerSlot` bytes of caches (pages are touched
 /// only as positions fill; a closed slot keeps its touched pages for the next sequence),
@@ -51,13 +47,26 @@ public final class BatchedSession: @unchecked Sendable {
         public var description: String { "sequence in slot \(slot)" }
     }
 
-    /// The tokens one sequence evaluates in a step.
+    /// What one sequence evaluates in a step: tokens, or rows of embeddings given directly
+    /// (an image's or an audio clip's projected encoder output: `embeddingLength` floats a
+    /// row, one position each).
     public struct Input: Sendable {
         public var sequence: Sequence
+        /// The token ids (empty for an input of embeddings).
         public var tokens: [Int]
+        /// The embedding rows, row-major (empty for an input of tokens).
+        public var embeddings: [Float]
+
         public init(_ sequence: Sequence, _ tokens: [Int]) {
             self.sequence = sequence
             self.tokens = tokens
+            embeddings = []
+        }
+
+        public init(_ sequence: Sequence, embeddings: [Float]) {
+            self.sequence = sequence
+            tokens = []
+            self.embeddings = embeddings
         }
     }
 
@@ -79,6 +88,8 @@ public final class BatchedSession: @unchecked Sendable {
     /// A step's tokens, input after input, and its pass inputs (kept: a step allocates
     /// nothing but what the caller passes).
     private let stepTokens: UnsafeMutablePointer<Int>
+    /// A step's given embeddings (allocated at the first step that has some).
+    private var stepEmbeddings: UnsafeMutablePointer<Float>?
     private var pass: [PassInput] = []
     /// Per slot: the last step that named it (to refuse a sequence twice in one step).
     private var lastStep: [Int]
@@ -113,6 +124,7 @@ public final class BatchedSession: @unchecked Sendable {
     deinit {
         slotLogits.deallocate()
         stepTokens.deallocate()
+        stepEmbeddings?.deallocate()
     }
 
     /// Bytes of caches each slot holds (their capacity).
@@ -170,31 +182,41 @@ public final class BatchedSession: @unchecked Sendable {
     /// step (a closed sequence, a token outside the vocabulary, a sequence past its
     /// context, too many tokens) throws and changes nothing.
     public func step(_ inputs: [Input]) throws(ModelError) {
-        let vocab = model.hyperparameters.vocabularySize
+        let vocab = model.hyperparameters.vocabularySize, d = model.hyperparameters.embeddingLength
         stepCount += 1
-        var total = 0
+        var total = 0, embeddingRows = 0
         for input in inputs {
             try check(input.sequence)
             let slot = input.sequence.slot
             guard lastStep[slot] != stepCount else { throw .repeatedSequence(slot: slot) }
             lastStep[slot] = stepCount
-            guard !input.tokens.isEmpty else { throw .invalidBatch(count: 0, maximum: maxStepTokens) }
+            let rows = try Self.rowCount(tokens: input.tokens, embeddings: input.embeddings, width: d, vocabularySize: vocab)
             let position = slots[slot].position
-            guard position + input.tokens.count <= contextLength else {
-                throw .contextOverflow(position: position, tokens: input.tokens.count, contextLength: contextLength)
+            guard position + rows <= contextLength else {
+                throw .contextOverflow(position: position, tokens: rows, contextLength: contextLength)
             }
-            for t in input.tokens where t < 0 || t >= vocab { throw .invalidToken(id: t, vocabularySize: vocab) }
-            total += input.tokens.count
+            total += rows
+            if input.tokens.isEmpty { embeddingRows += rows }
         }
         guard total > 0, total <= maxStepTokens else { throw .invalidBatch(count: total, maximum: maxStepTokens) }
 
         pass.removeAll(keepingCapacity: true)
-        var offset = 0
+        if embeddingRows > 0 && stepEmbeddings == nil {
+            stepEmbeddings = .allocate(capacity: maxStepTokens * d)
+        }
+        var offset = 0, embeddingOffset = 0
         for input in inputs {
+            let sequence = slots[input.sequence.slot]
+            if input.tokens.isEmpty, let rows = stepEmbeddings {
+                let count = input.embeddings.count
+                input.embeddings.withUnsafeBufferPointer { (rows + embeddingOffset).update(from: $0.baseAddress!, count: count) }
+                pass.append(PassInput(sequence: sequence, embeddings: rows + embeddingOffset, rows: count / d))
+                embeddingOffset += count
+                continue
+            }
             let count = input.tokens.count
             input.tokens.withUnsafeBufferPointer { (stepTokens + offset).update(from: $0.baseAddress!, count: count) }
-            pass.append(
-                PassInput(sequence: slots[input.sequence.slot], tokens: UnsafeBufferPointer(start: stepTokens + offset, count: count)))
+            pass.append(PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: stepTokens + offset, count: count)))
             offset += count
         }
         forward.run(pass)
@@ -202,6 +224,16 @@ public final class BatchedSession: @unchecked Sendable {
         for (i, input) in inputs.enumerated() {
             (slotLogits + input.sequence.slot * vocab).update(from: forward.logits + i * vocab, count: vocab)
         }
+    }
+
+    /// The rows of an input of `tokens` or `embeddings` (exactly one of them non-empty):
+    /// tokens must be in the vocabulary, embeddings whole rows of finite values.
+    static func rowCount(tokens: [Int], embeddings: [Float], width d: Int, vocabularySize vocab: Int) throws(ModelError) -> Int {
+        guard tokens.isEmpty != embeddings.isEmpty else { throw .invalidEmbeddings(values: embeddings.count, width: d) }
+        for t in tokens where t < 0 || t >= vocab { throw .invalidToken(id: t, vocabularySize: vocab) }
+        guard embeddings.count % d == 0 else { throw .invalidEmbeddings(values: embeddings.count, width: d) }
+        guard embeddings.allSatisfy(\.isFinite) else { throw .invalidEmbeddings(values: embeddings.count, width: d) }
+        return tokens.isEmpty ? embeddings.count / d : tokens.count
     }
 
     private func check(_ sequence: Sequence) throws(ModelError) {

@@ -9,6 +9,10 @@ struct RMSNorm: Sendable {
     let weight: [Float]  // g
     let epsilon: Float
 
+    /// `RMSNorm(x_i)` for every row of `x`, in the pass's `normed` rows (a block's input,
+    /// by the blocks' convention: norms write `normed`, blocks write `mixed`).
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows { self(x, into: f.normed, f) }
+
     /// `y_i = RMSNorm(x_i)` for every row of `x`, into `y` (which may be `x`).
     func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
         let out = Rows(base: y, count: x.count, width: x.width)
@@ -45,16 +49,17 @@ struct SwiGLU: Sendable {
 
     var linears: [Linear] { [gate, up, down] }
 
-    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
-        gatedFeedForward(x, gate: gate, up: up, down: down, into: out, f) { Elementwise.siluMultiply($0, $1, count: $2) }
+    /// `SwiGLU(x)` in the pass's `mixed` rows.
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
+        gatedFeedForward(x, gate: gate, up: up, down: down, f) { Elementwise.siluMultiply($0, $1, count: $2) }
     }
 }
 
-/// `out = (act(x W_gateᵀ) ⊙ x W_upᵀ) W_downᵀ`: the gated feed-forward blocks (SwiGLU,
-/// Gemma's GEGLU), which differ only in `activateAndMultiply(g, u, count)`, which leaves
-/// `act(g) ⊙ u` in `g`.
+/// `out = (act(x W_gateᵀ) ⊙ x W_upᵀ) W_downᵀ` in the pass's `mixed` rows: the gated
+/// feed-forward blocks (SwiGLU, Gemma's GEGLU), which differ only in
+/// `activateAndMultiply(g, u, count)`, which leaves `act(g) ⊙ u` in `g`.
 func gatedFeedForward(
-    _ x: Rows, gate: Linear, up: Linear, down: Linear, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass,
+    _ x: Rows, gate: Linear, up: Linear, down: Linear, _ f: ForwardPass,
     _ activateAndMultiply: (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
 ) -> Rows {
     let input = f.quantize(x, for: gate, up)
@@ -63,5 +68,5 @@ func gatedFeedForward(
     f.inParallel(rows: x.count) { rows in
         for i in rows { activateAndMultiply(g[i], u[i], g.width) }
     }
-    return f.project(down, f.quantize(g, for: down), into: out)
+    return f.project(down, f.quantize(g, for: down), into: f.mixed)
 }

@@ -1,3 +1,5 @@
+import Kernels
+
 /// One decoder layer of an architecture: its weights, and what it does to the residual
 /// stream. Each architecture defines its own (`LlamaLayer`, `LFM2Layer`, `Gemma3Layer`) from the shared
 /// blocks (`RMSNorm`, `Attention`, `SwiGLU`) and its own (`ShortConv`), so that the
@@ -46,6 +48,13 @@ struct Rows {
     /// Row `i` (`width` floats).
     @inline(__always)
     subscript(_ i: Int) -> UnsafeMutablePointer<Float> { base + i * width }
+
+    /// `x += y`, row by row: a residual connection (`x` is the residual stream, `y` a
+    /// block's output of the same shape).
+    static func += (x: Rows, y: Rows) {
+        precondition(x.count == y.count && x.width == y.width, "a residual of another shape")
+        Elementwise.add(y.base, into: x.base, count: x.count * x.width)
+    }
 }
 
 /// All weights of a decoder-only model, as views into the mapped file (norm vectors are

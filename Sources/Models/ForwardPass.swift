@@ -6,17 +6,37 @@ import Glibc
 import Darwin
 #endif
 
-/// One sequence's tokens for a pass.
+/// One sequence's rows for a pass: token ids, or embeddings given directly (an image's
+/// or an audio clip's encoder output, already in the model's input space).
 struct PassInput {
     let sequence: SequenceState
+    /// The token ids (empty for an input of embeddings).
     let tokens: UnsafeBufferPointer<Int>
+    /// `count` rows of `embeddingLength` floats (nil for an input of tokens).
+    let embeddings: UnsafePointer<Float>?
+    /// Rows of the input.
+    let count: Int
+
+    init(sequence: SequenceState, tokens: UnsafeBufferPointer<Int>) {
+        self.sequence = sequence
+        self.tokens = tokens
+        embeddings = nil
+        count = tokens.count
+    }
+
+    init(sequence: SequenceState, embeddings: UnsafePointer<Float>, rows: Int) {
+        self.sequence = sequence
+        tokens = UnsafeBufferPointer(start: nil, count: 0)
+        self.embeddings = embeddings
+        count = rows
+    }
 }
 
 /// The fast forward pass: every buffer a pass of up to `maxRows` tokens needs (allocated
 /// once), the operations the blocks call on them, and the layer loop.
 ///
 /// ```
-/// x      = embed(tokens)                 [n, d]
+/// x      = embed(tokens)                 [n, d]  (or the rows given: media embeddings)
 /// x      = layer(x) for every layer      (the architecture's DecoderLayer)
 /// logits = output(RMSNorm(x_last))       [vocab] per sequence (or every row's, when asked)
 /// ```
@@ -29,20 +49,16 @@ struct PassInput {
 ///
 /// - the one-token rows go together through the multi-row matvec (8-bit activations;
 ///   the weights read once for all of them, each weight block unpacked once for up to
-///   four rows, each row's result bit-identical to the matvec of that row alone);
+///   four rows);
 /// - each chunk goes through the prefill product on its own rows: the 8-bit integer
 ///   matmul where the matrix has it (`Linear.hasIntegerMatmul`: Q4_0, Q5_0 and the
 ///   K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over the weights
 ///   dequantized to F32.
 ///
 /// The rule is the same for one sequence (`InferenceSession`) and several
-/// (`BatchedSession`), so a sequence's results depend only on its own tokens and on how
-/// its prompt was cut into chunks: never on the other sequences of the pass, nor on
-/// which session type runs it. (One-token rows through the integer matmul would pack
-/// the weights once per pass instead, but it sums in another order than the matvec, so
-/// a sequence's decode would then differ between running alone and batched; and the
-/// multi-row matvec is the faster of the two for the batch sizes measured,
-/// docs/performance.md.)
+/// (`BatchedSession`): that is what makes a sequence's results independent of the other
+/// sequences of a pass (docs/architecture.md, "Several sequences at once", states the
+/// rule and why one-token rows never take the integer matmul).
 ///
 /// Not thread-safe: one pass at a time (its owner serializes them).
 final class ForwardPass {
@@ -80,6 +96,8 @@ final class ForwardPass {
     let positions: UnsafeMutablePointer<Int>
     let rowSegment: UnsafeMutablePointer<Int>
     private let tokens: UnsafeMutablePointer<Int>
+    /// Per row of the pass: its given embedding, or nil for a token row.
+    private let rowEmbedding: UnsafeMutablePointer<UnsafePointer<Float>?>
 
     // Activations, `maxRows` rows each.
     let x: UnsafeMutablePointer<Float>  // the residual stream [n][d]
@@ -136,6 +154,7 @@ final class ForwardPass {
         positions = .allocate(capacity: maxRows)
         rowSegment = .allocate(capacity: maxRows)
         tokens = .allocate(capacity: maxRows)
+        rowEmbedding = .allocate(capacity: maxRows)
         let n = maxRows, d = hp.embeddingLength, qw = hp.headCount * hp.headDim
         let kvWidth = hp.headCountKV.max()! * hp.headDim
         x = .allocate(capacity: n * d)
@@ -180,6 +199,7 @@ final class ForwardPass {
         positions.deallocate()
         rowSegment.deallocate()
         tokens.deallocate()
+        rowEmbedding.deallocate()
         floatTile?.deallocate()
         packedWeights?.deallocate()
     }
@@ -197,9 +217,16 @@ final class ForwardPass {
         let n = rowCount
 
         // x = embed(tokens) · embeddingScale
+        // (a given embedding is taken as it is: the projector already maps into this space)
         let x = Rows(base: self.x, count: n, width: d)
-        for i in 0..<n { w.tokenEmbedding.row(tokens[i], into: x[i]) }
-        if w.embeddingScale != 1 { scale(x.base, by: w.embeddingScale, count: n * d) }
+        for i in 0..<n {
+            if let given = rowEmbedding[i] {
+                x[i].update(from: given, count: d)
+            } else {
+                w.tokenEmbedding.row(tokens[i], into: x[i])
+                if w.embeddingScale != 1 { scale(x[i], by: w.embeddingScale, count: d) }
+            }
+        }
         for (rope, table) in zip(rotaryEmbeddings, rotationTables) {
             let scale = rope.thetaScale
             for i in 0..<n {
@@ -238,20 +265,27 @@ final class ForwardPass {
         precondition(!inputs.isEmpty && inputs.count <= maxSequences, "\(inputs.count) sequences in a pass of at most \(maxSequences)")
         segments.removeAll(keepingCapacity: true)
         var row = 0
+        let d = hp.embeddingLength
         func add(_ index: Int) {
-            let input = inputs[index], count = input.tokens.count, start = input.sequence.position
+            let input = inputs[index], count = input.count, start = input.sequence.position
             precondition(row + count <= maxRows && start + count <= contextLength, "a pass beyond its rows or the context")
             for i in 0..<count {
-                tokens[row + i] = input.tokens[i]
+                if let given = input.embeddings {
+                    tokens[row + i] = -1
+                    rowEmbedding[row + i] = given + i * d
+                } else {
+                    tokens[row + i] = input.tokens[i]
+                    rowEmbedding[row + i] = nil
+                }
                 positions[row + i] = start + i
                 rowSegment[row + i] = segments.count
             }
             segments.append(Segment(sequence: input.sequence, rows: row..<(row + count), start: start, input: index))
             row += count
         }
-        for i in inputs.indices where inputs[i].tokens.count == 1 { add(i) }
+        for i in inputs.indices where inputs[i].count == 1 { add(i) }
         singleRows = row
-        for i in inputs.indices where inputs[i].tokens.count > 1 { add(i) }
+        for i in inputs.indices where inputs[i].count > 1 { add(i) }
         rowCount = row
     }
 
@@ -278,12 +312,6 @@ final class ForwardPass {
     /// `x = cap · tanh(x / cap)` over `count` floats (a final logit soft cap).
     private func softcap(_ x: UnsafeMutablePointer<Float>, cap: Float, count: Int) {
         for i in 0..<count { x[i] = cap * tanhf(x[i] / cap) }
-    }
-
-    /// `x += y`, row by row (the residual connection).
-    func add(_ y: Rows, to x: Rows) {
-        let d = x.width
-        inParallel(rows: x.count) { r in Elementwise.add(y[r.lowerBound], into: x[r.lowerBound], count: r.count * d) }
     }
 
     /// The input of one or more matrix products: the rows, which of them go through the

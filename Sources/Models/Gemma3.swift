@@ -43,12 +43,6 @@ enum Gemma3: Architecture {
         func ropeBase(_ i: Int, _ hp: Hyperparameters) -> Float { windows[i] == nil ? hp.ropeFreqBase : localRopeBase }
     }
 
-    static func hyperparameters(_ m: GGUFMetadata) throws(ModelError) -> Hyperparameters {
-        let hp = try Hyperparameters.reading(m, architecture: name)
-        _ = try settings(m, hp)  // refuse what is not supported before the tensors are read
-        return hp
-    }
-
     /// Reads Gemma 3's own keys as llama.cpp decides them: a layer is local when
     /// `attention.sliding_window` is positive and `attention.sliding_window_pattern` says
     /// so: an array with one flag per layer, or a number `n` (default 6) making layer `i`
@@ -124,21 +118,16 @@ enum Gemma3: Architecture {
         }
     }
 
-    static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
+    static func weights(_ w: WeightLoader, _ s: Settings) throws(ModelError) -> TransformerWeights {
         let hp = w.hp, d = hp.embeddingLength
-        let s = try settings(w.file.metadata, hp)
         let (embedding, output) = try w.embeddingAndOutputHead()
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
-            let kv = hp.headCountKV[i]
-            guard kv > 0 else {
-                throw .invalidHyperParameter(key: "\(name).attention.head_count_kv", value: String(kv), reason: "must be positive")
-            }
             layers.append(
                 Gemma3Layer(
                     attentionNorm: try w.norm("blk.\(i).attn_norm.weight"),
                     attention: try w.attention(
-                        i, kvHeads: kv, queryKeyNorm: true, ropeStyle: .neox, ropeBase: s.ropeBase(i, hp), scale: s.queryScale,
+                        i, queryKeyNorm: true, ropeStyle: .neox, ropeBase: s.ropeBase(i, hp), scale: s.queryScale,
                         window: s.windows[i]),
                     postAttentionNorm: try w.norm("blk.\(i).post_attention_norm.weight"),
                     ffnNorm: try w.norm("blk.\(i).ffn_norm.weight"),
@@ -175,10 +164,8 @@ struct Gemma3Layer: DecoderLayer {
     var linears: [Linear] { attention.linears + ffn.linears }
 
     func callAsFunction(_ x: Rows, _ f: ForwardPass) {
-        let attended = attention(attentionNorm(x, into: f.normed, f), into: f.mixed, f)
-        f.add(postAttentionNorm(attended, into: f.mixed, f), to: x)
-        let fed = ffn(ffnNorm(x, into: f.normed, f), into: f.mixed, f)
-        f.add(postFFNNorm(fed, into: f.mixed, f), to: x)
+        x += postAttentionNorm(attention(attentionNorm(x, f), f), f)
+        x += postFFNNorm(ffn(ffnNorm(x, f), f), f)
     }
 }
 
@@ -200,7 +187,8 @@ struct GeGLU: Sendable {
 
     var linears: [Linear] { [gate, up, down] }
 
-    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
-        gatedFeedForward(x, gate: gate, up: up, down: down, into: out, f) { Elementwise.geluTanhMultiply($0, $1, count: $2) }
+    /// `GEGLU(x)` in the pass's `mixed` rows.
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
+        gatedFeedForward(x, gate: gate, up: up, down: down, f) { Elementwise.geluTanhMultiply($0, $1, count: $2) }
     }
 }

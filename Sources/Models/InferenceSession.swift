@@ -73,6 +73,26 @@ public final class InferenceSession: @unchecked Sendable {
         return rows
     }
 
+    /// Evaluates rows of embeddings given directly (an image's or an audio clip's projected
+    /// encoder output, `embeddingLength` floats a row, one position each) at the current
+    /// position, and leaves the last row's logits in `logits`.
+    public func evaluate(embeddings: [Float]) throws(ModelError) {
+        let d = model.hyperparameters.embeddingLength
+        let rows = try BatchedSession.rowCount(tokens: [], embeddings: embeddings, width: d, vocabularySize: 1)
+        guard position + rows <= contextLength else {
+            throw .contextOverflow(position: position, tokens: rows, contextLength: contextLength)
+        }
+        var start = 0
+        embeddings.withUnsafeBufferPointer { buf in
+            while start < rows {
+                let end = min(rows, start + maxBatch)
+                input[0] = PassInput(sequence: sequence, embeddings: buf.baseAddress! + start * d, rows: end - start)
+                forward.run(input)
+                start = end
+            }
+        }
+    }
+
     private func evaluate(_ tokens: [Int], allLogits: ((UnsafeBufferPointer<Float>) -> Void)?) throws(ModelError) {
         let vocab = model.hyperparameters.vocabularySize
         guard !tokens.isEmpty else { throw .invalidBatch(count: 0, maximum: maxBatch) }

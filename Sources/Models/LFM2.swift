@@ -13,10 +13,21 @@ enum LFM2: Architecture {
         try hyperparameters(m, architecture: name)
     }
 
-    static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
+    /// What LFM2 reads beyond the shared keys.
+    struct Settings: Equatable {
+        /// `shortconv.l_cache`: the convolution's kernel length `L` (0 when no layer is a
+        /// convolution).
+        var convolutionLength: Int
+    }
+
+    static func settings(_ m: GGUFMetadata, _ hp: Hyperparameters) throws(ModelError) -> Settings {
+        Settings(convolutionLength: try convolutionLength(m, hp))
+    }
+
+    static func weights(_ w: WeightLoader, _ s: Settings) throws(ModelError) -> TransformerWeights {
         let hp = w.hp
         let (embedding, output) = try w.embeddingAndOutputHead()
-        let kernelLength = try convolutionLength(w.file.metadata, hp)
+        let kernelLength = s.convolutionLength
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
             layers.append(
@@ -45,7 +56,7 @@ enum LFM2: Architecture {
     static func mixer(_ w: WeightLoader, layer i: Int, kernelLength: Int) throws(ModelError) -> LFM2Layer.Mixer {
         let hp = w.hp, d = hp.embeddingLength
         guard hp.headCountKV[i] == 0 else {
-            return .attention(try w.attention(i, kvHeads: hp.headCountKV[i], queryKeyNorm: true, ropeStyle: .neox))
+            return .attention(try w.attention(i, queryKeyNorm: true, ropeStyle: .neox))
         }
         return .shortConv(
             ShortConv(
@@ -57,7 +68,7 @@ enum LFM2: Architecture {
     }
 
     /// `<arch>.shortconv.l_cache`: the convolution's kernel length `L` (0 when no layer is
-    /// a convolution).
+    /// a convolution), for `lfm2` and `lfm2moe`.
     static func convolutionLength(_ m: GGUFMetadata, _ hp: Hyperparameters) throws(ModelError) -> Int {
         guard hp.headCountKV.contains(0) else { return 0 }
         let key = "\(hp.architecture).shortconv.l_cache"
@@ -106,10 +117,10 @@ struct LFM2Layer: DecoderLayer {
             return 0
         }
 
-        func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+        func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
             switch self {
-            case .shortConv(let conv): return conv(x, into: out, f)
-            case .attention(let attention): return attention(x, into: out, f)
+            case .shortConv(let conv): return conv(x, f)
+            case .attention(let attention): return attention(x, f)
             }
         }
     }
@@ -125,8 +136,8 @@ struct LFM2Layer: DecoderLayer {
     var scratchWidth: Int { mixer.scratchWidth }
 
     func callAsFunction(_ x: Rows, _ f: ForwardPass) {
-        f.add(mixer(operatorNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
-        f.add(ffn(ffnNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
+        x += mixer(operatorNorm(x, f), f)
+        x += ffn(ffnNorm(x, f), f)
     }
 }
 
@@ -151,7 +162,8 @@ struct ShortConv: Sendable {
     /// `B, C, x̃` of every row.
     var scratchWidth: Int { inProj.rows }
 
-    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+    /// `ShortConv(x)` in the pass's `mixed` rows (`x`'s rows hold `y` meanwhile).
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
         let d = x.width, L = kernelLength
         let bcx = f.project(inProj, f.quantize(x, for: inProj), into: f.scratch)
         // x's rows are no longer needed: y takes their place.
@@ -174,6 +186,6 @@ struct ShortConv: Sendable {
                 for ch in 0..<d { yi[ch] *= c[ch] }
             }
         }
-        return f.project(outProj, f.quantize(y, for: outProj), into: out)
+        return f.project(outProj, f.quantize(y, for: outProj), into: f.mixed)
     }
 }

@@ -22,11 +22,22 @@ enum LFM2MoE: Architecture {
         try LFM2.hyperparameters(m, architecture: name)
     }
 
-    static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
+    /// What LFM2-MoE reads beyond the shared keys: LFM2's convolution length and the
+    /// experts' routing.
+    struct Settings {
+        var convolutionLength: Int
+        var routing: ExpertRouting
+    }
+
+    static func settings(_ m: GGUFMetadata, _ hp: Hyperparameters) throws(ModelError) -> Settings {
+        Settings(convolutionLength: try LFM2.convolutionLength(m, hp), routing: try ExpertRouting(m, hp))
+    }
+
+    static func weights(_ w: WeightLoader, _ s: Settings) throws(ModelError) -> TransformerWeights {
         let hp = w.hp, d = hp.embeddingLength
-        let routing = try ExpertRouting(w.file.metadata, hp)
+        let routing = s.routing
         let (embedding, output) = try w.embeddingAndOutputHead()
-        let kernelLength = try LFM2.convolutionLength(w.file.metadata, hp)
+        let kernelLength = s.convolutionLength
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
             let operatorNorm = try w.norm("blk.\(i).attn_norm.weight")
@@ -137,6 +148,13 @@ struct LFM2MoELayer: DecoderLayer {
     enum FeedForward: Sendable {
         case dense(SwiGLU)
         case experts(MixtureOfExperts)
+
+        func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
+            switch self {
+            case .dense(let swiGLU): return swiGLU(x, f)
+            case .experts(let moe): return moe(x, f)
+            }
+        }
     }
 
     let operatorNorm: RMSNorm
@@ -159,12 +177,8 @@ struct LFM2MoELayer: DecoderLayer {
     }
 
     func callAsFunction(_ x: Rows, _ f: ForwardPass) {
-        f.add(mixer(operatorNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
-        let input = ffnNorm(x, into: f.normed, f)
-        switch ffn {
-        case .dense(let swiGLU): f.add(swiGLU(input, into: f.mixed, f), to: x)
-        case .experts(let moe): f.add(moe(input, into: f.mixed, f), to: x)
-        }
+        x += mixer(operatorNorm(x, f), f)
+        x += ffn(ffnNorm(x, f), f)
     }
 }
 
@@ -208,7 +222,8 @@ struct MixtureOfExperts: Sendable {
     /// Bytes of weights one token reads: the router and `k` experts.
     var byteCountPerToken: Int { router.byteCount + used * (gate[0].byteCount + up[0].byteCount + down[0].byteCount) }
 
-    func callAsFunction(_ x: Rows, into out: UnsafeMutablePointer<Float>, _ f: ForwardPass) -> Rows {
+    /// The mixture's output in the pass's `mixed` rows.
+    func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
         let b = f.experts!, k = used
         // r = x W_routerᵀ; each row's experts and weights
         let r = f.project(router, f.quantize(x, for: router), into: b.routerLogits)
@@ -224,7 +239,7 @@ struct MixtureOfExperts: Sendable {
         }
         // y = h W_down,eᵀ; out = Σ_e w_e y_e
         let y = f.projectExperts(down, f.expertInput(g, for: down), into: b.inputs)
-        return f.combineExperts(y, choices: k, into: out)
+        return f.combineExperts(y, choices: k, into: f.mixed)
     }
 
     /// The router's decision for one row: `logits` (E router outputs, overwritten with

@@ -7,20 +7,17 @@ import GGUF
 /// is absent.
 enum Llama: Architecture {
     static let name = "llama"
+    typealias Settings = Void
 
-    static func weights(_ w: WeightLoader) throws(ModelError) -> TransformerWeights {
+    static func weights(_ w: WeightLoader, _: Void) throws(ModelError) -> TransformerWeights {
         let hp = w.hp
         let (embedding, output) = try w.embeddingAndOutputHead()
         var layers: [any DecoderLayer] = []
         for i in 0..<hp.layerCount {
-            let kv = hp.headCountKV[i]
-            guard kv > 0 else {
-                throw .invalidHyperParameter(key: "\(name).attention.head_count_kv", value: String(kv), reason: "must be positive")
-            }
             layers.append(
                 LlamaLayer(
                     attentionNorm: try w.norm("blk.\(i).attn_norm.weight"),
-                    attention: try w.attention(i, kvHeads: kv, queryKeyNorm: false, ropeStyle: .adjacentPairs),
+                    attention: try w.attention(i, queryKeyNorm: false, ropeStyle: .adjacentPairs),
                     ffnNorm: try w.norm("blk.\(i).ffn_norm.weight"),
                     ffn: try w.swiGLU(i)))
         }
@@ -48,7 +45,7 @@ struct LlamaLayer: DecoderLayer {
     var linears: [Linear] { attention.linears + ffn.linears }
 
     func callAsFunction(_ x: Rows, _ f: ForwardPass) {
-        f.add(attention(attentionNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
-        f.add(ffn(ffnNorm(x, into: f.normed, f), into: f.mixed, f), to: x)
+        x += attention(attentionNorm(x, f), f)
+        x += ffn(ffnNorm(x, f), f)
     }
 }

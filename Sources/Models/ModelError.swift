@@ -25,6 +25,9 @@ public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownSequence(slot: Int)
     /// A step named the same sequence twice.
     case repeatedSequence(slot: Int)
+    /// Embeddings given as input are not whole rows of the model's width, or hold a
+    /// value that is not finite.
+    case invalidEmbeddings(values: Int, width: Int)
 
     public var description: String {
         switch self {
@@ -52,6 +55,9 @@ public enum ModelError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the sequence in slot \(slot) is closed (or belongs to another session)."
         case .repeatedSequence(let slot):
             return "a step names the sequence in slot \(slot) more than once; give each sequence its tokens in one input."
+        case .invalidEmbeddings(let values, let width):
+            return
+                "\(values) embedding values given as input rows of width \(width): an input needs whole rows of finite values (or tokens, not both)."
         }
     }
 }

@@ -24,7 +24,9 @@ import Darwin
 /// ```
 public final class ReferenceForward {
     public let model: TransformerModel
-    let hp: Hyperparameters
+    /// The model's shape, read from the GGUF keys by `Shape.init` (not by the engine's
+    /// `Hyperparameters`).
+    let hp: Shape
 
     // What the architectures do differently (one switch, in `init`).
     /// RoPE rotates dimension `i` with `i + half` (NeoX) rather than `2i` with `2i+1`.
@@ -34,7 +36,7 @@ public final class ReferenceForward {
     /// The final norm's tensor.
     let finalNorm: String
     /// LFM2's short-convolution length `L` (0 without convolution layers).
-    let convolutionLength: Int
+    var convolutionLength = 0
     /// What the embedding rows are multiplied by (Gemma 3: `sqrt(d)`).
     var embeddingScale: Float = 1
     /// Gemma 3: each block's output is RMS-normalized too (`post_attention_norm`,
@@ -49,7 +51,45 @@ public final class ReferenceForward {
     var finalLogitSoftcap: Float?
     /// LFM2-MoE's routing (nil without mixture-of-experts layers, which are the layers
     /// with a router, `blk.l.ffn_gate_inp`).
-    let routing: ExpertRouting?
+    var routing: Routing?
+
+    /// The shape of the model, from the keys every architecture shares.
+    struct Shape {
+        let architecture: String
+        let embeddingLength: Int
+        let layerCount: Int
+        let headCount: Int
+        /// Per layer (0: a convolution layer of LFM2).
+        let headCountKV: [Int]
+        let headDim: Int
+        let ropeDimensions: Int
+        let ropeFreqBase: Float
+        let rmsEpsilon: Float
+
+        init(_ m: GGUFMetadata) throws(GGUFError) {
+            let a = try m.string("general.architecture")
+            architecture = a
+            embeddingLength = try m.int("\(a).embedding_length")
+            layerCount = try m.int("\(a).block_count")
+            headCount = try m.int("\(a).attention.head_count")
+            switch m["\(a).attention.head_count_kv"] {
+            case .array: headCountKV = try m.intArray("\(a).attention.head_count_kv")
+            case .some: headCountKV = Array(repeating: try m.int("\(a).attention.head_count_kv"), count: layerCount)
+            case nil: headCountKV = Array(repeating: headCount, count: layerCount)
+            }
+            headDim = try m.optional("\(a).attention.key_length", m.int) ?? embeddingLength / headCount
+            ropeDimensions = try m.optional("\(a).rope.dimension_count", m.int) ?? headDim
+            ropeFreqBase = try m.optional("\(a).rope.freq_base", m.float) ?? 10000
+            rmsEpsilon = try m.float("\(a).attention.layer_norm_rms_epsilon")
+        }
+    }
+
+    /// LFM2-MoE's `expert_*` keys.
+    struct Routing {
+        let usedCount: Int
+        let normalizesWeights: Bool
+        let weightScale: Float
+    }
 
     // The state: per layer, one row per position.
     var keys: [[[Float]]]  // [layer][position][kvHeads·hd]
@@ -60,32 +100,59 @@ public final class ReferenceForward {
     /// Tokens seen; the next token is evaluated at this position.
     public private(set) var position = 0
 
-    /// A reference forward pass over the weights of `model` (llama, lfm2, lfm2moe or gemma3).
-    public init(model: TransformerModel) {
+    /// A reference forward pass over the weights of `model` (llama, lfm2, lfm2moe or
+    /// gemma3). It reads the file's keys itself, as llama.cpp decides them, apart from the
+    /// engine's parsers: a wrong rule in the engine is not shared by its oracle.
+    public init(model: TransformerModel) throws(GGUFError) {
         self.model = model
-        let hp = model.hyperparameters
+        let m = model.file.metadata
+        let hp = try Shape(m)
         self.hp = hp
-        routing = hp.architecture == LFM2MoE.name ? try! ExpertRouting(model.file.metadata, hp) : nil
+        let a = hp.architecture
         ropeBases = Array(repeating: hp.ropeFreqBase, count: hp.layerCount)
         windows = Array(repeating: nil, count: hp.layerCount)
         queryScale = 1 / Float(hp.headDim).squareRoot()
-        switch hp.architecture {
-        case Llama.name:
-            (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (false, false, "output_norm.weight", 0)
-        case LFM2.name, LFM2MoE.name:
-            let L = try! LFM2.convolutionLength(model.file.metadata, hp)
-            (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "token_embd_norm.weight", L)
-        case Gemma3.name:
-            (ropeRotatesHalves, normalizesQueryKey, finalNorm, convolutionLength) = (true, true, "output_norm.weight", 0)
-            let settings = try! Gemma3.settings(model.file.metadata, hp)  // the model loaded, so they are valid
+        switch a {
+        case "llama":
+            (ropeRotatesHalves, normalizesQueryKey, finalNorm) = (false, false, "output_norm.weight")
+        case "lfm2", "lfm2moe":
+            (ropeRotatesHalves, normalizesQueryKey, finalNorm) = (true, true, "token_embd_norm.weight")
+            if hp.headCountKV.contains(0) { convolutionLength = try m.int("\(a).shortconv.l_cache") }
+            if a == "lfm2moe" {
+                let scale = try m.optional("\(a).expert_weights_scale", m.float) ?? 0
+                routing = Routing(
+                    usedCount: try m.int("\(a).expert_used_count"),
+                    normalizesWeights: try m.optional("\(a).expert_weights_norm", m.bool) ?? true,
+                    weightScale: scale == 0 ? 1 : scale)
+            }
+        case "gemma3":
+            (ropeRotatesHalves, normalizesQueryKey, finalNorm) = (true, true, "output_norm.weight")
             embeddingScale = Float(hp.embeddingLength).squareRoot()
             gemmaBlocks = true
-            ropeBases = (0..<hp.layerCount).map { settings.ropeBase($0, hp) }
-            windows = settings.windows
-            queryScale = settings.queryScale
-            finalLogitSoftcap = settings.finalLogitSoftcap
+            // A layer is local (a sliding window, its own RoPE base) unless the pattern says
+            // global: one flag per layer, or every n-th layer global (n = 6 by default).
+            let window = try m.optional("\(a).attention.sliding_window", m.int) ?? 0
+            let localBase = try m.optional("\(a).rope.freq_base_swa", m.float) ?? 10000
+            let patternKey = "\(a).attention.sliding_window_pattern"
+            var local = [Bool](repeating: false, count: hp.layerCount)
+            if window > 0 {
+                switch m[patternKey] {
+                case .array(.bool(let flags)): local = flags
+                case .array: local = try m.intArray(patternKey).map { $0 != 0 }
+                default:
+                    let n = try m.optional(patternKey, m.int) ?? 6
+                    local = (0..<hp.layerCount).map { n == 0 || $0 % n < n - 1 }
+                }
+            }
+            windows = local.map { $0 ? window : nil }
+            ropeBases = local.map { $0 ? localBase : hp.ropeFreqBase }
+            // Gemma 3 27B (62 layers) scales queries by 1/sqrt(d / heads), the others by
+            // 1/sqrt(key_length) (llama.cpp's rule for `query_pre_attn_scalar`).
+            if hp.layerCount == 62 { queryScale = 1 / Float(hp.embeddingLength / hp.headCount).squareRoot() }
+            let cap = try m.optional("\(a).final_logit_softcapping", m.float) ?? 0
+            finalLogitSoftcap = cap > 0 ? cap : nil
         default:
-            preconditionFailure("ReferenceForward has no \(hp.architecture)")
+            throw .valueOutOfRange(key: "general.architecture", value: "\(a) (ReferenceForward has no such architecture)")
         }
         keys = Array(repeating: [], count: hp.layerCount)
         values = keys
@@ -122,8 +189,12 @@ public final class ReferenceForward {
             // out = h + SwiGLU(RMSNorm(h)), or LFM2-MoE's mixture of SwiGLU experts
             // (Gemma: h + RMSNorm(GEGLU(RMSNorm(h))))
             let ffnInput = rmsNorm(x, "blk.\(l).ffn_norm.weight")
-            let isMixture = routing != nil && model.file.tensor(named: "blk.\(l).ffn_gate_inp.weight") != nil
-            var ffnOut = isMixture ? mixtureOfExperts(ffnInput, layer: l) : gatedFeedForward(ffnInput, layer: l)
+            var ffnOut: [Float]
+            if let routing, model.file.tensor(named: "blk.\(l).ffn_gate_inp.weight") != nil {
+                ffnOut = mixtureOfExperts(ffnInput, layer: l, routing)
+            } else {
+                ffnOut = gatedFeedForward(ffnInput, layer: l)
+            }
             if gemmaBlocks { ffnOut = rmsNorm(ffnOut, "blk.\(l).post_ffw_norm.weight") }
             for i in 0..<d { x[i] += ffnOut[i] }
         }
@@ -210,8 +281,8 @@ public final class ReferenceForward {
     /// LFM2-MoE's sparse feed-forward: the router's sigmoid gates, with the selection bias
     /// added, pick `k` experts; their SwiGLU outputs are summed, weighted by their
     /// (unbiased) gates normalized to sum 1.
-    func mixtureOfExperts(_ x: [Float], layer l: Int) -> [Float] {
-        let routing = routing!, k = routing.usedCount
+    func mixtureOfExperts(_ x: [Float], layer l: Int, _ routing: Routing) -> [Float] {
+        let k = routing.usedCount
         let gates = matmul("blk.\(l).ffn_gate_inp.weight", x).map { 1 / (1 + exp(-$0)) }  // p = σ(r) [E]
         let bias = vector("blk.\(l).exp_probs_b.bias")  // [E]
         // The k highest p + b, best first (ties: the lower index)

@@ -15,11 +15,8 @@ public final class TransformerModel: Sendable {
     /// every tensor's presence, shape and type. `threads` defaults to the number of cores.
     public init(file: GGUFFile, threads: Int? = nil) throws(ModelError) {
         let architecture = try Architectures.architecture(of: file)
-        let hp = try architecture.hyperparameters(file.metadata)
-        try hp.validate()
+        (hyperparameters, weights) = try architecture.load(file)
         self.file = file
-        self.hyperparameters = hp
-        self.weights = try architecture.weights(WeightLoader(file: file, hp: hp))
         self.pool = ThreadPool(threads: threads ?? ThreadPool.defaultThreads)
     }
 

@@ -68,14 +68,20 @@ struct WeightLoader {
     }
 
     /// `blk.i.attn_q`, `attn_k`, `attn_v`, `attn_output` (and `attn_q_norm`, `attn_k_norm`
-    /// when `queryKeyNorm`) as an attention block with `kvHeads` key/value heads, RoPE over
-    /// the file's dimensions with base `ropeBase` (default: the file's), the query scale
-    /// `scale` (default `1/sqrt(head width)`), and a sliding `window` (default: none).
+    /// when `queryKeyNorm`) as an attention block with the layer's `head_count_kv`
+    /// key/value heads (which must be positive: 0 marks a layer without attention), RoPE
+    /// over the file's dimensions with base `ropeBase` (default: the file's), the query
+    /// scale `scale` (default `1/sqrt(head width)`), and a sliding `window` (default: none).
     func attention(
-        _ i: Int, kvHeads: Int, queryKeyNorm: Bool, ropeStyle: Elementwise.RopeStyle, ropeBase: Float? = nil, scale: Float? = nil,
+        _ i: Int, queryKeyNorm: Bool, ropeStyle: Elementwise.RopeStyle, ropeBase: Float? = nil, scale: Float? = nil,
         window: Int? = nil
     ) throws(ModelError) -> Attention {
-        let d = hp.embeddingLength, hd = hp.headDim
+        let d = hp.embeddingLength, hd = hp.headDim, kvHeads = hp.headCountKV[i]
+        guard kvHeads > 0 else {
+            throw .invalidHyperParameter(
+                key: "\(hp.architecture).attention.head_count_kv", value: String(kvHeads),
+                reason: "must be positive in layer \(i), which has attention")
+        }
         return Attention(
             layer: i,
             wq: try linear("blk.\(i).attn_q.weight", rows: hp.headCount * hd, cols: d),

@@ -1,7 +1,8 @@
 import LeapJSON
 
 /// The sampling and length fields shared by chat and text completions (OpenAI's, plus
-/// llama-server's `top_k`, `min_p`, `repeat_penalty`, `cache_prompt` and `ignore_eos`).
+/// llama-server's `top_k`, `min_p`, `repeat_penalty`, the `dry_*` fields, `cache_prompt`
+/// and `ignore_eos`).
 /// In this module a field named like a wire field (`topP` for `top_p`) holds that field,
 /// validated; nil when the request left it out.
 public struct SamplingFields: Sendable, Equatable {
@@ -13,6 +14,14 @@ public struct SamplingFields: Sendable, Equatable {
     public var frequencyPenalty: Double?
     public var presencePenalty: Double?
     public var seed: Int?
+    /// llama-server's DRY fields: `dry_multiplier` (0 to 100; 0 is off), `dry_base` (1 to
+    /// 100), `dry_allowed_length` (at least 0), `dry_penalty_last_n` (at least -1: -1 the
+    /// whole context, 0 off) and `dry_sequence_breakers` (1 to 16 non-empty strings).
+    public var dryMultiplier: Double?
+    public var dryBase: Double?
+    public var dryAllowedLength: Int?
+    public var dryPenaltyLastN: Int?
+    public var drySequenceBreakers: [String]?
     /// `max_completion_tokens`, else `max_tokens`.
     public var maxTokens: Int?
     public var stop: [String]
@@ -26,6 +35,9 @@ public struct SamplingFields: Sendable, Equatable {
 
     /// The most stop strings a request may give.
     public static let maxStopStrings = 16
+    /// The most DRY sequence breakers a request may give (each costs a pass over the
+    /// vocabulary when first seen).
+    public static let maxSequenceBreakers = 16
 
     init(_ r: FieldReader) throws(WireError) {
         temperature = try r.number("temperature", in: 0...2)
@@ -37,6 +49,11 @@ public struct SamplingFields: Sendable, Equatable {
         frequencyPenalty = try r.number("frequency_penalty", in: -2...2)
         presencePenalty = try r.number("presence_penalty", in: -2...2)
         seed = try r.integer("seed", in: Int.min...Int.max)
+        dryMultiplier = try r.number("dry_multiplier", in: 0...100)
+        dryBase = try r.number("dry_base", in: 1...100)
+        dryAllowedLength = try r.integer("dry_allowed_length", in: 0...Int.max)
+        dryPenaltyLastN = try r.integer("dry_penalty_last_n", in: -1...Int.max)
+        drySequenceBreakers = try Self.sequenceBreakers(r)
         let maxTokens = try r.integer("max_tokens", in: 1...Int.max)
         self.maxTokens = try r.integer("max_completion_tokens", in: 1...Int.max) ?? maxTokens
         if let n = try r.integer("n", in: Int.min...Int.max), n != 1 {
@@ -66,6 +83,27 @@ public struct SamplingFields: Sendable, Equatable {
         includeUsage = try options?.bool("include_usage") ?? false
         cachePrompt = try r.bool("cache_prompt") ?? true
         ignoreEOS = try r.bool("ignore_eos") ?? false
+    }
+
+    /// `dry_sequence_breakers`: a non-empty array of non-empty strings, as llama-server takes.
+    static func sequenceBreakers(_ r: FieldReader) throws(WireError) -> [String]? {
+        guard let items = try r.array("dry_sequence_breakers") else { return nil }
+        guard !items.isEmpty else {
+            throw WireError("'dry_sequence_breakers' must be a non-empty array of strings", param: "dry_sequence_breakers")
+        }
+        guard items.count <= maxSequenceBreakers else {
+            throw WireError(
+                "'dry_sequence_breakers' may hold at most \(maxSequenceBreakers) strings, not \(items.count)",
+                param: "dry_sequence_breakers")
+        }
+        var breakers: [String] = []
+        for (i, item) in items.enumerated() {
+            let param = "dry_sequence_breakers[\(i)]"
+            guard case .string(let s) = item else { throw WireError("'\(param)' must be a string, not \(kindName(item))", param: param) }
+            guard !s.isEmpty else { throw WireError("'\(param)' must not be empty", param: param) }
+            breakers.append(s)
+        }
+        return breakers
     }
 }
 

@@ -5,8 +5,8 @@ import Darwin
 #endif
 
 /// How the next token is chosen from the logits. Stages run in llama.cpp's default
-/// order: penalties (repetition, frequency, presence), top-k, top-p, min-p, temperature,
-/// then a draw (or the argmax when the temperature is 0).
+/// order: penalties (repetition, frequency, presence), DRY, top-k, top-p, min-p,
+/// temperature, then a draw (or the argmax when the temperature is 0).
 public struct SamplingParameters: Sendable, Equatable {
     /// 0 picks the most likely token (greedy); higher flattens the distribution.
     public var temperature: Float
@@ -28,11 +28,13 @@ public struct SamplingParameters: Sendable, Equatable {
     public var penaltyWindow: Int
     /// Seed of the random draw: the same seed, logits and parameters give the same tokens.
     public var seed: UInt64
+    /// The DRY repetition penalty (`DRYParameters.off` by default).
+    public var dry: DRYParameters
 
     public init(
         temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
         repetitionPenalty: Float = 1.0, frequencyPenalty: Float = 0, presencePenalty: Float = 0,
-        penaltyWindow: Int = 64, seed: UInt64 = 0
+        penaltyWindow: Int = 64, seed: UInt64 = 0, dry: DRYParameters = .off
     ) {
         self.temperature = temperature
         self.topK = topK
@@ -43,6 +45,7 @@ public struct SamplingParameters: Sendable, Equatable {
         self.presencePenalty = presencePenalty
         self.penaltyWindow = penaltyWindow
         self.seed = seed
+        self.dry = dry
     }
 
     /// Always the most likely token.
@@ -51,6 +54,13 @@ public struct SamplingParameters: Sendable, Equatable {
     /// Whether any penalty changes the logits (then the sampler keeps a window of tokens).
     public var penalizes: Bool {
         penaltyWindow > 0 && (repetitionPenalty != 1 || frequencyPenalty != 0 || presencePenalty != 0)
+    }
+
+    /// How many of the latest prompt tokens a caller should `accept` before sampling, for
+    /// the penalties and DRY to see them: `Int.max` when DRY searches the whole history
+    /// (`prompt.suffix(historyLength)` is then the whole prompt), 0 when nothing looks back.
+    public var historyLength: Int {
+        max(penalizes ? penaltyWindow : 0, dry.historyLength)
     }
 }
 
@@ -65,6 +75,8 @@ public struct Sampler: Sendable {
     private var recent: [Int] = []
     /// `occurrences[id]`: how many times `id` is in the penalty window (sized on first use).
     private var occurrences: [Int32] = []
+    /// The DRY stage's history and scratch buffers.
+    private var dryState: DRYState
 
     struct Candidate: Sendable {
         var id: Int
@@ -74,17 +86,64 @@ public struct Sampler: Sendable {
     public init(_ parameters: SamplingParameters) {
         self.parameters = parameters
         self.rng = SplitMix64(seed: parameters.seed)
+        self.dryState = DRYState(parameters.dry)
     }
 
-    /// Records a token as generated (or as part of the prompt), for the penalties.
+    /// Records a token as generated (or as part of the prompt), for the penalties and DRY.
     public mutating func accept(_ token: Int) {
-        guard parameters.penalizes, token >= 0 else { return }
+        guard token >= 0 else { return }
+        dryState.accept(token)
+        guard parameters.penalizes else { return }
         if token >= occurrences.count { occurrences += [Int32](repeating: 0, count: token + 1 - occurrences.count) }
         recent.append(token)
         occurrences[token] += 1
         if recent.count > parameters.penaltyWindow {
             occurrences[recent.removeFirst()] -= 1
         }
+    }
+
+    /// `logits` after the penalty stages (repetition, frequency, presence, then DRY), as
+    /// the later stages see them; for tests and inspection (`sample` does this in place).
+    public mutating func penalizedLogits(_ logits: [Float]) -> [Float] {
+        candidates.removeAll(keepingCapacity: true)
+        for (i, l) in logits.enumerated() { candidates.append(Candidate(id: i, logit: l)) }
+        applyPenalties()
+        return candidates.map(\.logit)
+    }
+
+    /// The penalty stages over `candidates`, which are in increasing id order.
+    private mutating func applyPenalties() {
+        let p = parameters
+        if !recent.isEmpty {
+            // As llama.cpp: positive logits are divided by the repetition penalty, the
+            // others multiplied; then the frequency and presence penalties are subtracted.
+            for i in candidates.indices where candidates[i].id < occurrences.count {
+                let count = occurrences[candidates[i].id]
+                guard count > 0 else { continue }
+                let l = candidates[i].logit
+                candidates[i].logit =
+                    (l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty)
+                    - Float(count) * p.frequencyPenalty - p.presencePenalty
+            }
+        }
+        if p.dry.isEnabled {
+            dryState.findRepeats()
+            for (token, length) in dryState.longestRepeat where !dryState.isSingleTokenBreaker(token) {
+                guard let i = candidateIndex(of: token) else { continue }
+                candidates[i].logit -= p.dry.penalty(repeatLength: length)
+            }
+        }
+    }
+
+    /// The index of `id` in `candidates` (in increasing id order), by binary search.
+    private func candidateIndex(of id: Int) -> Int? {
+        var low = 0
+        var high = candidates.count
+        while low < high {
+            let mid = (low + high) / 2
+            if candidates[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        return low < candidates.count && candidates[low].id == id ? low : nil
     }
 
     /// Chooses a token. `allowed`, when given, masks the vocabulary: only ids for which it
@@ -99,19 +158,7 @@ public struct Sampler: Sendable {
             for i in 0..<logits.count where !logits[i].isNaN { candidates.append(Candidate(id: i, logit: logits[i])) }
         }
         guard !candidates.isEmpty else { return nil }
-
-        if !recent.isEmpty {
-            // As llama.cpp: positive logits are divided by the repetition penalty, the
-            // others multiplied; then the frequency and presence penalties are subtracted.
-            for i in candidates.indices where candidates[i].id < occurrences.count {
-                let count = occurrences[candidates[i].id]
-                guard count > 0 else { continue }
-                let l = candidates[i].logit
-                candidates[i].logit =
-                    (l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty)
-                    - Float(count) * p.frequencyPenalty - p.presencePenalty
-            }
-        }
+        applyPenalties()
 
         if p.temperature <= 0 {
             var best = candidates[0]

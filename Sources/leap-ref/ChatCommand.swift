@@ -27,9 +27,6 @@ struct Chat: AsyncParsableCommand {
     @Option(help: "A system prompt.")
     var system: String?
 
-    @Option(help: "Sampling temperature (default: the model's, else 0.8; 0 = greedy).")
-    var temp: Float?
-
     @Option(help: "Random seed (the same seed gives the same replies).")
     var seed: UInt64?
 
@@ -45,6 +42,9 @@ struct Chat: AsyncParsableCommand {
     @Option(help: "Tools the model may call: 'demo' (calculate, get_current_time, get_weather); each call and result is printed.")
     var tools: ChatTools?
 
+    @OptionGroup(title: "Sampling")
+    var sampling: SamplingFlags
+
     @Flag(
         name: .customLong("force-call"),
         help: "With --tools: the first reply to each message must call a tool (for small models that do not call on their own).")
@@ -55,15 +55,12 @@ struct Chat: AsyncParsableCommand {
             let path = try ModelCache.resolve(model)
             let runner: ModelRunner
             do {
-                runner = try await Leap.load(
-                    path: path, options: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize))
+                runner = try await Leap.load(path: path, options: loadOptions)
             } catch let error as LeapError {
                 throw CLIError(error.description)
             }
             let interactive = isatty(STDIN_FILENO) != 0
-            var session = ChatSession(
-                runner: runner, system: system, interactive: interactive,
-                options: GenerationOptions(temperature: temp, rngSeed: seed, maxOutputTokens: maxTokens))
+            var session = makeSession(runner: runner, interactive: interactive)
             session.toolSession = try await tools?.makeSession(runner: runner)
             if forceCall {
                 guard let toolSession = session.toolSession else { throw CLIError("--force-call needs --tools") }
@@ -82,6 +79,20 @@ struct Chat: AsyncParsableCommand {
     }
 }
 
+extension Chat {
+    /// How the command loads its model.
+    var loadOptions: LiquidInferenceEngineOptions {
+        LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize)
+    }
+
+    /// The command's session over `runner`, with the flags' options.
+    func makeSession(runner: ModelRunner, interactive: Bool) -> ChatSession {
+        ChatSession(
+            runner: runner, system: system, interactive: interactive,
+            options: sampling.generationOptions(seed: seed, maxTokens: maxTokens))
+    }
+}
+
 /// The state of a chat in the CLI: the conversation and what to do with a line of input.
 struct ChatSession {
     let runner: ModelRunner
@@ -91,6 +102,8 @@ struct ChatSession {
     var conversation: Conversation
     /// Tools the model may call (`--tools`); nil for a plain chat.
     var toolSession: ToolCallingSession?
+    /// How the last plain reply ended (its finish reason and statistics).
+    private(set) var lastCompletion: MessageCompletion?
 
     init(runner: ModelRunner, system: String?, interactive: Bool, options: GenerationOptions) {
         self.runner = runner
@@ -154,7 +167,7 @@ struct ChatSession {
         return true
     }
 
-    private func reply(to text: String) async throws {
+    private mutating func reply(to text: String) async throws {
         var reasoning = false
         do {
             for try await response in conversation.generateResponse(userTextMessage: text, generationOptions: options) {
@@ -176,6 +189,7 @@ struct ChatSession {
                 case .audioSample:
                     break
                 case .complete(let completion):
+                    lastCompletion = completion
                     if reasoning, interactive { writeOut("\u{1B}[0m") }
                     writeOut("\n")
                     guard let s = completion.stats else { break }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GGUF
 import Kernels
+import LeapSDKCore
 import Models
 import Sampling
 import Tokenizers
@@ -10,7 +11,10 @@ import Tokenizers
 struct Generate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Continue a prompt (raw text, no chat template), streaming tokens to stdout.",
-        discussion: "Stops after -n tokens or at an end-of-generation token. Speed goes to stderr."
+        discussion: """
+            Stops after -n tokens or at an end-of-generation token. Speed goes to stderr. Unset sampling \
+            flags take the model's defaults (its general.sampling.* metadata, else leap-ref's, with DRY).
+            """
     )
 
     @Option(help: "The GGUF model (default: the model installed by scripts/setup.sh).")
@@ -22,20 +26,8 @@ struct Generate: AsyncParsableCommand {
     @Option(name: .short, help: "Most tokens to generate.")
     var n = 128
 
-    @Option(help: "Sampling temperature (0 = greedy).")
-    var temp: Float = 0.8
-
-    @Option(name: .customLong("top-k"), help: "Top-k (0 = off).")
-    var topK = 40
-
-    @Option(name: .customLong("top-p"), help: "Top-p (1 = off).")
-    var topP: Float = 0.95
-
-    @Option(name: .customLong("min-p"), help: "Min-p (0 = off).")
-    var minP: Float = 0.05
-
-    @Option(name: .customLong("repeat-penalty"), help: "Repetition penalty (1 = off).")
-    var repeatPenalty: Float = 1.0
+    @OptionGroup(title: "Sampling")
+    var sampling: SamplingFlags
 
     @Option(help: "Random seed (the same seed gives the same text).")
     var seed: UInt64 = 0
@@ -61,9 +53,9 @@ struct Generate: AsyncParsableCommand {
             }
             let session = InferenceSession(model: lm, contextLength: context)
             var sampler = Sampler(
-                SamplingParameters(
-                    temperature: temp, topK: topK, topP: topP, minP: minP,
-                    repetitionPenalty: repeatPenalty, seed: seed))
+                SamplingDefaults.applying(
+                    sampling.generationOptions(seed: seed, maxTokens: nil), to: SamplingDefaults.parameters(lm.file.metadata),
+                    breakers: DRYBreakerResolver(tokenizer: tokenizer)))
             writeOut(prompt)
             let t0 = DispatchTime.now().uptimeNanoseconds
             var t1 = t0

@@ -11,8 +11,9 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve the model over the OpenAI HTTP API (chat and text completions, streaming, tools, JSON Schema).",
         discussion: """
-            Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, \
-            GET /metrics (with --metrics), POST /tokenize, POST /detokenize. The server listens at once and \
+            Endpoints: the chat page at / (unless --no-webui), POST /v1/chat/completions, POST /v1/completions, \
+            GET /v1/models, GET /health, GET /metrics (with --metrics), POST /tokenize, POST /detokenize. The \
+            sampling flags are the defaults of requests that leave those fields out. The server listens at once and \
             answers /health with 503 until the model is loaded. SIGTERM or SIGINT: stop accepting, finish \
             running completions (cancelled after --shutdown-grace seconds), exit 0. See docs/serving.md.
             """
@@ -61,6 +62,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .shortAndLong, help: "Threads for the kernels (default: all cores).")
     var threads: Int?
+
+    @Flag(name: .customLong("no-webui"), help: "Do not serve the chat page at / (then / is 404).")
+    var noWebUI = false
+
+    @OptionGroup(title: "Sampling (defaults for the fields a request leaves out)")
+    var sampling: SamplingFlags
 
     // The JSON Schema compiler's limits for response_format and tool schemas (JSONSchemaCompiler.Limits;
     // the defaults are the compiler's own). A schema past one is a 400 with the compiler's message.
@@ -145,17 +152,25 @@ struct Serve: AsyncParsableCommand {
             }
             let configuration = ServerConfiguration(
                 host: host, port: port, apiKeys: keys, maxBodyBytes: maxBodyBytes, maxTokensLimit: maxTokens,
-                maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace)
+                maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace,
+                webUI: !noWebUI, defaultSampling: sampling.servingDefaults)
+            if !noWebUI, case .failure(let error) = WebUIAssets.bundled {
+                FileHandle.standardError.write(Data("leap-ref serve: warning: \(error.description)\n".utf8))
+            }
             var logger = Logger(label: "leap-ref.serve")
             logger.logLevel = .info
             let host = self.host
+            let webUI = !noWebUI
             try await LeapHTTPServer.run(
                 configuration: configuration, modelPath: path,
                 loadOptions: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: ctxSize),
                 serving: ServingEngine.Configuration(
                     slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,
-                onListening: { port in writeOut("leap-ref serve: listening on http://\(host):\(port)\n") },
+                onListening: { port in
+                    writeOut("leap-ref serve: listening on http://\(host):\(port)\n")
+                    if webUI { writeOut("leap-ref serve: chat page at http://\(host):\(port)/\n") }
+                },
                 onReady: { engine in writeOut("leap-ref serve: ready: \(engine.modelId)\n") })
         }
     }

@@ -220,14 +220,14 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let b = try await TinyModel.load()
         let prefix = [49152, 1, 4093, 198, 9690, 314, 253, 1743]  // <|startoftext|><|im_start|>user\n...
         let (logitsA, reusedA) = try a.engine.queue.sync { () throws -> ([Float], Int) in
-            _ = try a.engine.evaluatePrompt(prefix + [288, 1300, 451, 77, 12], reuseCache: true)
-            let r = try a.engine.evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
-            return (a.engine.currentLogits(), r)
+            _ = try a.sharedScheduler().evaluatePrompt(prefix + [288, 1300, 451, 77, 12], reuseCache: true)
+            let r = try a.sharedScheduler().evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
+            return (try a.sharedScheduler().currentLogits(), r)
         }
         let (logitsB, reusedB) = try b.engine.queue.sync { () throws -> ([Float], Int) in
-            _ = try b.engine.evaluatePrompt(prefix + [31, 32, 33, 34, 35], reuseCache: true)
-            let r = try b.engine.evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
-            return (b.engine.currentLogits(), r)
+            _ = try b.sharedScheduler().evaluatePrompt(prefix + [31, 32, 33, 34, 35], reuseCache: true)
+            let r = try b.sharedScheduler().evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
+            return (try b.sharedScheduler().currentLogits(), r)
         }
         #expect(reusedA == prefix.count)
         #expect(reusedB == prefix.count)
@@ -241,16 +241,16 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
                 userTextMessage: "First question", generationOptions: GenerationOptions(rngSeed: 9, maxOutputTokens: 6)))
         let next = conversation.history + [ChatMessage(role: .user, textContent: "Second question")]
         let tokens = try warm.engine.queue.sync { () throws -> [Int] in
-            try warm.engine.promptTokens(messages: next, functions: [], options: GenerationOptions())
+            try warm.engine.promptTokens(messages: next, tools: [], callFormat: LFMFunctionCallParser(), enableThinking: nil)
         }
         let (reused, warmLogits) = try warm.engine.queue.sync { () throws -> (Int, [Float]) in
-            let r = try warm.engine.evaluatePrompt(tokens, reuseCache: true)
-            return (r, warm.engine.currentLogits())
+            let r = try warm.sharedScheduler().evaluatePrompt(tokens, reuseCache: true)
+            return (r, try warm.sharedScheduler().currentLogits())
         }
         #expect(reused > tokens.count / 2)
         let coldLogits = try cold.engine.queue.sync { () throws -> [Float] in
-            _ = try cold.engine.evaluatePrompt(tokens, reuseCache: false)
-            return cold.engine.currentLogits()
+            _ = try cold.sharedScheduler().evaluatePrompt(tokens, reuseCache: false)
+            return try cold.sharedScheduler().currentLogits()
         }
         let range = (coldLogits.max()! - coldLogits.min()!)
         let maxError = zip(coldLogits, warmLogits).map { abs($0 - $1) }.max()!

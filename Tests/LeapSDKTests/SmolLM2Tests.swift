@@ -29,7 +29,8 @@ struct CityInfo {
     @Test func twoTurnChatAnswersAndReusesTheCache() async throws {
         let runner = try await Self.load()
         let conversation = runner.createConversation(systemPrompt: nil)
-        let greedy = GenerationOptions(temperature: 0, maxOutputTokens: 48)
+        // Greedy as llama.cpp samples by default: no repetition penalty, no DRY.
+        let greedy = GenerationOptions(temperature: 0, repetitionPenalty: 1, maxOutputTokens: 48, dryMultiplier: 0)
         let first = try await collect(conversation.generateResponse(userTextMessage: "What is 2+2?", generationOptions: greedy))
         // llama.cpp's greedy reply to the same prompt (golden file smollm2-q4_1.chat.json).
         #expect(first.text.hasPrefix("The answer to"), "\(first.text)")

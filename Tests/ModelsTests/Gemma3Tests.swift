@@ -181,7 +181,7 @@ import Testing
     func engineMatchesReferencePastTheWindow(softcap: Float?) throws {
         let model = try Self.tinyModel(extra: softcap.map { ["gemma3.final_logit_softcapping": .float32($0)] } ?? [:])
         let session = InferenceSession(model: model, contextLength: 64, maxBatch: 4)
-        let reference = ReferenceForward(model: model), unwindowed = ReferenceForward(model: model)
+        let reference = try ReferenceForward(model: model), unwindowed = try ReferenceForward(model: model)
         unwindowed.windows = unwindowed.windows.map { _ in nil }
         let prompt = Self.tokens(22), continuation = Self.tokens(14, seed: 3)
         var worst: Float = 0, withoutWindow: Float = 0

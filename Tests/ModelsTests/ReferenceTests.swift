@@ -34,7 +34,7 @@ import Testing
         prefill: Float, decode: Float
     ) {
         let session = InferenceSession(model: engineModel, contextLength: 32)
-        let reference = ReferenceForward(model: referenceModel)
+        let reference = try ReferenceForward(model: referenceModel)
         var prefill: Float = 0, decode: Float = 0
         for (row, token) in zip(try session.evaluateAllLogits(prompt), prompt) {
             prefill = max(prefill, relativeError(row, reference.next(token)))
@@ -105,7 +105,7 @@ import Testing
             return rows
         }
         let fast = try engine(model)
-        let reference = ReferenceForward(model: model)
+        let reference = try ReferenceForward(model: model)
         var worst: Float = 0, expected: [Int: [Float]] = [:]
         for (p, token) in tokens.enumerated() {
             if let row = fast[p] {

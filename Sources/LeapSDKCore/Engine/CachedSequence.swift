@@ -49,8 +49,8 @@ final class BatchedSequenceCaches: SequenceCaches {
 /// One sequence's caches over a model, and its prompt cache: the tokens whose state the
 /// caches hold, and the logits at the end of the last prompt. A new prompt keeps the
 /// longest common prefix and evaluates the rest. Not thread-safe (its owner serializes
-/// work on it). `InferenceEngine` keeps its single sequence in one; each slot of a
-/// `ServingEngine` owns one over a sequence of the engine's `BatchedSession`.
+/// work on it). Each slot of a `ServingEngine` owns one over a sequence of the engine's
+/// `BatchedSession`.
 ///
 /// A prompt is evaluated in one call (`evaluatePrompt`), or in three steps when a
 /// scheduler evaluates it in shared passes: `startPrompt` (which keeps the reusable
@@ -152,8 +152,8 @@ final class CachedSequence {
     }
 
     /// The logits the next token is sampled from.
-    func withNextLogits<R>(_ body: (UnsafeBufferPointer<Float>) -> R) -> R {
-        if sampleFromSnapshot { return promptEndLogits.withUnsafeBufferPointer(body) }
-        return body(caches.logits)
+    func withNextLogits<R, E: Error>(_ body: (UnsafeBufferPointer<Float>) throws(E) -> R) throws(E) -> R {
+        if sampleFromSnapshot { return try promptEndLogits.withUnsafeBufferPointer(body) }
+        return try body(caches.logits)
     }
 }

@@ -73,11 +73,22 @@ public struct ServingSampling: Sendable, Equatable {
     public var presencePenalty: Float?
     /// Seed of the random draw; nil draws a random seed.
     public var seed: UInt64?
+    /// DRY's multiplier (0 = off); see `GenerationOptions.dryMultiplier`.
+    public var dryMultiplier: Float?
+    /// DRY's base (at least 1).
+    public var dryBase: Float?
+    /// Repeats up to this many tokens go unpenalized by DRY.
+    public var dryAllowedLength: Int?
+    /// How many of the latest tokens DRY searches (-1 the whole context, 0 off).
+    public var dryPenaltyLastN: Int?
+    /// Strings that cut repeats for DRY (llama.cpp's `["\n", ":", "\"", "*"]` when nil).
+    public var drySequenceBreakers: [String]?
 
     public init(
         temperature: Float? = nil, topP: Float? = nil, topK: Int? = nil, minP: Float? = nil,
         repetitionPenalty: Float? = nil, frequencyPenalty: Float? = nil, presencePenalty: Float? = nil,
-        seed: UInt64? = nil
+        seed: UInt64? = nil, dryMultiplier: Float? = nil, dryBase: Float? = nil, dryAllowedLength: Int? = nil,
+        dryPenaltyLastN: Int? = nil, drySequenceBreakers: [String]? = nil
     ) {
         self.temperature = temperature
         self.topP = topP
@@ -87,8 +98,15 @@ public struct ServingSampling: Sendable, Equatable {
         self.frequencyPenalty = frequencyPenalty
         self.presencePenalty = presencePenalty
         self.seed = seed
+        self.dryMultiplier = dryMultiplier
+        self.dryBase = dryBase
+        self.dryAllowedLength = dryAllowedLength
+        self.dryPenaltyLastN = dryPenaltyLastN
+        self.drySequenceBreakers = drySequenceBreakers
     }
 }
+
+extension ServingSampling: DRYOptions {}
 
 /// One completion to run.
 public struct ServingRequest: Sendable {
@@ -117,14 +135,27 @@ public struct ServingRequest: Sendable {
     public var ignoreEndOfGeneration: Bool
     /// The call syntax the tools are rendered in and the reply's calls are constrained to
     /// and parsed with (LFM2's Pythonic calls, or Hermes JSON); nil: the model's own, as
-    /// its chat template shows it (`LiquidInferenceEngineRunner.functionCallFormat`).
+    /// its chat template shows it (`LiquidInferenceEngineRunner.functionCallFormat`). A
+    /// parser of another kind parses the reply's calls without constraining them (leap-ref
+    /// does not know its grammar).
     public var callParser: (any LeapFunctionCallParserProtocol)?
+    /// Whether the reply's call blocks are parsed into `.toolCalls` (and constrained); when
+    /// false, the reply is text only (`GenerationOptions.functionCallParser` nil).
+    public var parsesCalls: Bool
+    /// The most tokens the sequence may hold, prompt included, when fewer than the
+    /// context (`GenerationOptions.sequenceLength`); nil: the context.
+    public var contextLimit: Int?
+    /// Whether generation goes on after a call block closes (the model may write more text
+    /// or calls until it ends its turn, as in the LEAP SDK) rather than ending the reply
+    /// with `.toolCalls` there (OpenAI's `tool_calls`, the default).
+    public var continuesAfterToolCalls: Bool
 
     public init(
         prompt: ServingPrompt, sampling: ServingSampling = ServingSampling(), maxTokens: Int? = nil,
         stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
         toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
-        ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil
+        ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil,
+        parsesCalls: Bool = true, contextLimit: Int? = nil, continuesAfterToolCalls: Bool = false
     ) {
         self.prompt = prompt
         self.sampling = sampling
@@ -137,6 +168,9 @@ public struct ServingRequest: Sendable {
         self.enableThinking = enableThinking
         self.ignoreEndOfGeneration = ignoreEndOfGeneration
         self.callParser = callParser
+        self.parsesCalls = parsesCalls
+        self.contextLimit = contextLimit
+        self.continuesAfterToolCalls = continuesAfterToolCalls
     }
 }
 
@@ -201,6 +235,9 @@ public enum ServingEvent: Sendable {
 public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The request cannot be served as asked (a bad schema, an unknown tool, a bad value).
     case invalidRequest(String)
+    /// The prompt holds content the model cannot take (an image for a model without a
+    /// vision encoder, ...).
+    case unsupportedContent(String)
     /// The prompt does not fit in a slot's context.
     case promptTooLong(tokens: Int, limit: Int)
     /// Every slot is busy and the wait queue is full.
@@ -213,7 +250,7 @@ public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What went wrong and what to do, for the client.
     public var description: String {
         switch self {
-        case .invalidRequest(let m): return m
+        case .invalidRequest(let m), .unsupportedContent(let m): return m
         case .promptTooLong(let tokens, let limit):
             return "the prompt has \(tokens) tokens, which does not fit in the context of \(limit) tokens"
         case .queueFull(let limit):

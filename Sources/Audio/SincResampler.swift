@@ -1,37 +1,20 @@
 import Foundation
 
-extension WAVAudio {
-    /// Resamples mono `samples` from `sourceRate` to `targetRate` Hz.
-    ///
-    /// Method: band-limited interpolation with a Kaiser-windowed sinc low-pass filter (the
-    /// approach of J. O. Smith's "Digital Audio Resampling"). Each output sample at time
-    /// `t` (in input samples) is `sum_j x[j] * c * sinc(c * (t - j)) * w((t - j) * c / Z)`, where
-    /// the cut-off `c` is `rolloff * min(1, targetRate / sourceRate)` of the input Nyquist
-    /// frequency, `Z` = 24 zero crossings on each side, and `w` a Kaiser window with
-    /// beta 7 (about 70 dB stop-band attenuation). When downsampling, the cut-off follows
-    /// the output rate, so content above the new Nyquist frequency is filtered out rather than
-    /// aliased; when upsampling it stays at the input's Nyquist frequency. `rolloff` = 0.9
-    /// leaves room for the filter's transition band, so the pass band ends at 90 % of the
-    /// lower Nyquist frequency (7.2 kHz for a 16 kHz output). The filter kernel is tabulated
-    /// at 512 points per zero crossing and linearly interpolated. Samples outside the input are
-    /// taken as zero, and the output is clamped to [-1, 1] (the filter can overshoot slightly
-    /// next to full-scale steps).
-    ///
-    /// The output has `round(samples.count * targetRate / sourceRate)` samples. Equal rates
-    /// return `samples` unchanged.
-    /// - Throws: `WAVError.unsupportedSampleRate` when either rate is outside
-    ///   `supportedSampleRates`.
-    public static func resample(_ samples: [Float], from sourceRate: Int, to targetRate: Int) throws(WAVError)
-        -> [Float]
-    {
-        guard supportedSampleRates.contains(sourceRate) else { throw .unsupportedSampleRate(sourceRate) }
-        guard supportedSampleRates.contains(targetRate) else { throw .unsupportedSampleRate(targetRate) }
-        if sourceRate == targetRate || samples.isEmpty { return samples }
-        return SincKernel.shared.resample(samples, from: sourceRate, to: targetRate)
-    }
-}
-
-/// The tabulated Kaiser-windowed sinc of `WAVAudio.resample`.
+/// The band-limited resampler of `WAVAudio.resample(_:from:to:method:)` with
+/// `.bandLimitedSinc`: a tabulated Kaiser-windowed sinc.
+///
+/// Each output sample at time `t` (in input samples) is
+/// `sum_j x[j] * c * sinc(c * (t - j)) * w((t - j) * c / Z)`, where the cut-off `c` is
+/// `rolloff * min(1, targetRate / sourceRate)` of the input Nyquist frequency, `Z` = 24 zero
+/// crossings on each side, and `w` a Kaiser window with beta 7 (about 70 dB stop-band
+/// attenuation): J. O. Smith's "Digital Audio Resampling". When downsampling, the cut-off
+/// follows the output rate, so content above the new Nyquist frequency is filtered out rather
+/// than aliased; when upsampling it stays at the input's Nyquist frequency. `rolloff` = 0.9
+/// leaves room for the filter's transition band, so the pass band ends at 90 % of the lower
+/// Nyquist frequency (7.2 kHz for a 16 kHz output). The filter kernel is tabulated at 512
+/// points per zero crossing and linearly interpolated. Samples outside the input are taken as
+/// zero, and the output is clamped to [-1, 1] (the filter can overshoot slightly next to
+/// full-scale steps). The output has `round(samples.count * targetRate / sourceRate)` samples.
 struct SincKernel: Sendable {
     static let shared = SincKernel()
 

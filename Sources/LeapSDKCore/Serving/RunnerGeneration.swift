@@ -1,10 +1,9 @@
 import Foundation
 import LeapJSON
 
-// Concurrent conversations on one `LiquidInferenceEngineRunner`
-// (`LiquidInferenceEngineOptions.parallelSequences` > 1): each generation becomes a
-// `ServingRequest` on the runner's `ServingEngine`, whose rounds step every running
-// generation in one forward pass, and its events become the `MessageResponse`s that
+// Generations of a `LiquidInferenceEngineRunner`: each becomes a `ServingRequest` on the
+// runner's `ServingEngine` (whose rounds step every running generation in one forward
+// pass), and its events become the `MessageResponse`s that
 // `generate(_:onResponse:onError:)` promises.
 
 extension ServingTool {
@@ -16,21 +15,19 @@ extension ServingTool {
 }
 
 extension LiquidInferenceEngineRunner {
-    /// The serving request for `request`, or nil when the request asks for something only
-    /// the one-at-a-time path does (a call parser other than LFM2's or Hermes's, or none;
-    /// a `sequenceLength` below the context size), or for an error to report.
-    static func servingRequest(_ request: GenerationRequest, contextSize: Int) -> Result<ServingRequest, LeapError>? {
+    /// The serving request for `request`: its conversation and functions, sampling
+    /// options, constraint and call handling.
+    static func servingRequest(_ request: GenerationRequest) throws(LeapError) -> ServingRequest {
         let options = request.options
-        guard let parser = options.functionCallParser,
-            parser is LFMFunctionCallParser || parser is HermesFunctionCallParser
-        else { return nil }
-        if let length = options.sequenceLength, length < contextSize { return nil }
+        if let max = options.maxOutputTokens, max < 0 {
+            throw .generationFailure("maxOutputTokens is \(max); pass a positive number or nil")
+        }
         var constraint = ServingOutputConstraint.none
         if let schema = options.jsonSchemaConstraint {
             do {
                 constraint = .jsonSchema(try JSONValue.parse(schema))
             } catch {
-                return .failure(.generationFailure("jsonSchemaConstraint cannot be used: \(error)"))
+                throw .generationFailure("jsonSchemaConstraint cannot be used: \(error)")
             }
         }
         var toolChoice = ServingToolChoice.auto
@@ -44,17 +41,21 @@ extension LiquidInferenceEngineRunner {
         if request.functions.isEmpty { toolChoice = .auto }
         let sampling = ServingSampling(
             temperature: options.temperature, topP: options.topP, topK: options.topK, minP: options.minP,
-            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed)
-        return .success(
-            ServingRequest(
-                prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: sampling,
-                maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
-                cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking, callParser: parser))
+            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed, dryMultiplier: options.dryMultiplier,
+            dryBase: options.dryBase, dryAllowedLength: options.dryAllowedLength, dryPenaltyLastN: options.dryPenaltyLastN,
+            drySequenceBreakers: options.drySequenceBreakers)
+        let parser = options.functionCallParser
+        return ServingRequest(
+            prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: sampling,
+            maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
+            cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking,
+            callParser: parser ?? LFMFunctionCallParser(), parsesCalls: parser != nil, contextLimit: options.sequenceLength,
+            continuesAfterToolCalls: true)
     }
 
-    /// Runs `request` on `scheduler`, delivering its responses as the one-at-a-time path
-    /// does: chunks, reasoning and calls as they come, then `.complete` with the assembled
-    /// message and statistics (or one error).
+    /// Runs `request` on `scheduler`, delivering its responses: chunks, reasoning and calls
+    /// as they come, then `.complete` with the assembled message and statistics (or one
+    /// error).
     static func generate(
         _ request: ServingRequest, on scheduler: ServingEngine,
         onResponse: @escaping @Sendable (MessageResponse) -> Void,
@@ -63,6 +64,10 @@ extension LiquidInferenceEngineRunner {
         let completion: ServingCompletion
         do {
             completion = try scheduler.submit(request)
+        } catch ServingError.invalidRequest(let message) where request.constraint != .none {
+            // A schema the compiler refuses: say which option holds it.
+            onError(.generationFailure("jsonSchemaConstraint cannot be used: \(message)"))
+            return FlagGenerationHandler(flag: CancellationFlag())
         } catch {
             onError(LeapError(error))
             return FlagGenerationHandler(flag: CancellationFlag())
@@ -129,6 +134,7 @@ extension LeapError {
     init(_ error: any Error) {
         switch error {
         case ServingError.promptTooLong(let tokens, let limit): self = .promptExceedContextLengthFailure(tokens: tokens, limit: limit)
+        case ServingError.unsupportedContent(let m): self = .unsupportedContent(m)
         case ServingError.shuttingDown: self = .modelUnloaded
         case let e as ServingError: self = .generationFailure(e.description)
         case let e as LeapError: self = e

@@ -30,7 +30,8 @@ public enum WAVSampleFormat: Sendable, Equatable, CaseIterable {
 /// and decodes the first `data` chunk. Supported encodings are Int16, Int24, Int32 and
 /// Float32 (see `WAVSampleFormat`). Integers are divided by 2^(bits-1), so they land in
 /// [-1, 1); float samples are kept, except that NaN becomes 0 and values outside [-1, 1]
-/// are clamped. Multi-channel audio is rejected (`WAVError.multiChannel`): convert it to
+/// are clamped. These are miniaudio 0.11's conversions to `Float` (what llama.cpp decodes
+/// audio with), value for value, but for that clamping. Multi-channel audio is rejected (`WAVError.multiChannel`): convert it to
 /// mono first, for example with `downmixToMono(interleaved:channelCount:)`.
 ///
 /// The parser is strict about sizes: a RIFF or chunk size that points past the end of the
@@ -72,13 +73,6 @@ public struct WAVAudio: Sendable, Equatable {
         self.sampleRate = format.sampleRate
         self.sampleFormat = format.sampleFormat
         self.samples = Self.decode(bytes[format.dataRange], as: format.sampleFormat)
-    }
-
-    /// This audio at `targetRate` Hz (the same value when the rate already matches).
-    /// See `resample(_:from:to:)` for the method.
-    public func resampled(to targetRate: Int) throws(WAVError) -> WAVAudio {
-        let converted = try Self.resample(samples, from: sampleRate, to: targetRate)
-        return try WAVAudio(samples: converted, sampleRate: targetRate)
     }
 
     /// Averages interleaved multi-channel samples (frame after frame, channel after channel)

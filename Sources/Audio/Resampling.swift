@@ -1,0 +1,59 @@
+import Foundation
+
+/// How `WAVAudio.resample(_:from:to:method:)` changes a sample rate.
+public enum ResamplingMethod: Sendable, Equatable, CaseIterable {
+    /// miniaudio 0.11's linear interpolation after a 4th-order Butterworth low-pass
+    /// (`LinearResampler`): what llama.cpp's libmtmd does to audio files, bit for bit. Use it
+    /// to feed a model the samples llama.cpp would.
+    case linear
+    /// Band-limited interpolation with a Kaiser-windowed sinc (about 70 dB of stop-band
+    /// attenuation, pass band to 90 % of the lower Nyquist frequency): the cleaner
+    /// conversion, with no aliasing to speak of and no delay, but not llama.cpp's samples.
+    case bandLimitedSinc
+}
+
+extension WAVAudio {
+    /// Resamples mono `samples` from `sourceRate` to `targetRate` Hz.
+    ///
+    /// - `.bandLimitedSinc` (the default, and what `ChatMessageContent.monoSamples16kHz()`
+    ///   uses): the output has `round(samples.count * targetRate / sourceRate)` samples, each
+    ///   a Kaiser-windowed sinc interpolation clamped to [-1, 1].
+    /// - `.linear`: `LinearResampler`, miniaudio's resampler as llama.cpp runs it; its output
+    ///   length is `LinearResampler.outputCount(forInputCount:)`.
+    ///
+    /// Equal rates return `samples` unchanged with either method.
+    /// - Throws: `WAVError.unsupportedSampleRate` when either rate is outside
+    ///   `supportedSampleRates`.
+    public static func resample(
+        _ samples: [Float], from sourceRate: Int, to targetRate: Int, method: ResamplingMethod = .bandLimitedSinc
+    ) throws(WAVError) -> [Float] {
+        guard supportedSampleRates.contains(sourceRate) else { throw .unsupportedSampleRate(sourceRate) }
+        guard supportedSampleRates.contains(targetRate) else { throw .unsupportedSampleRate(targetRate) }
+        if sourceRate == targetRate || samples.isEmpty { return samples }
+        switch method {
+        case .linear: return try LinearResampler(from: sourceRate, to: targetRate).resample(samples)
+        case .bandLimitedSinc: return SincKernel.shared.resample(samples, from: sourceRate, to: targetRate)
+        }
+    }
+
+    /// This audio at `targetRate` Hz (the same value when the rate already matches), resampled
+    /// with `method` (see `resample(_:from:to:method:)`).
+    public func resampled(to targetRate: Int, method: ResamplingMethod = .bandLimitedSinc) throws(WAVError) -> WAVAudio {
+        let converted = try Self.resample(samples, from: sampleRate, to: targetRate, method: method)
+        return try WAVAudio(samples: converted, sampleRate: targetRate)
+    }
+
+    /// Decodes WAV bytes to the mono 16 kHz `Float` samples an audio model takes, as
+    /// llama.cpp's libmtmd does (`mtmd_helper_bitmap_init_from_buf`, miniaudio 0.11): the
+    /// samples of `init(data:)` (Int16 / 32768, Int24 / 2^23, Int32 / 2^31, Float32 as
+    /// stored), resampled with `.linear` when the file's rate is not 16 kHz.
+    ///
+    /// The one difference from miniaudio: Float32 samples outside [-1, 1] are clamped and NaN
+    /// becomes 0 (miniaudio passes them through), so what reaches the model is always in range.
+    /// - Throws: the `WAVError` of `init(data:)`: not a WAV file, truncated, an unsupported
+    ///   encoding, bit depth or sample rate, more than one channel.
+    public static func decodeMono16kHz(_ data: Data) throws(WAVError) -> [Float] {
+        let audio = try WAVAudio(data: data)
+        return try resample(audio.samples, from: audio.sampleRate, to: modelSampleRate, method: .linear)
+    }
+}

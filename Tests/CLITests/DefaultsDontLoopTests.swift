@@ -1,0 +1,72 @@
+import Foundation
+import LeapSDKCore
+import TestSupport
+import Testing
+
+@testable import leap_ref
+
+/// The README's first command, `leap-ref chat` on the default model (SmolLM2-135M-Instruct)
+/// with its default sampling, does not loop: for several prompts and fixed seeds no
+/// sequence of 4 words comes back more than 3 times, and the model still ends its turn by
+/// itself. (Before DRY and the repetition penalty were on by default, the France question
+/// ran to the 512-token limit repeating "the City of Rome".) The session is built exactly
+/// as the command builds it.
+@Suite(.serialized) struct DefaultsDontLoopTests {
+    static let prompts = [
+        "What is the capital of France?",
+        "What is a computer?",
+        "Explain how rain forms.",
+        "Give me three tips for learning to code.",
+        "Write a short poem about cats."
+    ]
+
+    /// The most times any sequence of 4 words occurs in `text` (words: runs of letters and
+    /// digits, case folded).
+    static func maxFourGramCount(_ text: String) -> Int {
+        let words = text.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        guard words.count >= 4 else { return 0 }
+        var counts: [[String]: Int] = [:]
+        for i in 0...(words.count - 4) { counts[Array(words[i..<(i + 4)]), default: 0] += 1 }
+        return counts.values.max() ?? 0
+    }
+
+    @Test func fourGramCounter() {
+        #expect(Self.maxFourGramCount("the City of Rome, the City of Rome, the City of Rome") == 3)
+        #expect(Self.maxFourGramCount("The city of Rome. THE CITY OF ROME! the city of rome") == 3)
+        #expect(Self.maxFourGramCount("one two three") == 0)
+    }
+
+    /// One reply of `leap-ref chat --seed SEED [flags]` to `prompt`: its text and how it ended.
+    func reply(_ prompt: String, seed: UInt64, flags: [String] = []) async throws -> (String, MessageCompletion) {
+        let model = try TestFixtures.require(TestFixtures.smolLM2Q4_1)
+        let chat = try Chat.parse(["--model", model, "--seed", String(seed)] + flags)
+        let runner = try await Leap.load(path: model, options: chat.loadOptions)
+        var session = chat.makeSession(runner: runner, interactive: false)
+        #expect(try await session.handle(prompt))
+        let completion = try #require(session.lastCompletion)
+        await runner.unload()
+        return (session.conversation.history.last?.textContent ?? "", completion)
+    }
+
+    /// Without DRY and the repetition penalty (llama.cpp's defaults), the same command
+    /// loops: the check can fail.
+    @Test func withoutTheAntiLoopDefaultsTheFrenchAnswerLoops() async throws {
+        let (text, completion) = try await reply(
+            Self.prompts[0], seed: 3, flags: ["--dry-multiplier", "0", "--repeat-penalty", "1"])
+        #expect(Self.maxFourGramCount(text) > 3)
+        #expect(completion.stats?.completionTokens == 512)
+        let (withDefaults, _) = try await reply(Self.prompts[0], seed: 3)
+        #expect(Self.maxFourGramCount(withDefaults) <= 3)
+    }
+
+    @Test(arguments: prompts)
+    func theDefaultsDoNotLoopAndTheTurnEnds(prompt: String) async throws {
+        for seed: UInt64 in [1, 2] {
+            let (text, completion) = try await reply(prompt, seed: seed)
+            #expect(Self.maxFourGramCount(text) <= 3, "seed \(seed): \(text)")
+            #expect(completion.finishReason == .stop, "seed \(seed)")
+            let tokens = try #require(completion.stats?.completionTokens)
+            #expect(tokens > 0 && tokens < 512, "seed \(seed): the model ended its turn before the 512-token limit")
+        }
+    }
+}

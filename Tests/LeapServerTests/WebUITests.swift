@@ -1,0 +1,139 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import LeapJSON
+import LeapSDKCore
+import OpenAIWire
+import Testing
+
+@testable import LeapServer
+
+/// The chat page at `/`: its files, headers, caching, `--no-webui`, and the API key, which
+/// guards `/v1` but not the page.
+@Suite(.serialized) struct WebUITests {
+    @Test func thePageAndItsFilesAreServedWithStrictHeaders() async throws {
+        let server = try await TestServer()
+        try await server.test { client in
+            let page = try await client.get("/")
+            #expect(page.status == .ok)
+            #expect(page.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(page.headers[.cacheControl] == "no-cache")
+            #expect(page.headers[.xContentTypeOptions] == "nosniff")
+            let csp = try #require(page.headers[.contentSecurityPolicy])
+            #expect(csp.contains("default-src 'none'") && csp.contains("script-src 'self'") && csp.contains("connect-src 'self'"))
+            #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"))
+            #expect(page.text.contains("<textarea id=\"message\""))
+            // No inline script or style: everything comes from the versioned files.
+            #expect(!page.text.contains("<script>") && !page.text.contains("<style") && !page.text.contains("style=\""))
+
+            let assets = try WebUIAssets.bundled.get()
+            for (name, type) in WebUIAssets.assetTypes {
+                let hash = try #require(assets.files[name]?.hash)
+                #expect(page.text.contains("\"/webui/\(name)?v=\(hash)\""), "index.html points at \(name)'s version")
+                let versioned = try await client.get("/webui/\(name)?v=\(hash)")
+                #expect(versioned.status == .ok)
+                #expect(versioned.headers[.contentType] == type)
+                #expect(versioned.headers[.cacheControl] == "public, max-age=31536000, immutable")
+                #expect(versioned.headers[.eTag] == "\"\(hash)\"")
+                #expect(versioned.body.readableBytes == assets.files[name]?.bytes.count)
+                // An old or missing version is revalidated instead of cached for a year.
+                #expect(try await client.get("/webui/\(name)?v=0000").headers[.cacheControl] == "no-cache")
+                #expect(try await client.get("/webui/\(name)").headers[.cacheControl] == "no-cache")
+            }
+            #expect(try await client.get("/webui/chat.js").text.contains("textContent"))
+            #expect(try await client.get("/webui/nothing.js").status == .notFound)
+            #expect(try await client.get("/webui/../Package.swift").status == .notFound)
+            #expect(try await client.get("/index.html").status == .notFound)
+        }
+    }
+
+    @Test func aMatchingETagGets304() async throws {
+        let server = try await TestServer()
+        try await server.test { client in
+            let first = try await client.get("/")
+            let tag = try #require(first.headers[.eTag])
+            let again = try await client.get("/", headers: [.ifNoneMatch: tag])
+            #expect(again.status == .notModified)
+            #expect(again.body.readableBytes == 0)
+            #expect(try await client.get("/", headers: [.ifNoneMatch: "\"x\", \(tag)"]).status == .notModified)
+            #expect(try await client.get("/", headers: [.ifNoneMatch: "\"other\""]).status == .ok)
+        }
+    }
+
+    @Test func noWebUIMakesThePage404AndKeepsTheAPI() async throws {
+        let server = try await TestServer(configuration: ServerConfiguration(webUI: false))
+        try await server.test { client in
+            let page = try await client.get("/")
+            #expect(page.status == .notFound)
+            #expect(page.json["error"]?["code"] == 404)
+            #expect(try await client.get("/webui/chat.js").status == .notFound)
+            #expect(try await client.get("/v1/models").status == .ok)
+        }
+        // With a key too: the page is still 404, not 401.
+        let keyed = try await TestServer(configuration: ServerConfiguration(apiKeys: ["k"], webUI: false))
+        try await keyed.test { client in
+            let page = try await client.get("/")
+            #expect(page.status == .notFound)
+        }
+    }
+
+    @Test func theAPIKeyGuardsV1ButNotThePage() async throws {
+        let server = try await TestServer(configuration: ServerConfiguration(apiKeys: ["sekret"]))
+        try await server.test { client in
+            #expect(try await client.get("/").status == .ok)
+            #expect(try await client.get("/webui/chat.css").status == .ok)
+            #expect(try await client.get("/webui/icon.svg").status == .ok)
+            let refused = try await client.get("/v1/models")
+            #expect(refused.status == .unauthorized)
+            #expect(refused.json["error"]?["message"] == "an API key is required: send 'Authorization: Bearer KEY'")
+            #expect(try await client.post("/v1/chat/completions", #"{"messages": \#(userHello)}"#).status == .unauthorized)
+            #expect(try await client.get("/v1/models", headers: [.authorization: "Bearer wrong"]).status == .unauthorized)
+            #expect(try await client.get("/v1/models", headers: [.authorization: "Bearer sekret"]).status == .ok)
+            // Paths that only look like the page's are not open.
+            #expect(try await client.get("/webuix/chat.css").status == .unauthorized)
+        }
+    }
+
+    @Test func missingFilesAnswer500WithTheReason() async throws {
+        let state = ModelState(.loading)
+        let router = ServerRoutes.router(
+            state: state, configuration: ServerConfiguration(), metrics: ServerMetrics(),
+            webUIAssets: .failure(WebUIError("the chat page's files are missing")))
+        try await Application(router: router).test(.router) { client in
+            let page = try await client.get("/")
+            #expect(page.status == .internalServerError)
+            #expect(page.json["error"]?["message"] == "the chat page's files are missing")
+            #expect(try await client.get("/health").status == .serviceUnavailable)
+        }
+    }
+
+    @Test func dryFieldsReachTheEngineAndBadOnesAre400() async throws {
+        let server = try await TestServer()
+        try await server.test { client in
+            let bad = try await client.post(
+                "/v1/chat/completions", #"{"messages": \#(userHello), "dry_sequence_breakers": []}"#)
+            #expect(bad.status == .badRequest)
+            #expect(bad.json["error"]?["param"] == "dry_sequence_breakers")
+            let text = try await client.post("/v1/completions", #"{"prompt": "Hello", "dry_base": 0.9}"#)
+            #expect(text.status == .badRequest)
+            #expect(text.json["error"]?["message"] == "'dry_base' must be between 1 and 100, not 0.9")
+            let ok = try await client.post(
+                "/v1/chat/completions",
+                #"{"messages": \#(userHello), "max_tokens": 8, "dry_multiplier": 2, "dry_allowed_length": 1, "dry_penalty_last_n": 32, "dry_sequence_breakers": ["\n", "."]}"#
+            )
+            #expect(ok.status == .ok)
+            #expect(ok.json["usage"]?["completion_tokens"]?.intValue ?? 0 > 0)
+        }
+    }
+
+    @Test func serverDefaultsFillTheFieldsARequestLeavesOut() throws {
+        let defaults = ServingSampling(temperature: 0.3, topK: 7, dryMultiplier: 1.5, drySequenceBreakers: ["\n"])
+        let request = try ChatCompletionRequest(json: JSONValue.parse(#"{"messages": \#(userHello), "temperature": 0.9, "dry_base": 2}"#))
+        let s = WireMapping.sampling(request.sampling, defaults: defaults)
+        #expect(s.temperature == 0.9)  // the request's
+        #expect(s.topK == 7 && s.dryMultiplier == 1.5 && s.drySequenceBreakers == ["\n"])  // the server's
+        #expect(s.dryBase == 2)
+        #expect(s.topP == nil && s.dryAllowedLength == nil)  // the model's
+    }
+}
