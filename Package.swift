@@ -9,7 +9,9 @@
 // equivalent of llama.cpp's GGML_NATIVE default. Set `LEAP_REF_PORTABLE=1` in the
 // environment to build the portable Swift kernels only (for a binary that must run on any
 // x86-64, or when using leap-ref as a versioned dependency, where SwiftPM forbids
-// unsafe flags). See docs/performance.md.
+// unsafe flags), or `LEAP_REF_NO_VNNI=1` for the AVX2 kernels only on a host that has
+// AVX-512 VNNI (to test and measure that path; valgrind cannot run AVX-512 code). See
+// docs/performance.md.
 
 import CompilerPluginSupport
 import Foundation
@@ -30,10 +32,15 @@ let portable = ProcessInfo.processInfo.environment["LEAP_REF_PORTABLE"].map { $0
 // `LEAP_REF_FORCE_VNNI=1` compiles the AVX-512 VNNI kernels whatever the host has: a
 // compile-only check (scripts/test.sh runs it on hosts without VNNI), never to be run there.
 let forceVNNI = ProcessInfo.processInfo.environment["LEAP_REF_FORCE_VNNI"].map { $0 != "0" && !$0.isEmpty } ?? false
+// `LEAP_REF_NO_VNNI=1` compiles the AVX2 kernels without the VNNI ones whatever the host
+// has (and Swift's own code for haswell): the AVX2-only path, tested and measured on a
+// VNNI host.
+let noVNNI = ProcessInfo.processInfo.environment["LEAP_REF_NO_VNNI"].map { $0 != "0" && !$0.isEmpty } ?? false
 #if arch(x86_64) && os(Linux)
 if !portable {
     var flags = hostCPUFlags()
     if forceVNNI { flags.formUnion(["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]) }
+    if noVNNI { flags.remove("avx512_vnni") }
     if flags.isSuperset(of: ["avx2", "fma", "f16c"]) {
         var cc = ["-mavx2", "-mfma", "-mf16c"]
         // Swift's own code generation (generic SIMD types, auto-vectorized loops) gets the
@@ -79,8 +86,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0")
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0")
+        // Benchmarks/ServeBench is a package of its own (its HTTP client brings BoringSSL).
     ],
     targets: [
         .systemLibrary(
@@ -148,14 +155,6 @@ let package = Package(
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
         ),
-        .executableTarget(
-            name: "ServeBench",
-            dependencies: [
-                "LeapJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio")
-            ],
-            path: "Benchmarks/ServeBench"
-        ),
         .target(name: "TestSupport", dependencies: ["Images"], path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
@@ -177,7 +176,10 @@ let package = Package(
             name: "LeapServerTests",
             dependencies: [
                 "LeapServer", "OpenAIWire", "LeapSDKCore", "LeapJSON", "Grammar", "TestSupport", "GGUF", "Tokenizers",
-                .product(name: "HummingbirdTesting", package: "hummingbird")
+                // Not HummingbirdTesting: its HTTP client brings BoringSSL (InProcessClient.swift).
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log")
             ]
         ),
         .testTarget(name: "GrammarTests", dependencies: ["Grammar", "LeapJSON", "Sampling"], resources: [.copy("Fixtures")]),

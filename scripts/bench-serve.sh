@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Side-by-side serving benchmark: leap-ref serve and (when LLAMA_SERVER names its binary)
 # llama-server, same model file, same slots and threads, measured by the same client
-# (Benchmarks/ServeBench): C concurrent clients, N streamed completions of exactly
-# --max-tokens tokens each, distinct prompts, every response checked.
+# (Benchmarks/ServeBench, a package of its own): C concurrent clients, N streamed
+# completions of exactly --max-tokens tokens each, distinct prompts, every response checked.
 #
 #   [LLAMA_SERVER=.../llama-server] scripts/bench-serve.sh [MODEL.gguf] [-c C] [-n N]
 #       [--max-tokens M] [--parallel P] [-t T] [--ctx-size S] [-r R] [--keep-alive] [--no-build]
@@ -14,9 +14,9 @@
 # server, as Markdown, with the commands and the load average. --ctx-size is per slot
 # (llama-server gets -c S*P, which it splits among its P slots). --keep-alive is passed to
 # ServeBench (default: a fresh connection per request). --no-build skips the release
-# builds (swift build -c release) of leap-ref and ServeBench. Stops at the first failed
-# request, server start or check. Run on a quiet machine; see docs/performance.md
-# ("Serving").
+# builds (swift build -c release) of leap-ref and of ServeBench (in its package:
+# --package-path Benchmarks/ServeBench). Stops at the first failed request, server start
+# or check. Run on a quiet machine; see docs/performance.md ("Serving").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL="${HOME}/.cache/leap-ref/models/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -43,9 +43,10 @@ if [ -n "${LLAMA_SERVER:-}" ] && [ ! -x "$LLAMA_SERVER" ]; then
 fi
 if [ "$BUILD" = 1 ]; then
     swift build -c release --product leap-ref >/dev/null
-    swift build -c release --product ServeBench >/dev/null
+    swift build -c release --package-path Benchmarks/ServeBench --product ServeBench >/dev/null
 fi
 BIN="$(swift build -c release --show-bin-path)"
+CLIENT_BIN="$(swift build -c release --package-path Benchmarks/ServeBench --show-bin-path)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 work=$(mktemp -d /tmp/leap-ref-bench-serve.XXXXXX)
 pid=""
@@ -64,7 +65,7 @@ wait_ready() {  # $1: port, $2: log
 # The server commands, with PORT replaced per run.
 LEAP_CMD=("$BIN/leap-ref" serve --model "$MODEL" --port PORT --parallel "$P" --threads "$T" --ctx-size "$S")
 LLAMA_CMD=("${LLAMA_SERVER:-llama-server}" -m "$MODEL" --port PORT -np "$P" -t "$T" -c $((S * P)))
-CLIENT_CMD=("$BIN/ServeBench" --url "http://127.0.0.1:PORT" -c "$C" -n "$N" --max-tokens "$M" "${CLIENT_FLAGS[@]}")
+CLIENT_CMD=("$CLIENT_BIN/ServeBench" --url "http://127.0.0.1:PORT" -c "$C" -n "$N" --max-tokens "$M" "${CLIENT_FLAGS[@]}")
 
 bench() {  # $1: server name, $2: round; appends one JSON line to $work/results
     local name="$1" round="$2" port cmd=()

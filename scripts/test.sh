@@ -13,7 +13,8 @@
 #      two servers behind nginx (scripts/serve-cluster.sh);
 #   5. the portable kernels (LEAP_REF_PORTABLE=1: what a CPU without AVX2, or arm64, runs),
 #      in a separate debug build, against the scalar references and the model paths;
-#   6. on x86-64 hosts without AVX-512 VNNI, a compile-only build of the VNNI kernels.
+#   6. on x86-64 hosts, a compile-only build of the kernels of the other x86 level: the VNNI
+#      ones without AVX-512 VNNI, the AVX2-only ones with it.
 # Arguments go to the main `swift test` (e.g. --filter GoldenTests); with arguments, step 5
 # and 6 are skipped.
 set -euo pipefail
@@ -37,9 +38,14 @@ unset LEAP_REF_OPTIMIZE
 if [ $# -eq 0 ]; then
     LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
     LEAP_REF_PORTABLE=1 swift test --scratch-path .build-portable --skip-build --filter "KernelsTests|ConsistencyTests"
-    # 6. On an x86-64 host without AVX-512 VNNI, the VNNI kernels are still compiled (not
-    #    run) so that they cannot rot unseen.
-    if [ "$(uname -m)" = x86_64 ] && ! grep -q avx512_vnni /proc/cpuinfo; then
-        LEAP_REF_FORCE_VNNI=1 swift build --scratch-path .build-vnni --target Models
+    # 6. The x86 kernels of the other level are still compiled (not run) so that they
+    #    cannot rot unseen: the VNNI ones on a host without AVX-512 VNNI, the AVX2-only ones
+    #    on a host with it.
+    if [ "$(uname -m)" = x86_64 ]; then
+        if grep -q avx512_vnni /proc/cpuinfo; then
+            LEAP_REF_NO_VNNI=1 swift build --scratch-path .build-avx2 --target Models
+        else
+            LEAP_REF_FORCE_VNNI=1 swift build --scratch-path .build-vnni --target Models
+        fi
     fi
 fi

@@ -1,6 +1,7 @@
 // KernelBench: throughput of the Kernels module, printed as markdown tables.
 //
 //     swift run -c release KernelBench [--quick] [--types q4_0,q6_K] [--seconds 0.3]
+//     KernelBench --count CALLS [--types q4_K] [--shape 576x1536] [--batch B] [--interleaved]
 //
 // Measures, best of several timed runs each:
 //   1. the machine's memory read bandwidth (SIMD sum over a 512 MiB buffer, 1 and 2
@@ -14,6 +15,11 @@
 //   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
 //   5. sgemm GFLOP/s, and both prefill paths per quantized type: dequantize + sgemm and
 //      the 8-bit integer matmul.
+//
+// `--count CALLS` times nothing: it runs CALLS single-thread matvecs of one shape per type
+// (B activation rows at once with `--batch B`, through decode's interleaved copy with
+// `--interleaved`) inside `countedMatvecs`, for instruction counts that do not depend on
+// the machine's load (scripts/kernel-instructions.sh runs it under callgrind).
 
 import Dispatch
 import Foundation
@@ -25,6 +31,10 @@ import Kernels
 var quick = false
 var seconds = 0.25
 var onlyTypes: [GGMLType]? = nil
+var countCalls: Int? = nil
+var countShape = (rows: 576, cols: 1536)
+var countBatch = 1
+var countInterleaved = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -34,12 +44,59 @@ while let a = args.popFirst() {
     case "--wall": break
     case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
     case "--types": onlyTypes = (args.popFirst() ?? "").split(separator: ",").compactMap { GGMLType(name: String($0)) }
+    case "--count": countCalls = Int(args.popFirst() ?? "")
+    case "--shape":
+        let parts = (args.popFirst() ?? "").split(separator: "x").compactMap { Int($0) }
+        if parts.count == 2 { countShape = (parts[0], parts[1]) }
+    case "--batch": countBatch = max(1, Int(args.popFirst() ?? "") ?? 1)
+    case "--interleaved": countInterleaved = true
     default:
         print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...]")
+        print("       KernelBench --count CALLS [--types ...] [--shape ROWSxCOLS] [--batch B] [--interleaved]")
         exit(2)
     }
 }
 let types = onlyTypes ?? GGMLType.kernelTypes
+
+// MARK: - 0. Instruction counts (--count)
+
+/// `calls` matvecs of `m` with activation rows `0..<batch` of `acts`, one thread. Not
+/// inlined: callgrind collects inside this function only (`--toggle-collect`).
+@inline(never)
+func countedMatvecs(_ m: WeightMatrix, _ acts: QuantizedActivations, batch: Int, calls: Int, _ y: UnsafeMutablePointer<Float>) {
+    for _ in 0..<calls {
+        if batch == 1 {
+            m.matvec(acts, into: y)
+        } else {
+            m.matvec(acts, rows: 0..<batch, into: y)
+        }
+    }
+}
+
+if let calls = countCalls {
+    let (rows, cols) = countShape
+    for type in types {
+        guard type.rowBytes(count: cols) != nil else {
+            print("\(type): \(cols) columns are not whole blocks")
+            continue
+        }
+        let w = makeWeights(type, rows: rows, cols: cols, seed: 1)
+        var m = try! WeightMatrix(type: type, rows: rows, cols: cols, data: w)
+        if countInterleaved { m = m.interleavedForDecode() }
+        let x = (0..<(countBatch * cols)).map { Float(sin(Double($0))) }
+        let acts = QuantizedActivations(capacity: countBatch * cols)
+        acts.quantizeRows(x, rows: countBatch, cols: cols, keepingFloats: true)
+        let y = UnsafeMutablePointer<Float>.allocate(capacity: countBatch * rows)
+        countedMatvecs(m, acts, batch: countBatch, calls: calls, y)
+        var check: Float = 0
+        for k in 0..<(countBatch * rows) { check += y[k] }
+        let layout = countInterleaved ? " interleaved" : ""
+        print("\(type) \(rows)x\(cols) batch \(countBatch)\(layout): \(calls) calls, sum of results \(check)")
+        y.deallocate()
+        w.deallocate()
+    }
+    exit(0)
+}
 let shapes: [(rows: Int, cols: Int)] = [(576, 1536), (1536, 576), (1024, 4608), (49152, 576)]
 
 // MARK: - Timing

@@ -129,60 +129,35 @@ public enum GGUFArray: Sendable, Equatable {
     /// An array of arrays (rare; GGUF allows it).
     case array([GGUFArray])
 
-    public var elementType: GGUFValueType {
+    /// The one switch over the element types: the element count, a value of the element
+    /// type (so that the types are named once, in `GGUFValue.type`), and element `i` as a
+    /// value.
+    private var elements: (count: Int, sample: GGUFValue, at: (Int) -> GGUFValue) {
         switch self {
-        case .uint8: return .uint8
-        case .int8: return .int8
-        case .uint16: return .uint16
-        case .int16: return .int16
-        case .uint32: return .uint32
-        case .int32: return .int32
-        case .float32: return .float32
-        case .bool: return .bool
-        case .string: return .string
-        case .uint64: return .uint64
-        case .int64: return .int64
-        case .float64: return .float64
-        case .array: return .array
+        case .uint8(let a): return (a.count, .uint8(0), { .uint8(a[$0]) })
+        case .int8(let a): return (a.count, .int8(0), { .int8(a[$0]) })
+        case .uint16(let a): return (a.count, .uint16(0), { .uint16(a[$0]) })
+        case .int16(let a): return (a.count, .int16(0), { .int16(a[$0]) })
+        case .uint32(let a): return (a.count, .uint32(0), { .uint32(a[$0]) })
+        case .int32(let a): return (a.count, .int32(0), { .int32(a[$0]) })
+        case .float32(let a): return (a.count, .float32(0), { .float32(a[$0]) })
+        case .bool(let a): return (a.count, .bool(false), { .bool(a[$0]) })
+        case .string(let a): return (a.count, .string(""), { .string(a[$0]) })
+        case .uint64(let a): return (a.count, .uint64(0), { .uint64(a[$0]) })
+        case .int64(let a): return (a.count, .int64(0), { .int64(a[$0]) })
+        case .float64(let a): return (a.count, .float64(0), { .float64(a[$0]) })
+        case .array(let a): return (a.count, .array(.uint8([])), { .array(a[$0]) })
         }
     }
 
-    public var count: Int {
-        switch self {
-        case .uint8(let a): return a.count
-        case .int8(let a): return a.count
-        case .uint16(let a): return a.count
-        case .int16(let a): return a.count
-        case .uint32(let a): return a.count
-        case .int32(let a): return a.count
-        case .float32(let a): return a.count
-        case .bool(let a): return a.count
-        case .string(let a): return a.count
-        case .uint64(let a): return a.count
-        case .int64(let a): return a.count
-        case .float64(let a): return a.count
-        case .array(let a): return a.count
-        }
-    }
+    /// The type of the elements (`.array` for an array of arrays).
+    public var elementType: GGUFValueType { elements.sample.type }
+
+    /// The number of elements.
+    public var count: Int { elements.count }
 
     /// Element `i` as a scalar value (arrays of arrays give `.array`).
-    public subscript(i: Int) -> GGUFValue {
-        switch self {
-        case .uint8(let a): return .uint8(a[i])
-        case .int8(let a): return .int8(a[i])
-        case .uint16(let a): return .uint16(a[i])
-        case .int16(let a): return .int16(a[i])
-        case .uint32(let a): return .uint32(a[i])
-        case .int32(let a): return .int32(a[i])
-        case .float32(let a): return .float32(a[i])
-        case .bool(let a): return .bool(a[i])
-        case .string(let a): return .string(a[i])
-        case .uint64(let a): return .uint64(a[i])
-        case .int64(let a): return .int64(a[i])
-        case .float64(let a): return .float64(a[i])
-        case .array(let a): return .array(a[i])
-        }
-    }
+    public subscript(i: Int) -> GGUFValue { elements.at(i) }
 
     /// Integer elements widened to Int, or nil when the elements are not integers or one
     /// does not fit.

@@ -46,12 +46,37 @@ protocol QuantizableBlockFormat: BlockFormat {
 }
 
 /// A quantized format whose dot product multiplies its integer values with the 8-bit
-/// activations: with an AVX2 vector kernel (`dotVector`) where the build has one, with the
-/// scalar `dotPortable` (PortableDots.swift) otherwise. `dot` and `hasDotVector` follow
-/// from that, here, once for every such format.
+/// activations: with the AVX2 stepped loop where the build has it, with the scalar
+/// `dotPortable` (PortableDots.swift) otherwise. `dot` and `hasDotVector` follow from
+/// that, here, once for every such format.
+///
+/// On AVX2 builds a format describes its dot product as a loop of steps that first unpack
+/// weights and then multiply them with the activations: `unpack` the weights of
+/// `stepBlocks` blocks, `accumulate` them into one activation row's sums, `finish` (the
+/// blocks left over, the final combination). SteppedDots.swift runs that loop, for one
+/// activation row (`dotVector`) and for several sharing each unpacked step
+/// (`dotVectors`): one body, so several rows at once equal each row alone by construction.
 protocol IntegerDotFormat: BlockFormat {
     /// The portable dot product: scalar loops with integer accumulation per block.
     static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float
+
+    #if LEAP_X86_AVX2
+    /// The unpacked weights of one step.
+    associatedtype Weights
+    /// One activation row's running sums.
+    associatedtype Accumulator
+    /// Blocks per step.
+    static var stepBlocks: Int { get }
+    /// The sums before the first step.
+    static var zero: Accumulator { get }
+    /// Unpacks blocks `i..<i + stepBlocks` of the row at `x`.
+    static func unpack(_ x: UnsafeRawPointer, _ i: Int) -> Weights
+    /// Multiplies unpacked weights with blocks `i..<i + stepBlocks` of `a`.
+    static func accumulate(_ w: Weights, _ a: ActivationView, _ i: Int, _ acc: inout Accumulator)
+    /// The dot product's vector (its lanes add up to the dot product) from the sums over
+    /// the whole steps and the blocks `i..<nb` left over.
+    static func finish(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int, from i: Int, _ acc: Accumulator) -> __m256
+    #endif
 }
 
 extension IntegerDotFormat {
@@ -86,26 +111,17 @@ extension BlockFormat {
         _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
         _ a: ActivationView, _ y: UnsafeMutablePointer<Float>
     ) {
-        var r = rows.lowerBound
         #if LEAP_X86_AVX2
         if hasDotVector {
-            // Eight rows at a time, reduced together: one transposition instead of eight
-            // horizontal sums. Bit-identical to `dot` per row (same addition tree).
-            while r + 8 <= rows.upperBound {
-                let p = base + r * rowBytes
-                let v0 = dotVector(p, a, nb: nb), v1 = dotVector(p + rowBytes, a, nb: nb)
-                let v2 = dotVector(p + 2 * rowBytes, a, nb: nb), v3 = dotVector(p + 3 * rowBytes, a, nb: nb)
-                let v4 = dotVector(p + 4 * rowBytes, a, nb: nb), v5 = dotVector(p + 5 * rowBytes, a, nb: nb)
-                let v6 = dotVector(p + 6 * rowBytes, a, nb: nb), v7 = dotVector(p + 7 * rowBytes, a, nb: nb)
-                UnsafeMutableRawPointer(y + r).storeBytes(of: transposeSum8f(v0, v1, v2, v3, v4, v5, v6, v7), as: __m256.self)
-                r += 8
+            // Eight rows at a time, reduced together (SteppedDots.swift).
+            let one = InlineArray<1, UnsafeMutablePointer<Float>>(repeating: y)
+            dotRowGroups(base, rowBytes: rowBytes, rows: rows, one) { p in
+                InlineArray<1, __m256>(repeating: dotVector(p, a, nb: nb))
             }
+            return
         }
         #endif
-        while r < rows.upperBound {
-            y[r] = dot(base + r * rowBytes, a, nb: nb)
-            r += 1
-        }
+        for r in rows { y[r] = dot(base + r * rowBytes, a, nb: nb) }
     }
 }
 

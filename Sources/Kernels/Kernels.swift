@@ -218,7 +218,7 @@ public struct WeightMatrix: @unchecked Sendable {
     /// read from memory once for all rows: each thread takes tiles of weight rows (about
     /// 16 KB, which stay in its L1 cache) and multiplies every activation row with a tile
     /// before the next; on AVX2 builds the quantized formats unpack each weight block once
-    /// for four (or two) activation rows (MultiRowDots.swift). This is how several
+    /// for four (or two) activation rows (SteppedDots.swift). This is how several
     /// sequences decode in one step.
     public func matvec(_ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
         precondition(

@@ -87,46 +87,193 @@ enum Q8_0: QuantizableBlockFormat, IntegerDotFormat {
         }
         return sumf
     }
+}
 
-    #if LEAP_X86_AVX2
-    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
-    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
-        var acc = _mm256_setzero_ps()
-        let aq = UnsafeRawPointer(a.qs)
+#if LEAP_X86_AVX2
+extension Q8_0 {
+    // One block per step. With VNNI the weights are biased to unsigned (w + 128) and
+    // 128 * sum(a) is taken off at the end; with AVX2 alone the sign trick (|w| times a
+    // with w's sign) keeps the unsigned operand <= 128.
+    #if LEAP_X86_AVX512VNNI
+    struct Weights {
+        let d: __m256
+        let biased: __m256i  // w + 128
+    }
+    struct Accumulator {
+        var acc: __m256
+        var offset: __m256
+    }
+    static var zero: Accumulator { Accumulator(acc: _mm256_setzero_ps(), offset: _mm256_setzero_ps()) }
+    #else
+    struct Weights {
+        let d: __m256
+        let w: __m256i
+        let magnitude: __m256i  // |w|
+    }
+    typealias Accumulator = __m256
+    #endif
+    static var stepBlocks: Int { 1 }
+
+    @inline(__always)
+    static func unpack(_ x: UnsafeRawPointer, _ i: Int) -> Weights {
+        let b = x + 34 * i
+        let w = load256(b, 2)
         #if LEAP_X86_AVX512VNNI
-        var offset = _mm256_setzero_ps()  // d * sa, the same in every lane
+        return Weights(d: broadcastHalf(b, 0), biased: _mm256_xor_si256(w, _mm256_set1_epi8(-128)))
+        #else
+        return Weights(d: broadcastHalf(b, 0), w: w, magnitude: _mm256_sign_epi8(w, w))
         #endif
-        for i in 0..<nb {
-            let b = x + 34 * i
-            let d = broadcastHalf(b, 0)
-            let w = load256(b, 2)
-            let av = load256(aq, 32 * i)
-            #if LEAP_X86_AVX512VNNI
-            // Bias the weights to unsigned (w + 128) and take 128 * sum(a) off afterwards.
-            let p = mulSumU8S8(_mm256_xor_si256(w, _mm256_set1_epi8(-128)), av)
-            offset = _mm256_fmadd_ps(d, broadcastFloat(a.s, i), offset)
-            #else
-            // Sign trick: |w| * (a with w's sign) keeps the unsigned operand <= 128.
-            let p = _mm256_madd_epi16(
-                _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w)),
-                _mm256_set1_epi16(1))
-            #endif
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-        }
+    }
+
+    @inline(__always)
+    static func accumulate(_ w: Weights, _ a: ActivationView, _ i: Int, _ acc: inout Accumulator) {
+        let av = load256(UnsafeRawPointer(a.qs), 32 * i)
+        #if LEAP_X86_AVX512VNNI
+        let p = mulSumU8S8(w.biased, av)
+        acc.offset = _mm256_fmadd_ps(w.d, broadcastFloat(a.s, i), acc.offset)
+        acc.acc = _mm256_fmadd_ps(_mm256_mul_ps(w.d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc.acc)
+        #else
+        let p = _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(av, w.w)), _mm256_set1_epi16(1))
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(w.d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
+        #endif
+    }
+
+    @inline(__always)
+    static func finish(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int, from i: Int, _ acc: Accumulator) -> __m256 {
         #if LEAP_X86_AVX512VNNI
         // offset holds d * sa in all 8 lanes: 8 * 16 = 128.
-        return _mm256_fnmadd_ps(_mm256_set1_ps(16), offset, acc)
+        return _mm256_fnmadd_ps(_mm256_set1_ps(16), acc.offset, acc.acc)
         #else
         return acc
         #endif
     }
-    #endif
 }
+#endif
+
+// MARK: - The nibble formats: Q4_0, Q4_1, Q5_0, Q5_1
+
+/// The 32-value formats with 4-bit levels, which differ in two optional fields: an fp16
+/// min `m` after `d` (Q4_1, Q5_1: x = d * q + m; otherwise x = d * (q - offset)), and
+/// 32 fifth bits `qh` (Q5_0, Q5_1). Their fast kernels (dequantization, the AVX2 steps and
+/// the portable dot product) are written once, here and in PortableDots.swift, from these
+/// two flags; the references stay per format, as ggml writes them.
+protocol NibbleBlockFormat: IntegerDotFormat {
+    /// Whether a block stores a min `m` (else its levels are centred on `offset`).
+    static var hasMin: Bool { get }
+    /// Whether a block stores a fifth bit per value (`qh`).
+    static var hasFifthBit: Bool { get }
+}
+
+extension NibbleBlockFormat {
+    /// Byte offset of `qh` in a block (after `d` and `m`).
+    @inline(__always) static var qhOffset: Int { hasMin ? 4 : 2 }
+    /// Byte offset of the 16 bytes of nibbles.
+    @inline(__always) static var qsOffset: Int { qhOffset + (hasFifthBit ? 4 : 0) }
+    /// Bytes per block (`typeSize`, as a constant the optimizer sees).
+    @inline(__always) static var blockBytes: Int { qsOffset + 16 }
+    /// The level offset of the formats without a min: 8 (Q4_0), 16 (Q5_0).
+    @inline(__always) static var offset: Float { hasFifthBit ? 16 : 8 }
+
+    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
+        #if LEAP_X86_AVX2
+        for i in 0..<nb {
+            let b = x + blockBytes * i
+            let d = loadHalf(b, 0)
+            if hasMin {
+                storeLevels32(levels(b), scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
+            } else {
+                let q = _mm256_sub_epi8(levels(b), _mm256_set1_epi8(Int8(offset)))
+                storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
+            }
+        }
+        #else
+        return dequantizeReference(x, y, nb: nb)
+        #endif
+    }
+}
+
+#if LEAP_X86_AVX2
+/// The running sums of the nibble formats: the scaled products and the offset (or min)
+/// terms, lanes 0-3 for even blocks and 4-7 for odd ones.
+struct PairAccumulator {
+    var acc: __m256
+    var extra: __m256
+    static var zero: PairAccumulator { PairAccumulator(acc: _mm256_setzero_ps(), extra: _mm256_setzero_ps()) }
+}
+
+/// Two blocks' levels (see `unpackNibblePair`) and their fp16 fields widened.
+struct PairWeights {
+    let lo: __m256i
+    let hi: __m256i
+    let d: __m256
+    let m: __m256  // the mins (Q4_1, Q5_1); unused otherwise
+}
+
+extension NibbleBlockFormat {
+    // Two blocks per step: the 16 packed bytes of blocks i and i+1 share one register
+    // (see SIMDHelpers.swift), Int32 lanes 0-3 / 4-7 end up belonging to block i / i+1,
+    // and the activations' `d4`/`s4` hold each block's scale four times. An odd block
+    // count leaves the last block to `finish`, alone.
+    static var stepBlocks: Int { 2 }
+    static var zero: PairAccumulator { .zero }
+
+    /// The 32 unsigned levels (0...15, or 0...31 with the fifth bit) of the block at `b`.
+    @inline(__always)
+    static func levels(_ b: UnsafeRawPointer) -> __m256i {
+        let q = unpackNibbles16(b, qsOffset)
+        if !hasFifthBit { return q }
+        return _mm256_or_si256(q, fifthBitBytes(b.loadUnaligned(fromByteOffset: qhOffset, as: UInt32.self)))
+    }
+
+    @inline(__always)
+    static func unpack(_ x: UnsafeRawPointer, _ i: Int) -> PairWeights {
+        let b = x + blockBytes * i
+        var q = unpackNibblePair(b, qsOffset, blockBytes + qsOffset)
+        if hasFifthBit {
+            let h = fifthBitPair(
+                b.loadUnaligned(fromByteOffset: qhOffset, as: UInt32.self),
+                b.loadUnaligned(fromByteOffset: blockBytes + qhOffset, as: UInt32.self))
+            q = (_mm256_or_si256(q.lo, h.lo), _mm256_or_si256(q.hi, h.hi))
+        }
+        let m = hasMin ? halfPair(b, 2, blockBytes + 2) : _mm256_setzero_ps()
+        return PairWeights(lo: q.lo, hi: q.hi, d: halfPair(b, 0, blockBytes), m: m)
+    }
+
+    @inline(__always)
+    static func accumulate(_ w: PairWeights, _ a: ActivationView, _ i: Int, _ c: inout PairAccumulator) {
+        let av = activationPair(UnsafeRawPointer(a.qs), i)
+        let p = _mm256_cvtepi32_ps(mulSumU8S8(mulSumU8S8(w.lo, av.lo), w.hi, av.hi))
+        c.acc = _mm256_fmadd_ps(_mm256_mul_ps(w.d, scalePair(a.d4, i)), p, c.acc)
+        c.extra = _mm256_fmadd_ps(hasMin ? w.m : w.d, scalePair(a.s4, i), c.extra)
+    }
+
+    @inline(__always)
+    static func finish(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int, from i: Int, _ c: PairAccumulator) -> __m256 {
+        var tail: Float = 0
+        if i < nb {  // an odd block count: the last block alone
+            let b = x + blockBytes * i
+            let p = mulSumU8S8(levels(b), load256(UnsafeRawPointer(a.qs), 32 * i))
+            let d = loadHalf(b, 0)
+            let sum = hsum(_mm256_cvtepi32_ps(p))
+            tail = hasMin ? sum * (d * a.d[i]) + loadHalf(b, 2) * a.s[i] : sum * (d * a.d[i]) - offset * (d * a.s[i])
+        }
+        // `extra` holds 4 copies of each block's term: offset * (sum of copies) / 4, or the
+        // mins' sum / 4; the odd block's scalar goes to lane 0.
+        let whole =
+            hasMin
+            ? _mm256_fmadd_ps(_mm256_set1_ps(0.25), c.extra, c.acc)
+            : _mm256_fnmadd_ps(_mm256_set1_ps(offset / 4), c.extra, c.acc)
+        return _mm256_add_ps(whole, lane0(tail))
+    }
+}
+#endif
 
 // MARK: - Q4_0
 
-enum Q4_0: QuantizableBlockFormat, IntegerDotFormat {
+enum Q4_0: QuantizableBlockFormat, NibbleBlockFormat {
     static var type: GGMLType { .q4_0 }
+    static var hasMin: Bool { false }
+    static var hasFifthBit: Bool { false }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         for i in 0..<nb {
@@ -139,19 +286,6 @@ enum Q4_0: QuantizableBlockFormat, IntegerDotFormat {
                 y[32 * i + j + 16] = Float(x1) * d
             }
         }
-    }
-
-    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
-        #if LEAP_X86_AVX2
-        for i in 0..<nb {
-            let b = x + 18 * i
-            let d = loadHalf(b, 0)
-            let q = _mm256_sub_epi8(unpackNibbles16(b, 2), _mm256_set1_epi8(8))
-            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
-        }
-        #else
-        return dequantizeReference(x, y, nb: nb)
-        #endif
     }
 
     /// ggml's `quantize_row_q4_0_ref`: d = (value of largest magnitude) / -8,
@@ -192,41 +326,14 @@ enum Q4_0: QuantizableBlockFormat, IntegerDotFormat {
         }
         return sumf
     }
-
-    #if LEAP_X86_AVX2
-    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
-    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
-        var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
-        let aq = UnsafeRawPointer(a.qs)
-        var i = 0
-        while i + 1 < nb {
-            let b = x + 18 * i
-            let q = unpackNibblePair(b, 2, 20)
-            let av = activationPair(aq, i)
-            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
-            let d = halfPair(b, 0, 18)
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
-            i += 2
-        }
-        var tail: Float = 0
-        if i < nb {  // an odd block count: the last block alone
-            let b = x + 18 * i
-            let p = mulSumU8S8(unpackNibbles16(b, 2), load256(aq, 32 * i))
-            let d = loadHalf(b, 0)
-            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 8 * (d * a.s[i])
-        }
-        // 8 * (sum of 4 copies) / 4 = 2 * sum; the odd block's scalar goes to lane 0.
-        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(2), offset, acc), lane0(tail))
-    }
-    #endif
 }
 
 // MARK: - Q4_1
 
-enum Q4_1: QuantizableBlockFormat, IntegerDotFormat {
+enum Q4_1: QuantizableBlockFormat, NibbleBlockFormat {
     static var type: GGMLType { .q4_1 }
+    static var hasMin: Bool { true }
+    static var hasFifthBit: Bool { false }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         for i in 0..<nb {
@@ -240,18 +347,6 @@ enum Q4_1: QuantizableBlockFormat, IntegerDotFormat {
                 y[32 * i + j + 16] = x1 * d + m
             }
         }
-    }
-
-    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
-        #if LEAP_X86_AVX2
-        for i in 0..<nb {
-            let b = x + 20 * i
-            let d = loadHalf(b, 0)
-            storeLevels32(unpackNibbles16(b, 4), scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
-        }
-        #else
-        return dequantizeReference(x, y, nb: nb)
-        #endif
     }
 
     /// ggml's `quantize_row_q4_1_ref`: d = (max - min) / 15, m = min,
@@ -291,39 +386,14 @@ enum Q4_1: QuantizableBlockFormat, IntegerDotFormat {
         }
         return sumf
     }
-
-    #if LEAP_X86_AVX2
-    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
-    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
-        var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
-        let aq = UnsafeRawPointer(a.qs)
-        var i = 0
-        while i + 1 < nb {
-            let b = x + 20 * i
-            let q = unpackNibblePair(b, 4, 24)
-            let av = activationPair(aq, i)
-            let p = mulSumU8S8(mulSumU8S8(q.lo, av.lo), q.hi, av.hi)
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 20), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(halfPair(b, 2, 22), scalePair(a.s4, i), mins)
-            i += 2
-        }
-        var tail: Float = 0
-        if i < nb {
-            let b = x + 20 * i
-            let p = mulSumU8S8(unpackNibbles16(b, 4), load256(aq, 32 * i))
-            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
-        }
-        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
-        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
-    }
-    #endif
 }
 
 // MARK: - Q5_0
 
-enum Q5_0: QuantizableBlockFormat, IntegerDotFormat {
+enum Q5_0: QuantizableBlockFormat, NibbleBlockFormat {
     static var type: GGMLType { .q5_0 }
+    static var hasMin: Bool { false }
+    static var hasFifthBit: Bool { true }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         for i in 0..<nb {
@@ -339,20 +409,6 @@ enum Q5_0: QuantizableBlockFormat, IntegerDotFormat {
                 y[32 * i + j + 16] = Float(x1) * d
             }
         }
-    }
-
-    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
-        #if LEAP_X86_AVX2
-        for i in 0..<nb {
-            let b = x + 22 * i
-            let d = loadHalf(b, 0)
-            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
-            let q = _mm256_sub_epi8(_mm256_or_si256(unpackNibbles16(b, 6), hi), _mm256_set1_epi8(16))
-            storeLevels32(q, scale0: d, scale1: d, add: nil, y + 32 * i)
-        }
-        #else
-        return dequantizeReference(x, y, nb: nb)
-        #endif
     }
 
     /// ggml's `quantize_row_q5_0_ref`: d = (value of largest magnitude) / -16,
@@ -400,43 +456,14 @@ enum Q5_0: QuantizableBlockFormat, IntegerDotFormat {
         }
         return sumf
     }
-
-    #if LEAP_X86_AVX2
-    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
-    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
-        var acc = _mm256_setzero_ps()
-        var offset = _mm256_setzero_ps()  // d * sa: lanes 0-3 and 4-7 hold copies
-        let aq = UnsafeRawPointer(a.qs)
-        var i = 0
-        while i + 1 < nb {
-            let b = x + 22 * i
-            let q = unpackNibblePair(b, 6, 28)
-            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self), b.loadUnaligned(fromByteOffset: 24, as: UInt32.self))
-            let av = activationPair(aq, i)
-            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
-            let d = halfPair(b, 0, 22)
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(d, scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
-            offset = _mm256_fmadd_ps(d, scalePair(a.s4, i), offset)
-            i += 2
-        }
-        var tail: Float = 0
-        if i < nb {
-            let b = x + 22 * i
-            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
-            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 6), hi), load256(aq, 32 * i))
-            let d = loadHalf(b, 0)
-            tail = hsum(_mm256_cvtepi32_ps(p)) * (d * a.d[i]) - 16 * (d * a.s[i])
-        }
-        // 16 * (sum of 4 copies) / 4 = 4 * sum; the odd block's scalar goes to lane 0.
-        return _mm256_add_ps(_mm256_fnmadd_ps(_mm256_set1_ps(4), offset, acc), lane0(tail))
-    }
-    #endif
 }
 
 // MARK: - Q5_1
 
-enum Q5_1: QuantizableBlockFormat, IntegerDotFormat {
+enum Q5_1: QuantizableBlockFormat, NibbleBlockFormat {
     static var type: GGMLType { .q5_1 }
+    static var hasMin: Bool { true }
+    static var hasFifthBit: Bool { true }
 
     static func dequantizeReference(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
         for i in 0..<nb {
@@ -453,20 +480,6 @@ enum Q5_1: QuantizableBlockFormat, IntegerDotFormat {
                 y[32 * i + j + 16] = x1 * d + m
             }
         }
-    }
-
-    static func dequantize(_ x: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, nb: Int) {
-        #if LEAP_X86_AVX2
-        for i in 0..<nb {
-            let b = x + 24 * i
-            let d = loadHalf(b, 0)
-            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            let q = _mm256_or_si256(unpackNibbles16(b, 8), hi)
-            storeLevels32(q, scale0: d, scale1: d, add: loadHalf(b, 2), y + 32 * i)
-        }
-        #else
-        return dequantizeReference(x, y, nb: nb)
-        #endif
     }
 
     /// ggml's `quantize_row_q5_1_ref`: d = (max - min) / 31, m = min,
@@ -513,33 +526,4 @@ enum Q5_1: QuantizableBlockFormat, IntegerDotFormat {
         }
         return sumf
     }
-
-    #if LEAP_X86_AVX2
-    /// The AVX2 dot product before its final horizontal sum (see `dotRows`).
-    static func dotVector(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> __m256 {
-        var acc = _mm256_setzero_ps()
-        var mins = _mm256_setzero_ps()  // m * sa: lanes 0-3 and 4-7 hold copies
-        let aq = UnsafeRawPointer(a.qs)
-        var i = 0
-        while i + 1 < nb {
-            let b = x + 24 * i
-            let q = unpackNibblePair(b, 8, 32)
-            let h = fifthBitPair(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self), b.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
-            let av = activationPair(aq, i)
-            let p = mulSumU8S8(mulSumU8S8(_mm256_or_si256(q.lo, h.lo), av.lo), _mm256_or_si256(q.hi, h.hi), av.hi)
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(halfPair(b, 0, 24), scalePair(a.d4, i)), _mm256_cvtepi32_ps(p), acc)
-            mins = _mm256_fmadd_ps(halfPair(b, 2, 26), scalePair(a.s4, i), mins)
-            i += 2
-        }
-        var tail: Float = 0
-        if i < nb {
-            let b = x + 24 * i
-            let hi = fifthBitBytes(b.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            let p = mulSumU8S8(_mm256_or_si256(unpackNibbles16(b, 8), hi), load256(aq, 32 * i))
-            tail = hsum(_mm256_cvtepi32_ps(p)) * (loadHalf(b, 0) * a.d[i]) + loadHalf(b, 2) * a.s[i]
-        }
-        // mins holds 4 copies of each term; the odd block's scalar goes to lane 0.
-        return _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(0.25), mins, acc), lane0(tail))
-    }
-    #endif
 }

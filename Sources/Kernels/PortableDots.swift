@@ -5,7 +5,8 @@
 // Swift's generic SIMD types were tried first and were 10-100x slower here: conversions
 // between vector widths were scalarized.
 //
-// Same formulas as the AVX2 kernels (see LegacyFormats.swift, KQuantFormats.swift).
+// Same formulas as the AVX2 kernels (see LegacyFormats.swift, KQuantFormats.swift); the
+// nibble formats and Q4_K/Q5_K share one body each (`NibbleBlockFormat`, `ScaleMinKFormat`).
 
 import GGUF
 
@@ -44,95 +45,36 @@ extension Q8_0 {
     }
 }
 
-extension Q4_0 {
+extension NibbleBlockFormat {
     static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0, offset: Float = 0
+        var sumf: Float = 0, offsetSum: Float = 0
         for i in 0..<nb {
-            let b = x + 18 * i
+            let b = x + blockBytes * i
+            let qs = (b + qsOffset).assumingMemoryBound(to: UInt8.self)
+            let sum =
+                hasFifthBit
+                ? fiveBitDot(qs, b.loadUnaligned(fromByteOffset: qhOffset, as: UInt32.self), a.qs + 32 * i)
+                : nibbleDot(qs, a.qs + 32 * i)
             let d = loadHalf(b, 0)
-            sumf += Float(nibbleDot((b + 2).assumingMemoryBound(to: UInt8.self), a.qs + 32 * i)) * (d * a.d[i])
-            offset += d * a.s[i]
-        }
-        return sumf - 8 * offset
-    }
-}
-
-extension Q4_1 {
-    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 20 * i
-            sumf +=
-                Float(nibbleDot((b + 4).assumingMemoryBound(to: UInt8.self), a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
-                + loadHalf(b, 2) * a.s[i]
-        }
-        return sumf
-    }
-}
-
-extension Q5_0 {
-    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0, offset: Float = 0
-        for i in 0..<nb {
-            let b = x + 22 * i
-            let d = loadHalf(b, 0)
-            let qh = b.loadUnaligned(fromByteOffset: 2, as: UInt32.self)
-            sumf += Float(fiveBitDot((b + 6).assumingMemoryBound(to: UInt8.self), qh, a.qs + 32 * i)) * (d * a.d[i])
-            offset += d * a.s[i]
-        }
-        return sumf - 16 * offset
-    }
-}
-
-extension Q5_1 {
-    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 24 * i
-            let qh = b.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
-            sumf +=
-                Float(fiveBitDot((b + 8).assumingMemoryBound(to: UInt8.self), qh, a.qs + 32 * i)) * (loadHalf(b, 0) * a.d[i])
-                + loadHalf(b, 2) * a.s[i]
-        }
-        return sumf
-    }
-}
-
-extension Q4_K {
-    static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
-        var sumf: Float = 0
-        for i in 0..<nb {
-            let b = x + 144 * i
-            let d = loadHalf(b, 0), dmin = loadHalf(b, 2)
-            let qs = (b + 16).assumingMemoryBound(to: UInt8.self)
-            var blockSum: Float = 0, minSum: Float = 0
-            for k in 0..<4 {
-                let (sc1, m1) = scaleMinK4(2 * k, b + 4)
-                let (sc2, m2) = scaleMinK4(2 * k + 1, b + 4)
-                let ab = 8 * i + 2 * k
-                let q0 = a.qs + 32 * ab, q1 = q0 + 32
-                var s0: Int32 = 0, s1: Int32 = 0
-                for l in 0..<32 {
-                    s0 &+= Int32(qs[32 * k + l] & 0x0F) &* Int32(q0[l])
-                    s1 &+= Int32(qs[32 * k + l] >> 4) &* Int32(q1[l])
-                }
-                blockSum += Float(sc1) * a.d[ab] * Float(s0) + Float(sc2) * a.d[ab + 1] * Float(s1)
-                minSum += Float(m1) * a.s[ab] + Float(m2) * a.s[ab + 1]
+            if hasMin {
+                sumf += Float(sum) * (d * a.d[i]) + loadHalf(b, 2) * a.s[i]
+            } else {
+                sumf += Float(sum) * (d * a.d[i])
+                offsetSum += d * a.s[i]
             }
-            sumf += d * blockSum - dmin * minSum
         }
-        return sumf
+        return hasMin ? sumf : sumf - offset * offsetSum
     }
 }
 
-extension Q5_K {
+extension ScaleMinKFormat {
     static func dotPortable(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int) -> Float {
         var sumf: Float = 0
         for i in 0..<nb {
-            let b = x + 176 * i
+            let b = x + blockBytes * i
             let d = loadHalf(b, 0), dmin = loadHalf(b, 2)
             let qh = (b + 16).assumingMemoryBound(to: UInt8.self)
-            let qs = (b + 48).assumingMemoryBound(to: UInt8.self)
+            let qs = (b + qsOffset).assumingMemoryBound(to: UInt8.self)
             var blockSum: Float = 0, minSum: Float = 0
             for k in 0..<4 {
                 let (sc1, m1) = scaleMinK4(2 * k, b + 4)
@@ -142,8 +84,11 @@ extension Q5_K {
                 let shift1 = UInt8(2 * k), shift2 = UInt8(2 * k + 1)
                 var s0: Int32 = 0, s1: Int32 = 0
                 for l in 0..<32 {
-                    let low = Int32(qs[32 * k + l] & 0x0F) | Int32((qh[l] >> shift1) & 1) << 4
-                    let high = Int32(qs[32 * k + l] >> 4) | Int32((qh[l] >> shift2) & 1) << 4
+                    var low = Int32(qs[32 * k + l] & 0x0F), high = Int32(qs[32 * k + l] >> 4)
+                    if hasFifthBit {
+                        low |= Int32((qh[l] >> shift1) & 1) << 4
+                        high |= Int32((qh[l] >> shift2) & 1) << 4
+                    }
                     s0 &+= low &* Int32(q0[l])
                     s1 &+= high &* Int32(q1[l])
                 }

@@ -1,18 +1,17 @@
 import Foundation
 import Grammar
 import Hummingbird
-import HummingbirdTesting
 import LeapJSON
 import LeapSDKCore
 import LeapServer
 import Testing
 
-/// An in-process server (HummingbirdTesting's router mode) over lfm2-tiny.
+/// An in-process server (requests go straight to the router: `InProcessClient`) over lfm2-tiny.
 struct TestServer {
     let state: ModelState
     let metrics = ServerMetrics()
     let engine: ServingEngine?
-    let app: Application<RouterResponder<ServerContext>>
+    let responder: RouterResponder<ServerContext>
 
     init(
         configuration: ServerConfiguration = ServerConfiguration(metricsEnabled: true), slots: Int = 1, contextSize: Int = 512,
@@ -25,15 +24,15 @@ struct TestServer {
                 metrics.completion($0, $1)
             } : nil
         state = ModelState(engine.map { .ready($0) } ?? .loading)
-        app = Application(router: ServerRoutes.router(state: state, configuration: configuration, metrics: metrics))
+        responder = ServerRoutes.router(state: state, configuration: configuration, metrics: metrics).buildResponder()
     }
 
-    func test<T: Sendable>(_ body: @Sendable @escaping (any TestClientProtocol) async throws -> T) async throws -> T {
-        try await app.test(.router, body)
+    func test<T: Sendable>(_ body: @Sendable @escaping (InProcessClient) async throws -> T) async throws -> T {
+        try await body(InProcessClient(responder: responder))
     }
 }
 
-extension TestClientProtocol {
+extension InProcessClient {
     /// POSTs `json` and returns the status, headers and body.
     func post(_ uri: String, _ json: String, headers: HTTPFields = [:]) async throws -> TestResponse {
         var h = headers

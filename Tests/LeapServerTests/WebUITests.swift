@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdTesting
 import LeapJSON
 import LeapSDKCore
 import OpenAIWire
@@ -100,12 +99,11 @@ import Testing
         let router = ServerRoutes.router(
             state: state, configuration: ServerConfiguration(), metrics: ServerMetrics(),
             webUIAssets: .failure(WebUIError("the chat page's files are missing")))
-        try await Application(router: router).test(.router) { client in
-            let page = try await client.get("/")
-            #expect(page.status == .internalServerError)
-            #expect(page.json["error"]?["message"] == "the chat page's files are missing")
-            #expect(try await client.get("/health").status == .serviceUnavailable)
-        }
+        let client = InProcessClient(responder: router.buildResponder())
+        let page = try await client.get("/")
+        #expect(page.status == .internalServerError)
+        #expect(page.json["error"]?["message"] == "the chat page's files are missing")
+        #expect(try await client.get("/health").status == .serviceUnavailable)
     }
 
     @Test func dryFieldsReachTheEngineAndBadOnesAre400() async throws {
