@@ -67,20 +67,10 @@ enum StringLexer {
         return false
     }
 
-    /// Whether some scalar whose UTF-8 encoding continues with `remaining` more bytes after the
-    /// bits `acc` (with the lead byte's restriction `extra`) could be appended.
-    static func canEmitUTF8(_ spec: StringSpec, _ a: UInt64, acc: UInt64, remaining: UInt64, extra: UInt64) -> Bool {
-        if spec.dfa == nil { return true }  // room was checked before the lead byte
-        let shift = 6 * remaining
-        var lo = UInt32(acc << shift), hi = UInt32((acc << shift) | ((1 << shift) - 1))
-        switch extra {
-        case 1: lo = max(lo, 0x800)
-        case 2: hi = min(hi, 0xD7FF)
-        case 3: lo = max(lo, 0x10000)
-        case 4: hi = min(hi, 0x10FFFF)
-        default: break
-        }
-        return canEmit(spec, a, lo, hi)
+    /// Whether some scalar in `r` could be appended while a UTF-8 sequence is partly read
+    /// (room for one more scalar was checked at its lead byte).
+    @inline(__always) static func canEmitUTF8(_ spec: StringSpec, _ a: UInt64, _ r: (lo: UInt32, hi: UInt32)) -> Bool {
+        spec.dfa == nil || canEmit(spec, a, r.lo, r.hi)
     }
 
     /// Whether some scalar can still be written by a `\u` escape whose first `digits` hex
@@ -131,23 +121,14 @@ enum StringLexer {
             }
             // An escape or a multi-byte sequence starts a scalar: there must be room for it.
             if let m = spec.maxLength, Int(s.a >> 32) + 1 > m { return nil }
-            let lead: (acc: UInt64, counter: UInt64, extra: UInt64)
-            switch byte {
-            case 0x5C:
+            if byte == 0x5C {
                 // Any scalar can be written as an escape: some scalar must be allowed here.
                 guard spec.dfa == nil || canEmit(spec, s.a, 0, 0x10FFFF) else { return nil }
                 return LexState(s.a, pack(escape))
-            case 0xC2...0xDF: lead = (UInt64(byte & 0x1F), 1, 0)
-            case 0xE0: lead = (UInt64(byte & 0x0F), 2, 1)
-            case 0xED: lead = (UInt64(byte & 0x0F), 2, 2)
-            case 0xE1...0xEF: lead = (UInt64(byte & 0x0F), 2, 0)
-            case 0xF0: lead = (UInt64(byte & 0x07), 3, 3)
-            case 0xF1...0xF3: lead = (UInt64(byte & 0x07), 3, 0)
-            case 0xF4: lead = (UInt64(byte & 0x07), 3, 4)
-            default: return nil
             }
-            guard canEmitUTF8(spec, s.a, acc: lead.acc, remaining: lead.counter, extra: lead.extra) else { return nil }
-            return LexState(s.a, pack(utf8, acc: lead.acc, counter: lead.counter, extra: lead.extra))
+            guard let lead = utf8Lead(byte) else { return nil }
+            guard canEmitUTF8(spec, s.a, (lead.lo, lead.hi)) else { return nil }
+            return LexState(s.a, pack(utf8, acc: lead.acc, counter: lead.remaining, extra: lead.range))
         case utf8:
             guard utf8ContinuationOK(byte, range: extra) else { return nil }
             let v = (acc << 6) | UInt64(byte & 0x3F)
@@ -155,7 +136,7 @@ enum StringLexer {
                 guard let a = emit(spec, s.a, UInt32(v)) else { return nil }
                 return LexState(a, pack(normal))
             }
-            guard canEmitUTF8(spec, s.a, acc: v, remaining: counter - 1, extra: 0) else { return nil }
+            guard canEmitUTF8(spec, s.a, utf8Scalars(acc: v, remaining: counter - 1)) else { return nil }
             return LexState(s.a, pack(utf8, acc: v, counter: counter - 1, extra: 0))
         case escape:
             var c: UInt32

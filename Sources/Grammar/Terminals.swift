@@ -1,6 +1,6 @@
 // Terminals: the byte automata at the leaves of a grammar. This file holds their state,
 // the kinds of terminal and the dispatch to each kind's lexer (literals and whitespace
-// are stepped here), and the UTF-8 check that strings and scalars share. The lexers:
+// are stepped here), and the UTF-8 steps that strings and scalars share. The lexers:
 // StringTerminal.swift (JSON strings), NumberTerminal.swift and DecimalBounds.swift
 // (JSON numbers), ScalarTerminal.swift (one scalar from a set).
 
@@ -97,4 +97,35 @@ enum Terminal: Hashable, Sendable {
     case 4: return byte >= 0x80 && byte <= 0x8F
     default: return byte >= 0x80 && byte <= 0xBF
     }
+}
+
+/// A lead byte of a multi-byte UTF-8 sequence: its payload bits, how many continuation bytes
+/// follow, the range code of the first (see `utf8ContinuationOK`), and the scalars the
+/// sequence can encode; nil for an ASCII or continuation byte and for bytes that never lead
+/// (C0, C1, F5-FF).
+@inline(__always) func utf8Lead(_ byte: UInt8) -> (acc: UInt64, remaining: UInt64, range: UInt64, lo: UInt32, hi: UInt32)? {
+    switch byte {
+    case 0xC2...0xDF:
+        let acc = UInt32(byte & 0x1F)
+        return (UInt64(acc), 1, 0, acc << 6, acc << 6 | 0x3F)
+    case 0xE0: return (0, 2, 1, 0x800, 0xFFF)
+    case 0xED: return (0xD, 2, 2, 0xD000, 0xD7FF)
+    case 0xE1...0xEF:
+        let acc = UInt32(byte & 0x0F)
+        return (UInt64(acc), 2, 0, acc << 12, acc << 12 | 0xFFF)
+    case 0xF0: return (0, 3, 3, 0x10000, 0x3FFFF)
+    case 0xF1...0xF3:
+        let acc = UInt32(byte & 0x07)
+        return (UInt64(acc), 3, 0, acc << 18, acc << 18 | 0x3FFFF)
+    case 0xF4: return (4, 3, 4, 0x100000, 0x10FFFF)
+    default: return nil
+    }
+}
+
+/// The scalars a UTF-8 sequence can still encode after the bits `acc`, with `remaining`
+/// continuation bytes (80-BF) to come.
+@inline(__always) func utf8Scalars(acc: UInt64, remaining: UInt64) -> (lo: UInt32, hi: UInt32) {
+    let shift = 6 * remaining
+    let lo = UInt32(acc << shift)
+    return (lo, lo | UInt32((1 << shift) - 1))
 }
