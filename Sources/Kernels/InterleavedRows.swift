@@ -38,8 +38,8 @@
 //
 // Numbers. Per (row, block) the integer sum is exact, as in every kernel; each row's
 // float sum runs over the blocks in order in one lane: acc += (d * da) * sum, then
-// acc - 8 * Σ d * sa (Q4_0), acc + Σ m * sa (Q4_1) or acc (Q8_0; with VNNI, whose
-// unsigned operand is the level + 128, acc - 128 * Σ d * sa). That is a different (equally
+// acc - 8 * Σ d * sa (Q4_0), acc + Σ m * sa (Q4_1) or acc (Q8_0, whose integer
+// sums are the exact Σ w·a on every build). That is a different (equally
 // accurate) order than the row-major kernel's, so a matrix's results depend on its
 // layout, and only on it: the one-row, multi-row and threaded products of one matrix
 // agree bit for bit.
@@ -191,19 +191,15 @@ extension InterleavedRows {
     }
 
     /// The 8 rows' integer sums of one Q8_0 block's levels at `w` with the activation
-    /// block at `a` (lane r: row r). With VNNI the sums of (level + 128) * activation.
+    /// block at `a` (lane r: row r), by the sign trick on every build (|w| times a with
+    /// w's sign; a `vpmaddubsw` lane is at most 2 · 128 · 127, so every vector is widened
+    /// to Int32 on its own): exact Σ w·a, so VNNI and AVX2 builds give the same bits.
     @inline(__always)
     static func byteSums(_ w: UnsafeRawPointer, _ a: UnsafeRawPointer) -> __m256i {
         var p = _mm256_setzero_si256()
         for j in 0..<8 {
             let t = load256(w, 32 * j)
-            #if LEAP_X86_AVX512VNNI
-            p = mulSumU8S8(p, _mm256_xor_si256(t, _mm256_set1_epi8(-128)), broadcastWord(a, j))
-            #else
-            // Sign trick: |w| * (a with w's sign); a lane is at most 2 * 128 * 128, so
-            // every vector is widened to Int32 on its own.
             p = mulSumU8S8(p, _mm256_sign_epi8(t, t), _mm256_sign_epi8(broadcastWord(a, j), t))
-            #endif
         }
         return p
     }
@@ -227,11 +223,11 @@ extension InterleavedRows {
 
     /// How a format turns the running sums into dot products.
     enum Offset {
-        /// acc - factor * Σ d sa (Q4_0: 8; Q8_0 with VNNI: 128).
+        /// acc - factor * Σ d sa (Q4_0: 8).
         case minus(Float)
         /// acc + Σ m sa (Q4_1).
         case plusMin
-        /// acc (Q8_0 with the sign trick).
+        /// acc (Q8_0, by the sign trick).
         case none
     }
 
@@ -292,12 +288,7 @@ extension InterleavedRows {
         switch type {
         case .q4_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(8), blockSums: Self.nibbleSums)
         case .q4_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.nibbleSums)
-        default:
-            #if LEAP_X86_AVX512VNNI
-            dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(128), blockSums: Self.byteSums)
-            #else
-            dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
-            #endif
+        default: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
         }
     }
 

@@ -91,61 +91,31 @@ enum Q8_0: QuantizableBlockFormat, IntegerDotFormat {
 
 #if LEAP_X86_AVX2
 extension Q8_0 {
-    // One block per step. With VNNI the weights are biased to unsigned (w + 128) and
-    // 128 * sum(a) is taken off at the end; with AVX2 alone the sign trick (|w| times a
-    // with w's sign) keeps the unsigned operand <= 128.
-    #if LEAP_X86_AVX512VNNI
-    struct Weights {
-        let d: __m256
-        let biased: __m256i  // w + 128
-    }
-    struct Accumulator {
-        var acc: __m256
-        var offset: __m256
-    }
-    static var zero: Accumulator { Accumulator(acc: _mm256_setzero_ps(), offset: _mm256_setzero_ps()) }
-    #else
+    // One block per step, with the sign trick (|w| times a with w's sign keeps the
+    // unsigned operand <= 128) on every x86 build: each lane's integer is the exact Σ w·a
+    // of its 4 values, whether `vpdpbusd` (VNNI) or `vpmaddubsw` + `vpmaddwd` (AVX2, pairs
+    // of at most 2 · 128 · 127) computes it, so a VNNI build decodes to the bits of an
+    // AVX2 build. (Biasing the levels to w + 128 and taking 128 · Σa off in floats
+    // rounds differently, enough to flip a mixture-of-experts router's near tie.)
     struct Weights {
         let d: __m256
         let w: __m256i
         let magnitude: __m256i  // |w|
     }
     typealias Accumulator = __m256
-    #endif
     static var stepBlocks: Int { 1 }
 
     @inline(__always)
     static func unpack(_ x: UnsafeRawPointer, _ i: Int) -> Weights {
         let b = x + 34 * i
         let w = load256(b, 2)
-        #if LEAP_X86_AVX512VNNI
-        return Weights(d: broadcastHalf(b, 0), biased: _mm256_xor_si256(w, _mm256_set1_epi8(-128)))
-        #else
         return Weights(d: broadcastHalf(b, 0), w: w, magnitude: _mm256_sign_epi8(w, w))
-        #endif
     }
 
     @inline(__always)
     static func accumulate(_ w: Weights, _ a: ActivationView, _ i: Int, _ acc: inout Accumulator) {
-        let av = load256(UnsafeRawPointer(a.qs), 32 * i)
-        #if LEAP_X86_AVX512VNNI
-        let p = mulSumU8S8(w.biased, av)
-        acc.offset = _mm256_fmadd_ps(w.d, broadcastFloat(a.s, i), acc.offset)
-        acc.acc = _mm256_fmadd_ps(_mm256_mul_ps(w.d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc.acc)
-        #else
-        let p = _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(av, w.w)), _mm256_set1_epi16(1))
+        let p = mulSumU8S8(w.magnitude, _mm256_sign_epi8(load256(UnsafeRawPointer(a.qs), 32 * i), w.w))
         acc = _mm256_fmadd_ps(_mm256_mul_ps(w.d, broadcastFloat(a.d, i)), _mm256_cvtepi32_ps(p), acc)
-        #endif
-    }
-
-    @inline(__always)
-    static func finish(_ x: UnsafeRawPointer, _ a: ActivationView, nb: Int, from i: Int, _ acc: Accumulator) -> __m256 {
-        #if LEAP_X86_AVX512VNNI
-        // offset holds d * sa in all 8 lanes: 8 * 16 = 128.
-        return _mm256_fnmadd_ps(_mm256_set1_ps(16), acc.offset, acc.acc)
-        #else
-        return acc
-        #endif
     }
 }
 #endif

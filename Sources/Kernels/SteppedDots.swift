@@ -115,7 +115,7 @@ func dotRowGroups<let n: Int>(
 }
 
 extension IntegerDotFormat where Accumulator == __m256 {
-    /// The sums of one vector (the K-quants, Q8_0 without VNNI) start at zero...
+    /// The sums of one vector (the K-quants, Q8_0) start at zero...
     static var zero: __m256 { _mm256_setzero_ps() }
 
     /// ...and are the dot product's vector when a step covers whole blocks (the
