@@ -15,11 +15,11 @@ public enum ResamplingMethod: Sendable, Equatable, CaseIterable {
 extension WAVAudio {
     /// Resamples mono `samples` from `sourceRate` to `targetRate` Hz.
     ///
-    /// - `.bandLimitedSinc` (the default, and what `ChatMessageContent.monoSamples16kHz()`
-    ///   uses): the output has `round(samples.count * targetRate / sourceRate)` samples, each
+    /// - `.bandLimitedSinc` (the default): the output has `round(samples.count * targetRate / sourceRate)` samples, each
     ///   a Kaiser-windowed sinc interpolation clamped to [-1, 1].
-    /// - `.linear`: `LinearResampler`, miniaudio's resampler as llama.cpp runs it; its output
-    ///   length is `LinearResampler.outputCount(forInputCount:)`.
+    /// - `.linear`: `LinearResampler`, miniaudio's resampler as llama.cpp runs it (and so what
+    ///   the audio encoder is fed: `decodeMono16kHz`); its output length is
+    ///   `LinearResampler.outputCount(forInputCount:)`.
     ///
     /// Equal rates return `samples` unchanged with either method.
     /// - Throws: `WAVError.unsupportedSampleRate` when either rate is outside

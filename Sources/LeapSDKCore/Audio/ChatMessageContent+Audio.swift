@@ -33,15 +33,14 @@ extension ChatMessageContent {
     }
 
     /// The samples of `.audio` content as the audio encoder takes them: mono Float in
-    /// [-1, 1] at 16 kHz (`WAVAudio.modelSampleRate`), resampled with
-    /// `WAVAudio.resample(_:from:to:method:)`'s default, the band-limited sinc, when the WAV
-    /// has another rate. `WAVAudio.decodeMono16kHz(_:)` gives llama.cpp's samples instead.
+    /// [-1, 1] at 16 kHz (`WAVAudio.modelSampleRate`), decoded and resampled as llama.cpp
+    /// does (`WAVAudio.decodeMono16kHz(_:)`: miniaudio's conversions and linear resampler),
+    /// the samples the log-mel spectrogram is computed from.
     ///
     /// - Throws: `WAVError.notAudioContent` for `.text` or `.image` content, otherwise the
     ///   `WAVError` of `WAVAudio(data:)`.
     public func monoSamples16kHz() throws(WAVError) -> [Float] {
         guard case .audio(let data) = self else { throw .notAudioContent }
-        let audio = try WAVAudio(data: data)
-        return try WAVAudio.resample(audio.samples, from: audio.sampleRate, to: WAVAudio.modelSampleRate)
+        return try WAVAudio.decodeMono16kHz(data)
     }
 }
