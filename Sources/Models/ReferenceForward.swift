@@ -161,7 +161,19 @@ public final class ReferenceForward {
 
     /// Evaluates `token` at the next position and returns the logits (`vocabularySize`).
     public func next(_ token: Int) -> [Float] {
-        let x = layers(token)
+        logits(layers(row("token_embd.weight", token).map { $0 * embeddingScale }))
+    }
+
+    /// Evaluates an embedding row given in place of a token (a media encoder's output
+    /// row, already in the model's embedding space: not scaled) at the next position and
+    /// returns the logits.
+    public func next(embedding: [Float]) -> [Float] {
+        precondition(embedding.count == hp.embeddingLength, "an embedding row of the model's width")
+        return logits(layers(embedding))
+    }
+
+    /// The logits of the residual stream `x` of the last position.
+    func logits(_ x: [Float]) -> [Float] {
         // logits = output(RMSNorm(x)), the head tied to the embedding without output.weight
         let head = model.file.tensor(named: "output.weight") == nil ? "token_embd.weight" : "output.weight"
         var logits = matmul(head, rmsNorm(x, finalNorm))
@@ -172,14 +184,14 @@ public final class ReferenceForward {
     /// Evaluates `token` at the next position without its logits (the output head is the
     /// largest product of a model with a large vocabulary): to reach a long position fast.
     public func skip(_ token: Int) {
-        _ = layers(token)
+        _ = layers(row("token_embd.weight", token).map { $0 * embeddingScale })
     }
 
-    /// The residual stream after every layer for `token` at the next position, which it
-    /// appends to the caches.
-    func layers(_ token: Int) -> [Float] {
+    /// The residual stream after every layer for the input row `x` (a token's scaled
+    /// embedding, or a given one) at the next position, which it appends to the caches.
+    func layers(_ input: [Float]) -> [Float] {
         let d = hp.embeddingLength
-        var x = row("token_embd.weight", token).map { $0 * embeddingScale }  // [d]
+        var x = input  // [d]
         for l in 0..<hp.layerCount {
             // h = x + Mixer(RMSNorm(x))     (Gemma: x + RMSNorm(Attention(RMSNorm(x))))
             let input = rmsNorm(x, "blk.\(l).attn_norm.weight")
