@@ -8,6 +8,17 @@
 // `query` for one new token (decode: dot products, softmax, axpy), `causal` for a batch
 // of queries (prefill: blocks of queries through two OpenBLAS products), and
 // `causalReference`, plain loops that both are tested against.
+//
+// A decoded token over a long cache is split into blocks of `decodeKeyBlock` keys that
+// threads take apart ("flash decoding": Dao et al., 2023): block b gives o_b, its own
+// softmax over its keys applied to their values, with its largest score m_b and its sum
+// s_b = Σ_j exp(score_j - m_b); `mergeBlocks` then weighs them,
+//
+//   out = Σ_b w_b o_b,   w_b = s_b exp(m_b - M) / Σ_c s_c exp(m_c - M),   M = max_b m_b,
+//
+// which is the softmax over all the keys. The blocks depend only on the query's span, never
+// on the threads or on other sequences, so a token's output does not either; a span of one
+// block is exactly `query`.
 
 #if canImport(Glibc)
 import Glibc
@@ -24,16 +35,42 @@ public enum CausalAttention {
 
     /// One query over keys and values `0..<span`:
     /// `out = Σ_j softmax_j(q·k_j · scale) v_j`. `scores` is scratch for `span` floats (left
-    /// holding the probabilities).
-    @inlinable
+    /// holding the probabilities). Returns the largest scaled score and the softmax's sum
+    /// of exponentials, for ``mergeBlocks(_:maxima:sums:count:headDim:out:)``.
+    @inlinable @discardableResult
     public static func query(
         _ q: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, span: Int, headDim hd: Int,
         scale: Float, scores: UnsafeMutablePointer<Float>, out: UnsafeMutablePointer<Float>
-    ) {
+    ) -> (max: Float, sum: Float) {
         for j in 0..<span { scores[j] = Elementwise.dot(q, keys + j * hd, count: hd) * scale }
-        Elementwise.softmax(scores, count: span)
+        let statistics = Elementwise.softmax(scores, count: span)
         out.update(repeating: 0, count: hd)
         for j in 0..<span { Elementwise.axpy(scores[j], values + j * hd, out, count: hd) }
+        return statistics
+    }
+
+    /// Keys per block when one decoded query is split over threads (see the top of the file).
+    public static let decodeKeyBlock = 512
+
+    /// How many blocks of ``decodeKeyBlock`` keys a query over `span` keys takes.
+    @inlinable
+    public static func decodeBlocks(span: Int) -> Int { (span + decodeKeyBlock - 1) / decodeKeyBlock }
+
+    /// The softmax over all of a query's keys from its `count` blocks' outputs (block b's
+    /// `headDim` floats at `partial + b * headDim`, each normalized over its own keys, with
+    /// the block's largest score `maxima[b]` and sum of exponentials `sums[b]`), added in
+    /// block order: `out = Σ_b w_b o_b` (the weights at the top of the file).
+    @inlinable
+    public static func mergeBlocks(
+        _ partial: UnsafePointer<Float>, maxima: UnsafePointer<Float>, sums: UnsafePointer<Float>, count: Int, headDim hd: Int,
+        out: UnsafeMutablePointer<Float>
+    ) {
+        var top = -Float.infinity
+        for b in 0..<count where maxima[b] > top { top = maxima[b] }
+        var total: Float = 0
+        for b in 0..<count { total += sums[b] * expf(maxima[b] - top) }
+        out.update(repeating: 0, count: hd)
+        for b in 0..<count { Elementwise.axpy(sums[b] * expf(maxima[b] - top) / total, partial + b * hd, out, count: hd) }
     }
 
     /// `count` queries at positions `start ..< start + count` (query `i` at

@@ -137,10 +137,11 @@ public enum Elementwise {
         return result
     }
 
-    /// In-place softmax over `n` floats; leaves the probabilities in `x`.
-    @inlinable
-    public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) {
-        guard n > 0 else { return }
+    /// In-place softmax over `n` floats; leaves the probabilities in `x` and returns the
+    /// largest input and the sum of `exp(x - max)` (what merging softmaxes over parts needs).
+    @inlinable @discardableResult
+    public static func softmax(_ x: UnsafeMutablePointer<Float>, count n: Int) -> (max: Float, sum: Float) {
+        guard n > 0 else { return (-.infinity, 0) }
         var maxValue = x[0]
         var i = 0
         if n >= 16 {
@@ -179,6 +180,7 @@ public enum Elementwise {
         }
         let inv = 1 / sum
         for j in 0..<n { x[j] *= inv }
+        return (maxValue, sum)
     }
 
     /// SwiGLU gating: `gate[i] = silu(gate[i]) * up[i]`, with `silu(g) = g / (1 + e^-g)`.

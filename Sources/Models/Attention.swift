@@ -84,26 +84,59 @@ struct Attention: Sendable {
         return f.project(wo, f.quantize(o, for: wo), into: f.mixed)
     }
 
-    /// The one-token sequences of the pass (rows `0..<singleRows`), each over its cache:
-    /// one KV head (and the query heads of its group) per task on the pool, for every
-    /// sequence in turn.
+    /// The one-token sequences of the pass (rows `0..<singleRows`), each over its cache.
+    /// A task on the pool is one KV head (and the query heads of its group) and one block of
+    /// `CausalAttention.decodeKeyBlock` keys, for every sequence that has that block: a long
+    /// cache is split over the threads even when the model has fewer KV heads than threads
+    /// (Gemma 3 270M has one). A query whose keys fill one block writes its output directly;
+    /// one of several blocks writes its part to `f.decodePartials`, and the parts are merged
+    /// after the loop (`CausalAttention.mergeBlocks`).
     private func attendOne(_ q: Rows, into o: Rows, _ f: ForwardPass) {
-        let hd = headDim, group = heads / kvHeads, layer = layer, scale = scale, window = window, context = f.contextLength
-        let segments = f.segments, sequences = f.singleRows, scratch = f.kvScratch, scores = f.scores, ctxFloats = context * hd
-        f.pool.parallelFor(count: kvHeads) { range in
-            for g in range {
+        let hd = headDim, heads = heads, group = heads / kvHeads, layer = layer, scale = scale, window = window
+        let context = f.contextLength, segments = f.segments, sequences = f.singleRows, scratch = f.kvScratch
+        let scores = f.scores, ctxFloats = context * hd, blockKeys = CausalAttention.decodeKeyBlock
+        let partials = f.decodePartials, contextBlocks = f.decodeBlocksPerQuery
+        func span(_ s: Int) -> (first: Int, count: Int) {
+            let position = segments[s].start, first = CausalAttention.firstVisible(position, window)
+            return (first, position + 1 - first)
+        }
+        var blocks = 1
+        for s in 0..<sequences { blocks = max(blocks, CausalAttention.decodeBlocks(span: span(s).count)) }
+        // Query head h of sequence s: block b's output, then every block's maximum and sum.
+        func part(_ s: Int, _ h: Int) -> UnsafeMutablePointer<Float> { partials + (s * heads + h) * contextBlocks * (hd + 2) }
+        f.pool.parallelFor(count: kvHeads * blocks) { range in
+            for task in range {
+                let g = task / blocks, b = task % blocks
                 for s in 0..<sequences {
-                    let cache = segments[s].sequence.kv, position = segments[s].start
-                    let first = CausalAttention.firstVisible(position, window), span = position + 1 - first
-                    let keys = cache.rows(keys: true, layer: layer, head: g, from: first, count: span, scratch: scratch + 2 * g * ctxFloats)
+                    let (first, count) = span(s), n = CausalAttention.decodeBlocks(span: count)
+                    guard b < n else { continue }
+                    let from = b * blockKeys, length = min(blockKeys, count - from)
+                    let cache = segments[s].sequence.kv
+                    let keys = cache.rows(
+                        keys: true, layer: layer, head: g, from: first + from, count: length, scratch: scratch + 2 * g * ctxFloats + from * hd)
                     let values = cache.rows(
-                        keys: false, layer: layer, head: g, from: first, count: span, scratch: scratch + (2 * g + 1) * ctxFloats)
+                        keys: false, layer: layer, head: g, from: first + from, count: length,
+                        scratch: scratch + (2 * g + 1) * ctxFloats + from * hd)
                     for h in (g * group)..<((g + 1) * group) {
-                        CausalAttention.query(
-                            q[s] + h * hd, keys: keys, values: values, span: span, headDim: hd, scale: scale,
-                            scores: scores + h * context, out: o[s] + h * hd)
+                        let p = part(s, h)
+                        let out = n == 1 ? o[s] + h * hd : p + b * hd
+                        let (top, sum) = CausalAttention.query(
+                            q[s] + h * hd, keys: keys, values: values, span: length, headDim: hd, scale: scale,
+                            scores: scores + h * context + from, out: out)
+                        p[contextBlocks * hd + b] = top
+                        p[contextBlocks * hd + contextBlocks + b] = sum
                     }
                 }
+            }
+        }
+        guard blocks > 1 else { return }
+        for s in 0..<sequences {
+            let n = CausalAttention.decodeBlocks(span: span(s).count)
+            guard n > 1 else { continue }
+            for h in 0..<heads {
+                let p = part(s, h)
+                CausalAttention.mergeBlocks(
+                    p, maxima: p + contextBlocks * hd, sums: p + contextBlocks * hd + contextBlocks, count: n, headDim: hd, out: o[s] + h * hd)
             }
         }
     }

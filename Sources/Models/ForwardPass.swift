@@ -121,6 +121,11 @@ final class ForwardPass {
     /// F32 copies of cached keys and values when the cache stores F16: room for every KV
     /// head's keys and values over the whole context (decode converts them in parallel).
     let kvScratch: UnsafeMutablePointer<Float>
+    /// Blocks of keys a decoded query over the whole context takes.
+    let decodeBlocksPerQuery: Int
+    /// The parts of decoded queries split into blocks (`Attention.attendOne`): per sequence
+    /// and query head, `decodeBlocksPerQuery` outputs of `headDim`, then their maxima and sums.
+    let decodePartials: UnsafeMutablePointer<Float>
     /// The distinct rotary embeddings of the model's layers and their `(cos, sin)` tables
     /// for the rows of the current pass (`[n][dims]` each).
     private let rotaryEmbeddings: [RotaryEmbedding]
@@ -173,6 +178,8 @@ final class ForwardPass {
         scoreRowsPerHead = max(1, min(n, CausalAttention.queryBlock))
         scores = .allocate(capacity: hp.headCount * scoreRowsPerHead * contextLength)
         kvScratch = .allocate(capacity: kvCacheType == .f32 ? 1 : 2 * max(1, hp.headCountKV.max()!) * contextLength * hp.headDim)
+        decodeBlocksPerQuery = CausalAttention.decodeBlocks(span: contextLength)
+        decodePartials = .allocate(capacity: maxSequences * hp.headCount * decodeBlocksPerQuery * (hp.headDim + 2))
         var ropes: [RotaryEmbedding] = []
         for rope in weights.layers.compactMap(\.rope) where !ropes.contains(rope) { ropes.append(rope) }
         rotaryEmbeddings = ropes
@@ -194,7 +201,7 @@ final class ForwardPass {
     }
 
     deinit {
-        for p in [x, normed, mixed, q, k, v, attended, gate, up, scratch, logits, scores, kvScratch] { p.deallocate() }
+        for p in [x, normed, mixed, q, k, v, attended, gate, up, scratch, logits, scores, kvScratch, decodePartials] { p.deallocate() }
         for p in rotationTables { p.deallocate() }
         positions.deallocate()
         rowSegment.deallocate()

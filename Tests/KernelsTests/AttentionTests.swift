@@ -71,6 +71,51 @@ import Testing
         #expect(abs(scores.reduce(0, +) - 1) <= 1e-5, "the probabilities sum to 1")
     }
 
+    /// A decoded query over a long cache split into blocks of `decodeKeyBlock` keys
+    /// ("flash decoding"): each block through `query`, merged by `mergeBlocks`, equals the
+    /// softmax over all the keys; one block needs no merge (and is `query` itself). Spans of
+    /// one key past a block, several blocks and a short last one; scores of very different
+    /// sizes per block, so that the weights span many orders of magnitude.
+    @Test(arguments: [CausalAttention.decodeKeyBlock + 1, 3 * CausalAttention.decodeKeyBlock + 37, 2 * CausalAttention.decodeKeyBlock])
+    func decodeBlocksMergeToTheWholeSoftmax(_ span: Int) {
+        let hd = 64, blockKeys = CausalAttention.decodeKeyBlock, n = CausalAttention.decodeBlocks(span: span)
+        #expect(n == (span + blockKeys - 1) / blockKeys && n > 1)
+        var rng = SeededRandom(seed: UInt64(span))
+        let q = rng.normal(hd)
+        var k = rng.normal(span * hd)
+        for j in 0..<span where j / blockKeys == 1 { k[j * hd] *= 30 }  // one block's scores far larger
+        let v = rng.normal(span * hd)
+        let scale: Float = 0.25
+        var expected = [Float](repeating: .nan, count: hd)
+        CausalAttention.causalReference(
+            queries: q, queryStride: hd, count: 1, start: span - 1, keys: k, values: v, headDim: hd, scale: scale, out: &expected,
+            outStride: hd)
+        var partial = [Float](repeating: .nan, count: n * hd), maxima = [Float](repeating: .nan, count: n)
+        var sums = maxima, scores = [Float](repeating: .nan, count: span)
+        for b in 0..<n {
+            let from = b * blockKeys, length = min(blockKeys, span - from)
+            k.withUnsafeBufferPointer { kb in
+                v.withUnsafeBufferPointer { vb in
+                    scores.withUnsafeMutableBufferPointer { sb in
+                        partial.withUnsafeMutableBufferPointer { pb in
+                            (maxima[b], sums[b]) = CausalAttention.query(
+                                q, keys: kb.baseAddress! + from * hd, values: vb.baseAddress! + from * hd, span: length, headDim: hd,
+                                scale: scale, scores: sb.baseAddress! + from, out: pb.baseAddress! + b * hd)
+                        }
+                    }
+                }
+            }
+        }
+        var out = [Float](repeating: .nan, count: hd)
+        CausalAttention.mergeBlocks(partial, maxima: maxima, sums: sums, count: n, headDim: hd, out: &out)
+        let worst = zip(out, expected).map { abs($0 - $1) }.max()!
+        #expect(worst <= 1e-5, "max |diff| \(worst)")
+        // Merging one block is the block itself, bit for bit.
+        var one = [Float](repeating: .nan, count: hd)
+        CausalAttention.mergeBlocks(partial, maxima: maxima, sums: sums, count: 1, headDim: hd, out: &one)
+        #expect(one == Array(partial[0..<hd]))
+    }
+
     /// A sliding window of `window` positions (Gemma 3's local layers): the keys start at
     /// the first position the first query sees, as a ring cache hands them over.
     struct WindowCase: Sendable, CustomTestStringConvertible {

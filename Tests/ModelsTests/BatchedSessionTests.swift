@@ -44,10 +44,10 @@ import Testing
     /// sequence takes its next prompt chunk or its last greedy token, in one `step`; a
     /// sequence closes as soon as it has generated its tokens. Returns each plan's trace
     /// and the slots the sequences were given.
-    static func together(_ model: TransformerModel, _ plans: [Plan], slots: Int, kvCacheType: KVCacheType = .f32) throws -> (
-        [Trace], [Int]
-    ) {
-        let batch = BatchedSession(model: model, slots: slots, contextLength: 64, maxStepTokens: 32, kvCacheType: kvCacheType)
+    static func together(
+        _ model: TransformerModel, _ plans: [Plan], slots: Int, kvCacheType: KVCacheType = .f32, contextLength: Int = 64
+    ) throws -> ([Trace], [Int]) {
+        let batch = BatchedSession(model: model, slots: slots, contextLength: contextLength, maxStepTokens: 32, kvCacheType: kvCacheType)
         var traces = [Trace](repeating: Trace(), count: plans.count)
         var open: [Int: BatchedSession.Sequence] = [:]
         var fed = [Int](repeating: 0, count: plans.count)  // chunks fed
@@ -85,8 +85,11 @@ import Testing
     }
 
     /// One plan alone, in a one-slot BatchedSession.
-    static func alone(_ model: TransformerModel, _ plan: Plan, kvCacheType: KVCacheType = .f32) throws -> Trace {
-        try together(model, [Plan(chunks: plan.chunks, generate: plan.generate, joins: 0)], slots: 1, kvCacheType: kvCacheType).0[0]
+    static func alone(_ model: TransformerModel, _ plan: Plan, kvCacheType: KVCacheType = .f32, contextLength: Int = 64) throws -> Trace {
+        try together(
+            model, [Plan(chunks: plan.chunks, generate: plan.generate, joins: 0)], slots: 1, kvCacheType: kvCacheType,
+            contextLength: contextLength
+        ).0[0]
     }
 
     /// One plan through an InferenceSession, fed the same pieces and the greedy tokens of
@@ -143,6 +146,32 @@ import Testing
         let (traces, _) = try Self.together(model, Self.plans, slots: 3, kvCacheType: .f16)
         for (i, plan) in Self.plans.enumerated() {
             #expect(traces[i] == (try Self.alone(model, plan, kvCacheType: .f16)), "sequence \(i)")
+        }
+    }
+
+    /// Decoding over caches longer than one block of keys (`CausalAttention.decodeKeyBlock`):
+    /// the attention of a decoded token is split into key blocks that the threads share and
+    /// merged, and a sequence still gets, bit for bit, what it gets alone, beside a short
+    /// sequence (one block) and another long one, with F32 and F16 caches.
+    @Test(arguments: [KVCacheType.f32, .f16])
+    func longCachesSplitIntoKeyBlocksMatchEachAlone(_ type: KVCacheType) throws {
+        let model = try TransformerModel(path: Self.modelPath("lfm2-tiny"))
+        func prompt(_ count: Int, seed: Int) -> [[Int]] {
+            let tokens = (0..<count).map { 200 + ($0 * 37 + seed * 101) % 4000 }
+            return stride(from: 0, to: count, by: 8).map { Array(tokens[$0..<min(count, $0 + 8)]) }
+        }
+        let blockKeys = CausalAttention.decodeKeyBlock
+        let plans = [
+            Plan(chunks: prompt(blockKeys + 60, seed: 1), generate: 6, joins: 0),  // crosses into a second block while decoding
+            Plan(chunks: prompt(9, seed: 2), generate: 12, joins: 3),
+            Plan(chunks: prompt(blockKeys - 3, seed: 3), generate: 8, joins: 1)  // 512 keys, then 513: one block, then two
+        ]
+        let context = blockKeys + 80
+        let (traces, _) = try Self.together(model, plans, slots: 3, kvCacheType: type, contextLength: context)
+        for (i, plan) in plans.enumerated() {
+            let alone = try Self.alone(model, plan, kvCacheType: type, contextLength: context)
+            #expect(traces[i].tokens == alone.tokens, "sequence \(i): tokens")
+            #expect(traces[i].logits.map { $0.map(\.bitPattern) } == alone.logits.map { $0.map(\.bitPattern) }, "sequence \(i): logits")
         }
     }
 

@@ -127,7 +127,11 @@ import Testing
         // rounding above, so it cannot serve as a control here.
     }
 
-    static let gemmaTolerance: Float = 0.03
+    /// The 8-bit activations make this bound noisy: splitting the global layers' decode
+    /// attention into two key blocks changed their outputs by at most 2e-6 and moved the
+    /// worst error here from 2.7% to 3.3% of range (a few activations crossing an 8-bit
+    /// rounding boundary); a 600-position window moves it within 1.7-2.9% (below).
+    static let gemmaTolerance: Float = 0.04
 
     // MARK: - The tolerance catches a broken engine
 
