@@ -113,7 +113,8 @@ struct Attention: Sendable {
                     let from = b * blockKeys, length = min(blockKeys, count - from)
                     let cache = segments[s].sequence.kv
                     let keys = cache.rows(
-                        keys: true, layer: layer, head: g, from: first + from, count: length, scratch: scratch + 2 * g * ctxFloats + from * hd)
+                        keys: true, layer: layer, head: g, from: first + from, count: length,
+                        scratch: scratch + 2 * g * ctxFloats + from * hd)
                     let values = cache.rows(
                         keys: false, layer: layer, head: g, from: first + from, count: length,
                         scratch: scratch + (2 * g + 1) * ctxFloats + from * hd)
@@ -136,7 +137,8 @@ struct Attention: Sendable {
             for h in 0..<heads {
                 let p = part(s, h)
                 CausalAttention.mergeBlocks(
-                    p, maxima: p + contextBlocks * hd, sums: p + contextBlocks * hd + contextBlocks, count: n, headDim: hd, out: o[s] + h * hd)
+                    p, maxima: p + contextBlocks * hd, sums: p + contextBlocks * hd + contextBlocks, count: n, headDim: hd,
+                    out: o[s] + h * hd)
             }
         }
     }
