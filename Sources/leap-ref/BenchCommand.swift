@@ -21,6 +21,13 @@ struct Bench: AsyncParsableCommand {
             With -d N, each pp and tg test runs after N tokens already in the cache (llama-bench's \
             -d): the N tokens are evaluated before the test, untimed, and kept between runs. \
             Token ids are fixed pseudo-random ids; each test runs once to warm up, then -r times.
+            With --image FILE or --audio FILE.wav: the media encoder of --mmproj (or of the \
+            mmproj-*.gguf beside --model) instead, its two stages timed apart: preprocessing (an \
+            image's decoding, resizing, slicing and normalization; a clip's WAV decoding to \
+            16 kHz and log-mel spectrogram) and the encoder (every slice, or the mel frames); \
+            one warm-up, then -r runs, medians reported in ms, with the total per image or per \
+            second of audio and the positions (embedding rows) produced; --json prints them as \
+            one JSON object.
             """
     )
 
@@ -45,8 +52,22 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Batched decoding: comma-separated numbers of sequences generating together (e.g. 1,2,4,8).")
     var parallel: String?
 
+    @Option(help: "The media encoder, an mmproj-*.gguf file (default: the one beside --model).")
+    var mmproj: String?
+
+    @Option(help: "Time the vision encoder on this image (JPEG or PNG).")
+    var image: String?
+
+    @Option(help: "Time the audio encoder on this WAV file.")
+    var audio: String?
+
+    @Flag(help: "With --image or --audio: print the measurements as one JSON object.")
+    var json = false
+
     func run() async throws {
         try await runReportingErrors {
+            if image != nil || audio != nil { return try runMedia() }
+            if mmproj != nil || json { throw CLIError("--mmproj and --json go with --image or --audio") }
             guard prompt >= 0, n >= 0, depth >= 0, repetitions >= 1 else { throw CLIError("-p, -n and -d must be >= 0 and -r >= 1") }
             guard depth == 0 || parallel == nil else { throw CLIError("-d applies to the pp and tg tests, not to --parallel") }
             let path = try ModelCache.resolve(model)

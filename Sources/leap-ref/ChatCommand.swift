@@ -15,7 +15,9 @@ struct Chat: AsyncParsableCommand {
         abstract: "Chat with a model, using its chat template and the prompt cache.",
         discussion: """
             Interactive on a terminal: type a message, the reply streams, tokens/s follow. Commands: \
-            /reset (start over), /save FILE (the conversation as OpenAI-style JSON), /load FILE, /quit.
+            /reset (start over), /save FILE (the conversation as OpenAI-style JSON), /load FILE, \
+            /image FILE and /audio FILE.wav (attach to the next message; a model with an mmproj file: \
+            --mmproj, or the mmproj-*.gguf beside the model), /help, /quit.
             When stdin is not a terminal, each line is one user message (commands work too); after each \
             reply one JSON line of that reply's GenerationStats goes to stderr.
             """
@@ -26,6 +28,9 @@ struct Chat: AsyncParsableCommand {
 
     @Option(help: "A system prompt.")
     var system: String?
+
+    @Option(help: "The model's media encoder, an mmproj-*.gguf file (default: the one beside the model, if any).")
+    var mmproj: String?
 
     @Option(help: "Random seed (the same seed gives the same replies).")
     var seed: UInt64?
@@ -53,6 +58,7 @@ struct Chat: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             let path = try ModelCache.resolve(model)
+            let projector = try ProjectorChoice.resolve(mmproj, model: path)
             let runner: ModelRunner
             do {
                 runner = try await Leap.load(path: path, options: loadOptions)
@@ -61,13 +67,15 @@ struct Chat: AsyncParsableCommand {
             }
             let interactive = isatty(STDIN_FILENO) != 0
             var session = makeSession(runner: runner, interactive: interactive)
+            session.media = projector?.kind
             session.toolSession = try await tools?.makeSession(runner: runner)
             if forceCall {
                 guard let toolSession = session.toolSession else { throw CLIError("--force-call needs --tools") }
                 await toolSession.setFirstRoundCallMode(.required)
             }
             if interactive {
-                print("leap-ref chat with \(runner.modelId). /reset, /save FILE, /load FILE, /quit.")
+                let attach = projector.map { " /\($0.kind.rawValue) FILE," } ?? ""
+                print("leap-ref chat with \(runner.modelId).\(attach) /reset, /save FILE, /load FILE, /help, /quit.")
             }
             while true {
                 if interactive { writeOut("\n> ") }
@@ -80,9 +88,10 @@ struct Chat: AsyncParsableCommand {
 }
 
 extension Chat {
-    /// How the command loads its model.
+    /// How the command loads its model (the media encoder: --mmproj, else the library finds
+    /// the companion as `ProjectorChoice.resolve` does).
     var loadOptions: LiquidInferenceEngineOptions {
-        LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize)
+        LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize, mmProjPath: mmproj)
     }
 
     /// The command's session over `runner`, with the flags' options.
@@ -104,6 +113,21 @@ struct ChatSession {
     var toolSession: ToolCallingSession?
     /// How the last plain reply ended (its finish reason and statistics).
     private(set) var lastCompletion: MessageCompletion?
+    /// The media the model's mmproj file encodes (nil: a text-only model).
+    var media: MediaKind?
+    /// Images or audio attached (`/image`, `/audio`) to the next message.
+    private(set) var attachments: [MediaAttachment] = []
+
+    /// The chat's commands, as /help lists them.
+    static let help = """
+        /image FILE      attach a JPEG or PNG image to the next message (a vision model)
+        /audio FILE.wav  attach a WAV clip to the next message (an audio model)
+        /reset           start over (drops attachments)
+        /save FILE       save the conversation as OpenAI-style JSON
+        /load FILE       continue a saved conversation
+        /help            this list
+        /quit            leave
+        """
 
     init(runner: ModelRunner, system: String?, interactive: Bool, options: GenerationOptions) {
         self.runner = runner
@@ -124,7 +148,12 @@ struct ChatSession {
             case "/quit", "/exit": return false
             case "/reset":
                 conversation = runner.createConversation(systemPrompt: system)
+                attachments = []
                 note("conversation reset")
+            case "/image", "/audio":
+                attach(argument, as: parts[0] == "/image" ? .image : .audio)
+            case "/help":
+                if interactive { writeOut(Self.help + "\n") } else { note(Self.help) }
             case "/save":
                 guard !argument.isEmpty else {
                     note("usage: /save FILE")
@@ -155,22 +184,58 @@ struct ChatSession {
                     note("cannot load \(argument): \(error)")
                 }
             default:
-                note("unknown command \(parts[0]); commands: /reset, /save FILE, /load FILE, /quit")
+                note("unknown command \(parts[0]); commands: /image FILE, /audio FILE, /reset, /save FILE, /load FILE, /help, /quit")
             }
             return true
         }
+        // The attachments go with this message, whether or not its reply succeeds.
+        let message = ChatMessage(role: .user, content: attachments.map(\.content) + [.text(trimmed)])
+        attachments = []
         if let toolSession {
-            conversation = try await replyWithTools(to: trimmed, session: toolSession)
+            conversation = try await replyWithTools(to: message, session: toolSession)
         } else {
-            try await reply(to: trimmed)
+            try await reply(to: message)
         }
         return true
     }
 
-    private mutating func reply(to text: String) async throws {
+    /// `/image PATH` and `/audio PATH`: reads the file for the next message and says what
+    /// it holds, or why it cannot be attached (the chat goes on either way).
+    private mutating func attach(_ argument: String, as kind: MediaKind) {
+        var path = argument
+        if path.count >= 2, let q = path.first, q == "\"" || q == "'", path.last == q { path = String(path.dropFirst().dropLast()) }
+        guard !path.isEmpty else {
+            note("usage: /\(kind.rawValue) FILE")
+            return
+        }
+        guard let media else {
+            note(
+                "error: this model reads text only: it has no mmproj file (pass --mmproj FILE, or put mmproj-<model>.gguf beside the model); nothing attached"
+            )
+            return
+        }
+        guard media == kind else {
+            note(
+                "error: this model's mmproj file encodes \(media == .image ? "images" : "audio"), not \(kind == .image ? "images" : "audio"); use /\(media.rawValue) FILE"
+            )
+            return
+        }
+        do {
+            let attachment = try MediaAttachment.read(path, as: kind)
+            attachments.append(attachment)
+            note("attached \(attachment.summary): \(path)")
+        } catch {
+            // The flag's error, named as the chat command that raised it.
+            var text = error.description
+            if text.hasPrefix(kind.flag + ":") { text = "/\(kind.rawValue)" + text.dropFirst(kind.flag.count) }
+            note("error: \(text)")
+        }
+    }
+
+    private mutating func reply(to message: ChatMessage) async throws {
         var reasoning = false
         do {
-            for try await response in conversation.generateResponse(userTextMessage: text, generationOptions: options) {
+            for try await response in conversation.generateResponse(message: message, generationOptions: options) {
                 switch response {
                 case .chunk(let t):
                     if reasoning {

@@ -25,14 +25,14 @@ extension ChatSession {
     /// Answers `text` with RunAnywhere's tool loop: the reply streams, each call is printed
     /// with its result (`[tool] get_weather(city: "Paris") -> {...}`), results go back to
     /// the model, and it continues. Returns the conversation to continue with.
-    func replyWithTools(to text: String, session: ToolCallingSession) async throws -> Conversation {
+    func replyWithTools(to message: ChatMessage, session: ToolCallingSession) async throws -> Conversation {
         let interactive = self.interactive
         let toolOptions = ToolCallingOptions(
             maxToolCalls: Self.maxToolCallsPerMessage,
             maxTokens: options.maxOutputTokens ?? 512)
         do {
             let (_, next) = try await session.respond(
-                to: ChatMessage(role: .user, content: [.text(text)]), in: conversation, options: toolOptions,
+                to: message, in: conversation, options: toolOptions,
                 generationOptions: options,
                 onEvent: { event in
                     switch event {

@@ -1,12 +1,20 @@
 import ArgumentParser
 import Foundation
 import GGUF
+import Kernels
 import LeapJSON
+import Models
 
 /// `leap-ref inspect`: what a GGUF file holds.
 struct Inspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show a GGUF file's architecture, hyper-parameters, tokenizer, chat template and tensor table."
+        abstract: "Show a GGUF file's architecture, hyper-parameters, tokenizer, chat template and tensor table.",
+        discussion: """
+            An mmproj file (general.architecture clip) is also loaded as leap-ref's media encoder: \
+            its projector type, the encoder (vision or audio), the encoder's shape (image size, \
+            patch size, layers, width, mel bins, ...), its tensor count and the width of the \
+            language model it fits; the JSON report gains a "projector" object with those fields.
+            """
     )
 
     @Argument(help: "The GGUF file (default: the model installed by scripts/setup.sh).")
@@ -20,7 +28,8 @@ struct Inspect: AsyncParsableCommand {
             let path = try ModelCache.resolve(model)
             let file = try GGUFFile(path: path)
             if json {
-                writeOut(Inspect.jsonReport(file).serialized(JSONFormat(itemSeparator: ", ", keySeparator: ": ", indent: 1)) + "\n")
+                writeOut(
+                    Inspect.jsonReport(file, path: path).serialized(JSONFormat(itemSeparator: ", ", keySeparator: ": ", indent: 1)) + "\n")
             } else {
                 writeOut(Inspect.textReport(file, path: path))
             }
@@ -30,7 +39,7 @@ struct Inspect: AsyncParsableCommand {
     /// Arrays longer than this are summarized as `{"type", "count"}` in JSON output.
     static let arraySummaryThreshold = 16
 
-    static func jsonReport(_ file: GGUFFile) -> JSONValue {
+    static func jsonReport(_ file: GGUFFile, path: String = "") -> JSONValue {
         var metadata = JSONObject()
         for (key, value) in file.metadata.pairs { metadata[key] = jsonValue(value) }
         let tensors: [JSONValue] = file.tensors.map { t in
@@ -43,12 +52,85 @@ struct Inspect: AsyncParsableCommand {
                     ("bytes", .integer(t.byteCount))
                 ]))
         }
-        return .object(
-            JSONObject([
-                ("version", .integer(Int(file.version))),
-                ("metadata", .object(metadata)),
-                ("tensors", .array(tensors))
-            ]))
+        var out = JSONObject([
+            ("version", .integer(Int(file.version))),
+            ("metadata", .object(metadata)),
+            ("tensors", .array(tensors))
+        ])
+        if let projector = projectorSummary(file, path: path) {
+            out["projector"] = .object(JSONObject(projector.map { ($0.key, $0.value) }))
+        }
+        return .object(out)
+    }
+
+    /// What leap-ref makes of an mmproj file (nil for any other GGUF file): the fields of
+    /// the JSON report's "projector" object, in order, each with the label the text report
+    /// prints. A file the loader refuses has `error` (why) among them.
+    static func projectorSummary(_ file: GGUFFile, path: String) -> [(key: String, label: String, value: JSONValue)]? {
+        guard (try? file.metadata.string("general.architecture")) == "clip" else { return nil }
+        var out: [(key: String, label: String, value: JSONValue)] = []
+        func add(_ key: String, _ label: String, _ value: JSONValue) { out.append((key, label, value)) }
+        let type = try? MultimodalProjector.type(of: file, path: path)
+        add("projector_type", "projector type", type.map { .string($0) } ?? .null)
+        add("tensor_count", "tensors", .integer(file.tensors.count))
+        let projector: MultimodalProjector
+        do {
+            projector = try MultimodalProjector.load(file: file, path: path, pool: ThreadPool(threads: 1))
+        } catch {
+            add("error", "cannot be loaded", .string(error.description))
+            return out
+        }
+        switch projector {
+        case .vision(let encoder):
+            let h = encoder.hyperparameters, p = encoder.preprocessing
+            add("encoder", "encoder", "vision")
+            add("model", "model", "LFM2-VL: SigLIP2 NaFlex tower, pixel unshuffle, MLP projector")
+            add("image_size", "image size", .integer(h.imageSize))
+            add("patch_size", "patch size", .integer(h.patchSize))
+            add("layers", "layers", .integer(h.layerCount))
+            add("width", "width", .integer(h.width))
+            add("heads", "attention heads", .integer(h.headCount))
+            add("feed_forward_length", "feed-forward width", .integer(h.feedForwardLength))
+            add("merge_factor", "pixel unshuffle", .integer(h.mergeFactor))
+            add("projector_hidden_width", "projector hidden width", .integer(h.projectorHiddenWidth))
+            add("min_image_tokens", "fewest image tokens", .integer(p.minImageTokens))
+            add("max_image_tokens", "most image tokens", .integer(p.maxImageTokens))
+            add("image_mean", "image mean", .array(h.imageMean.map { Logits.shortest($0) }))
+            add("image_std", "image std", .array(h.imageStd.map { Logits.shortest($0) }))
+        case .audio(let encoder):
+            let h = encoder.hyperparameters
+            add("encoder", "encoder", "audio")
+            add("model", "model", "LFM2-Audio: FastConformer encoder and MLP adapter")
+            add("mel_bins", "mel bins", .integer(h.melBins))
+            add("layers", "layers", .integer(h.layerCount))
+            add("width", "width", .integer(h.width))
+            add("heads", "attention heads", .integer(h.headCount))
+            add("feed_forward_length", "feed-forward width", .integer(h.feedForwardLength))
+            add("subsampling_channels", "subsampling channels", .integer(h.subsamplingChannels))
+            add("convolution_kernel", "convolution kernel", .integer(h.convolutionKernelLength))
+            add("max_mel_frames", "most mel frames", .integer(encoder.maximumFrameCount))
+        }
+        add("weights", "weights", .string(Set(projector.encoder.file.tensors.map(\.type.name)).sorted().joined(separator: ", ")))
+        add("output_width", "output width", .integer(projector.outputWidth))
+        return out
+    }
+
+    /// The projector section of the text report.
+    static func projectorText(_ summary: [(key: String, label: String, value: JSONValue)]) -> String {
+        var out = "\nmultimodal projector (mmproj):\n"
+        for (key, label, value) in summary {
+            let text: String
+            switch value {
+            case .string(let s): text = s
+            case .null: text = "(none)"
+            default: text = value.serialized(.python)
+            }
+            out += "  \((label + ":").padding(toLength: 24, withPad: " ", startingAt: 0))\(text)"
+            if key == "output_width" { out += " (fits a language model whose embedding width, <arch>.embedding_length, is \(text))" }
+            if key == "max_mel_frames", let n = value.intValue { out += String(format: " (about %.0f s of audio)", Double(n) / 100) }
+            out += "\n"
+        }
+        return out
     }
 
     static func jsonValue(_ value: GGUFValue) -> JSONValue {
@@ -78,6 +160,7 @@ struct Inspect: AsyncParsableCommand {
         let params = file.tensors.reduce(0) { $0 + $1.elementCount }
         out += "parameters:    \(params) (\(String(format: "%.1f", Double(params) / 1e6)) M)\n"
         if let ft = m["general.file_type"]?.intValue { out += "file type:     \(ft)\n" }
+        if let projector = projectorSummary(file, path: path) { out += projectorText(projector) }
 
         out += "\nhyper-parameters:\n"
         for (key, value) in m.pairs where key.hasPrefix(arch + ".") {
