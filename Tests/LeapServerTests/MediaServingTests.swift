@@ -122,6 +122,7 @@ import Testing
     @Test func badImagesAre400AndTheNextRequestIsServed() async throws {
         var limits = MediaLimits()
         limits.maxImagePixels = 100_000  // medium-500x375 has 187,500
+        limits.maxImageBytes = 40_000  // big-640x600.png has 53,336, medium-500x375.png 30,732
         let (engine, client) = try await Self.server(Self.vision, limits: limits)
         let png = try Self.file("images/small-40x30.png")
         let good = Self.body([Self.imagePart(png)])
@@ -138,6 +139,19 @@ import Testing
             (
                 "too many pixels", Self.body([Self.imagePart(try Self.file("images/medium-500x375.png"))]),
                 "187500 pixels, over the limit of 100000 pixels"
+            ),
+            (
+                "too many bytes", Self.body([Self.imagePart(try Self.file("images/big-640x600.png"))]),
+                "the image has 53336 bytes, more than the limit of 40000"
+            ),
+            (
+                "streamed, remote URL",
+                Self.body([Self.imagePart("http://127.0.0.1/cat.jpg")], extra: ["stream": true]),
+                "remote image URLs are not fetched"
+            ),
+            (
+                "streamed, GIF bytes", Self.body([Self.imagePart(gif)], extra: ["stream": true]),
+                "GIF images are not supported"
             ),
             (
                 "audio for a vision model", Self.body([Self.audioPart(try Self.file("audio/lfm2-audio-chirp-1s-16k.wav"))]),
