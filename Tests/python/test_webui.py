@@ -10,9 +10,11 @@ Set LEAP_REF_SCREENSHOT=path.png to keep the screenshot of a finished conversati
 
 import json
 import os
+import random
 import re
 import shutil
 import time
+import wave
 
 import pytest
 
@@ -293,7 +295,7 @@ def test_an_attached_image_is_sent_shown_and_kept(vision_server, browser):
     assert re.search(r"prompt 86 tokens", stats(browser)), stats(browser)
 
 
-def test_an_attached_wav_file_is_sent_as_input_audio(audio_server, browser):
+def test_an_attached_wav_file_is_sent_as_input_audio(audio_server, browser, tmp_path):
     browser.get(audio_server.url + "/")
     wait_for_model(browser)
     assert "WAV" in browser.find_element(By.ID, "attach").get_attribute("title")
@@ -310,3 +312,26 @@ def test_an_attached_wav_file_is_sent_as_input_audio(audio_server, browser):
     assert re.search(r"prompt 29 tokens", stats(browser)), stats(browser)  # 4 + 13 audio + 12 text positions
     user = browser.find_elements(By.CSS_SELECTOR, "#messages .message")[0]
     assert user.find_element(By.CSS_SELECTOR, "figcaption").text == "lfm2-audio-chirp-1s-16k.wav"
+
+    # A file whose data URL is over a million characters is kept for the tab only: the
+    # stored conversation has its name, and after a reload the page says it was not kept.
+    big = tmp_path / "long-noise.wav"
+    with wave.open(str(big), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        rng = random.Random(5)
+        w.writeframes(bytes(rng.getrandbits(8) for _ in range(2 * 16000 * 24)))
+    browser.find_element(By.ID, "new-chat").click()
+    chooser.send_keys(str(big))
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#attachments li audio")) == 1, "no player")
+    send(browser, "Transcribe this audio.")
+    wait(browser, lambda d: last_reply(d)[1] in ("done", "error"), "the reply did not end")
+    stored = json.loads(browser.execute_script("return localStorage.getItem('leap-ref.conversations')"))
+    attachment = stored[-1]["messages"][0]["attachments"][0]
+    assert attachment["name"] == "long-noise.wav" and attachment["data"] is None
+    assert stored[0]["messages"][0]["attachments"][0]["data"].startswith("data:audio/")  # the small clip is kept
+    browser.refresh()
+    wait_for_model(browser)
+    wait(browser, lambda d: "(not kept in this browser)" in d.find_element(By.CSS_SELECTOR, "#messages .message.user").text,
+         "the page did not say the attachment was not kept")
