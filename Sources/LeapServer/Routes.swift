@@ -152,7 +152,8 @@ struct Handlers: Sendable {
 
     func models() throws -> Response {
         let engine = try state.engine()
-        return Self.json(ModelList(ids: [engine.modelId], created: WireMapping.now).json)
+        let inputs = WireMapping.MediaInputs(engine).modalities
+        return Self.json(ModelList(ids: [engine.modelId], created: WireMapping.now, inputModalities: inputs).json)
     }
 
     /// The body as JSON, within the size limit.
@@ -223,7 +224,8 @@ struct Handlers: Sendable {
         let engine = try state.engine()
         let wire = try await decode(ChatCompletionRequest.self, request)
         let serving = try WireMapping.chatRequest(
-            wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling)
+            wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling,
+            takes: WireMapping.MediaInputs(engine))
         let completion = try submit(serving, to: engine, context: context)
         let id = WireMapping.newID(prefix: "chatcmpl-"), created = WireMapping.now
         let model = wire.model ?? engine.modelId

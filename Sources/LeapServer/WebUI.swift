@@ -5,8 +5,9 @@ import NIOCore
 /// The chat page served at `/` (plain HTML, CSS and JavaScript shipped as this module's
 /// resources, in `WebUI/`): `index.html` at `/`, the other files under `/webui/`.
 ///
-/// Responses carry a strict Content-Security-Policy (scripts, styles, images and requests
-/// from the server itself only; no inline code, no frames), `nosniff`, and an ETag
+/// Responses carry a strict Content-Security-Policy (scripts, styles and requests from the
+/// server itself only; images and audio also from `data:` URLs, the attachments the page
+/// reads from local files; no inline code, no frames), `nosniff`, and an ETag
 /// (`If-None-Match` gets 304). The page names its files with `?v=` and their content hash,
 /// so those are cached for a year; the page itself is revalidated every time.
 public struct WebUIAssets: Sendable {
@@ -29,7 +30,7 @@ public struct WebUIAssets: Sendable {
 
     /// The Content-Security-Policy of every page response.
     public static let contentSecurityPolicy =
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src data:; connect-src 'self'; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     /// Reads the files from `directory`, and points the page's references at the files'

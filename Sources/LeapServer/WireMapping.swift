@@ -30,6 +30,9 @@ enum WireMapping {
         return asked
     }
 
+    /// A wire message as a `ChatMessage`: text-only content as one text part (the text
+    /// parts joined), else each part in order (adjacent text parts joined), images and
+    /// audio as `.image` / `.audio` with their decoded bytes.
     static func message(_ m: WireMessage) -> ChatMessage {
         let role: ChatMessageRole
         switch m.role {
@@ -38,15 +41,78 @@ enum WireMapping {
         case .assistant: role = .assistant
         case .tool: role = .tool
         }
+        var content: [ChatMessageContent] = []
+        if m.hasMedia {
+            for part in m.parts {
+                switch part {
+                case .text(let t):
+                    if case .text(let before)? = content.last {
+                        content[content.count - 1] = .text(before + t)
+                    } else {
+                        content.append(.text(t))
+                    }
+                case .image(let bytes, _): content.append(.image(Data(bytes)))
+                case .audio(let bytes): content.append(.audio(Data(bytes)))
+                }
+            }
+        } else {
+            content = [.text(m.content)]
+        }
         let calls = m.toolCalls.map { LeapFunctionCall(name: $0.name, argumentsJSON: $0.arguments) }
         return ChatMessage(
-            role: role, content: [.text(m.content)], reasoningContent: m.reasoningContent,
+            role: role, content: content, reasoningContent: m.reasoningContent,
             functionCalls: calls.isEmpty ? nil : calls)
     }
 
+    /// What the served model reads besides text (its mmproj file's encoder).
+    struct MediaInputs: Sendable {
+        var images: Bool
+        var audio: Bool
+
+        init(images: Bool, audio: Bool) {
+            self.images = images
+            self.audio = audio
+        }
+
+        init(_ engine: ServingEngine) {
+            self.init(images: engine.takesImages, audio: engine.takesAudio)
+        }
+
+        /// `/v1/models`' `input_modalities`.
+        var modalities: [String] { ["text"] + (images ? ["image"] : []) + (audio ? ["audio"] : []) }
+    }
+
+    /// Refuses, naming the part, an image for a model without a vision encoder and audio
+    /// for one without an audio encoder.
+    static func checkMedia(_ messages: [WireMessage], takes inputs: MediaInputs) throws(APIError) {
+        for (i, m) in messages.enumerated() where m.hasMedia {
+            for (j, part) in m.parts.enumerated() {
+                let param = "messages[\(i)].content[\(j)]"
+                switch part {
+                case .text: break
+                case .image where !inputs.images:
+                    let why =
+                        inputs.audio
+                        ? "its mmproj file is an audio encoder; send text or audio"
+                        : "it was loaded without a vision projector (leap-ref serve --mmproj FILE, or an mmproj-*.gguf beside the model)"
+                    throw APIError(status: 400, message: "'\(param)': this model does not read images: \(why)", param: param)
+                case .audio where !inputs.audio:
+                    let why =
+                        inputs.images
+                        ? "its mmproj file is a vision encoder; send text or images"
+                        : "it was loaded without an audio projector (leap-ref serve --mmproj FILE, or an mmproj-*.gguf beside the model)"
+                    throw APIError(status: 400, message: "'\(param)': this model does not read audio: \(why)", param: param)
+                case .image, .audio: break
+                }
+            }
+        }
+    }
+
     static func chatRequest(
-        _ r: ChatCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling()
+        _ r: ChatCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling(),
+        takes inputs: MediaInputs = MediaInputs(images: false, audio: false)
     ) throws(APIError) -> ServingRequest {
+        try checkMedia(r.messages, takes: inputs)
         let tools = r.tools.map { ServingTool(name: $0.name, description: $0.description, parameters: $0.parameters) }
         let choice: ServingToolChoice
         switch r.toolChoice {

@@ -157,7 +157,121 @@ public enum WireResponseFormat: Sendable, Equatable {
 
 /// One content part of a message.
 public enum WireMessageContent: Sendable, Equatable {
+    /// A `text` part.
     case text(String)
+    /// An `image_url` part: the bytes of its base64 data URL and the URL's media type
+    /// (`image/png`, `image/jpeg`, or "" when the URL names none). Remote URLs are refused.
+    case image(bytes: [UInt8], mediaType: String)
+    /// An `input_audio` part: the decoded `data` of a WAV clip (`format: "wav"`).
+    case audio(bytes: [UInt8])
+
+    /// Reads one part of `messages[i].content`.
+    init(_ value: JSONValue, path: String) throws(WireError) {
+        let p = try FieldReader(value, path: path)
+        guard let type = try p.string("type") else {
+            throw WireError(
+                "'\(p.field("type"))' is required: 'text', 'image_url' or 'input_audio'", param: p.field("type"))
+        }
+        switch type {
+        case "text":
+            guard let text = try p.string("text") else { throw WireError("'\(p.field("text"))' is required", param: p.field("text")) }
+            self = .text(text)
+        case "image_url":
+            // {"image_url": {"url": "data:image/png;base64,..."}}, or the URL as a string.
+            let url: String
+            let field: String
+            switch p.value("image_url") {
+            case .string(let s)?:
+                url = s
+                field = p.field("image_url")
+            case .object?:
+                let i = try p.reader("image_url")!
+                guard let s = try i.string("url") else {
+                    throw WireError(
+                        "'\(i.field("url"))' is required: a data URL such as data:image/png;base64,...", param: i.field("url"))
+                }
+                url = s
+                field = i.field("url")
+            case let other?:
+                throw p.error("image_url", "an object with a 'url'", got: other)
+            case nil:
+                throw WireError(
+                    "'\(p.field("image_url"))' is required: {\"url\": \"data:image/png;base64,...\"}", param: p.field("image_url"))
+            }
+            let (bytes, mediaType) = try Self.imageDataURL(url, field: field)
+            self = .image(bytes: bytes, mediaType: mediaType)
+        case "input_audio":
+            guard let a = try p.reader("input_audio") else {
+                throw WireError(
+                    "'\(p.field("input_audio"))' is required: {\"data\": \"<base64 WAV>\", \"format\": \"wav\"}",
+                    param: p.field("input_audio"))
+            }
+            if let format = try a.string("format"), format.lowercased() != "wav" {
+                throw WireError(
+                    "'\(a.field("format"))' is '\(format)': this server reads WAV only; send a WAV file with \"format\": \"wav\"",
+                    param: a.field("format"))
+            }
+            guard var data = try a.string("data") else {
+                throw WireError("'\(a.field("data"))' is required: the base64 bytes of a WAV file", param: a.field("data"))
+            }
+            // Some clients send a data URL here; its payload is the same base64.
+            if data.hasPrefix("data:"), let comma = data.firstIndex(of: ","), data[..<comma].hasSuffix(";base64") {
+                data = String(data[data.index(after: comma)...])
+            }
+            let bytes: [UInt8]
+            switch Base64.decode(data) {
+            case .success(let b): bytes = b
+            case .failure(let why):
+                throw WireError("'\(a.field("data"))' is not valid base64: \(why.message)", param: a.field("data"))
+            }
+            guard !bytes.isEmpty else {
+                throw WireError("'\(a.field("data"))' is empty: send the base64 bytes of a WAV file", param: a.field("data"))
+            }
+            self = .audio(bytes: bytes)
+        default:
+            throw WireError(
+                "'\(p.field("type"))': content part '\(type)' is not supported; send 'text', 'image_url' or 'input_audio' parts",
+                param: p.field("type"))
+        }
+    }
+
+    /// The bytes and media type of an image's data URL (`data:image/png;base64,...`).
+    static func imageDataURL(_ url: String, field: String) throws(WireError) -> ([UInt8], String) {
+        let lower = url.prefix(16).lowercased()
+        if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+            throw WireError(
+                "'\(field)': remote image URLs are not fetched; send a data: URL (data:image/jpeg;base64,... or data:image/png;base64,...)",
+                param: field)
+        }
+        guard lower.hasPrefix("data:"), let comma = url.firstIndex(of: ",") else {
+            throw WireError(
+                "'\(field)' must be a data: URL such as data:image/png;base64,... (file and other URLs are not read)", param: field)
+        }
+        let header = url[url.index(url.startIndex, offsetBy: 5)..<comma].lowercased()
+        var parameters = header.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        let mediaType = parameters.removeFirst().trimmingSpaces
+        guard parameters.contains("base64") else {
+            throw WireError(
+                "'\(field)': the data URL must be base64-encoded (data:\(mediaType.isEmpty ? "image/png" : mediaType);base64,...)",
+                param: field)
+        }
+        switch mediaType {
+        case "", "image/png", "image/jpeg", "image/jpg", "image/pjpeg", "application/octet-stream": break
+        case let other where other.hasPrefix("image/"):
+            throw WireError(
+                "'\(field)': \(other) images are not supported; send a PNG or a JPEG (data:image/png;base64,... or data:image/jpeg;base64,...)",
+                param: field)
+        case let other:
+            throw WireError("'\(field)': the data URL holds \(other), not an image; send a PNG or a JPEG", param: field)
+        }
+        switch Base64.decode(url[url.index(after: comma)...]) {
+        case .success(let bytes):
+            guard !bytes.isEmpty else { throw WireError("'\(field)': the data URL holds no image data", param: field) }
+            return (bytes, mediaType)
+        case .failure(let why):
+            throw WireError("'\(field)': the data URL's base64 is not valid: \(why.message)", param: field)
+        }
+    }
 }
 
 /// A tool call carried by an assistant message in the history.
@@ -182,6 +296,11 @@ public struct WireMessage: Sendable, Equatable {
     public var role: Role
     /// The text (string content, or the concatenated text parts).
     public var content: String
+    /// The content as parts, in order: one text part for string content, none for null,
+    /// else each part of the array (`parts[j]` is `content[j]`).
+    public var parts: [WireMessageContent]
+    /// Whether a part is an image or audio.
+    public var hasMedia: Bool { parts.contains { if case .text = $0 { return false } else { return true } } }
     public var reasoningContent: String?
     public var toolCalls: [WireToolCall]
     /// The call a tool message answers.
@@ -196,21 +315,17 @@ public struct WireMessage: Sendable, Equatable {
         switch r.value("content") {
         case nil:
             content = ""
+            parts = []
         case .string(let s)?:
             content = s
-        case .array(let parts)?:
+            parts = [.text(s)]
+        case .array(let list)?:
             content = ""
-            for (i, part) in parts.enumerated() {
-                let p = try FieldReader(part, path: r.field("content") + "[\(i)]")
-                let type = try p.string("type")
-                guard type == "text" else {
-                    let what = type.map { "'\($0)'" } ?? "without a type"
-                    throw WireError(
-                        "'\(p.field("type"))': content part \(what) is not supported; this server's models read text parts only",
-                        param: p.field("type"))
-                }
-                guard let text = try p.string("text") else { throw WireError("'\(p.field("text"))' is required", param: p.field("text")) }
-                content += text
+            parts = []
+            for (i, part) in list.enumerated() {
+                let decoded = try WireMessageContent(part, path: r.field("content") + "[\(i)]")
+                if case .text(let text) = decoded { content += text }
+                parts.append(decoded)
             }
         case let other?:
             throw r.error("content", "a string or an array of content parts", got: other)

@@ -304,17 +304,30 @@ public struct TextCompletionResponse: Sendable, Equatable {
 public struct ModelList: Sendable, Equatable {
     public var ids: [String]
     public var created: Int
+    /// What the models read: `"text"`, plus `"image"` with a vision encoder and `"audio"`
+    /// with an audio encoder.
+    public var inputModalities: [String]
 
-    public init(ids: [String], created: Int) {
+    public init(ids: [String], created: Int, inputModalities: [String] = ["text"]) {
         self.ids = ids
         self.created = created
+        self.inputModalities = inputModalities
     }
 
-    /// The JSON the API sends.
+    /// The JSON the API sends: each model with `input_modalities`, and the same under
+    /// `architecture` (with `output_modalities`), as OpenRouter's model list has it.
     public var json: JSONValue {
-        [
+        let inputs = JSONValue.array(inputModalities.map { .string($0) })
+        return [
             "object": "list",
-            "data": .array(ids.map { ["id": .string($0), "object": "model", "created": .integer(created), "owned_by": "leap-ref"] })
+            "data": .array(
+                ids.map {
+                    [
+                        "id": .string($0), "object": "model", "created": .integer(created), "owned_by": "leap-ref",
+                        "input_modalities": inputs,
+                        "architecture": ["input_modalities": inputs, "output_modalities": ["text"]]
+                    ]
+                })
         ]
     }
 }

@@ -142,3 +142,67 @@ extension JSONValue {
         }
     }
 }
+
+/// Why base64 text could not be decoded.
+struct Base64Error: Error, Sendable {
+    let message: String
+}
+
+/// Standard base64 (RFC 4648's alphabet) as media parts carry it: `=` padding optional,
+/// ASCII whitespace (line breaks) ignored, anything else refused with its offset.
+enum Base64 {
+    /// The value of each byte of the alphabet; -1 outside it.
+    private static let values: [Int8] = {
+        var table = [Int8](repeating: -1, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() { table[Int(c)] = Int8(i) }
+        return table
+    }()
+
+    static func decode<S: StringProtocol>(_ text: S) -> Result<[UInt8], Base64Error> {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count / 4 * 3 + 3)
+        var accumulator: UInt32 = 0, bits = 0, digits = 0, padding = 0
+        for (offset, c) in text.utf8.enumerated() {
+            switch c {
+            case 0x20, 0x09, 0x0A, 0x0D: continue
+            case UInt8(ascii: "="):
+                padding += 1
+                guard padding <= 2 else { return .failure(Base64Error(message: "more than two '=' at offset \(offset)")) }
+                continue
+            default: break
+            }
+            let v = values[Int(c)]
+            guard v >= 0 else {
+                let shown = c >= 0x21 && c < 0x7F ? "'\(Character(Unicode.Scalar(c)))'" : "byte 0x\(String(c, radix: 16))"
+                return .failure(Base64Error(message: "\(shown) at offset \(offset) is not a base64 character"))
+            }
+            guard padding == 0 else { return .failure(Base64Error(message: "data after '=' padding at offset \(offset)")) }
+            accumulator = accumulator << 6 | UInt32(v)
+            bits += 6
+            digits += 1
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        guard digits % 4 != 1 else {
+            return .failure(
+                Base64Error(
+                    message:
+                        "it ends with a lone character (\(digits) base64 characters; a valid length is not 1 more than a multiple of 4)"))
+        }
+        if padding > 0, (digits + padding) % 4 != 0 {
+            return .failure(Base64Error(message: "the '=' padding does not complete a group of 4 characters"))
+        }
+        return .success(out)
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+    }
+}

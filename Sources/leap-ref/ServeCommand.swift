@@ -15,7 +15,9 @@ struct Serve: AsyncParsableCommand {
             GET /v1/models, GET /health, GET /metrics (with --metrics), POST /tokenize, POST /detokenize. The \
             sampling flags are the defaults of requests that leave those fields out. The server listens at once and \
             answers /health with 503 until the model is loaded. SIGTERM or SIGINT: stop accepting, finish \
-            running completions (cancelled after --shutdown-grace seconds), exit 0. See docs/serving.md.
+            running completions (cancelled after --shutdown-grace seconds), exit 0. With a media encoder (--mmproj, or the \
+            mmproj-*.gguf beside the model), chat messages may carry image_url parts (base64 data URLs of PNG or JPEG) or \
+            input_audio parts (WAV). See docs/serving.md.
             """
     )
 
@@ -65,6 +67,35 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(name: .customLong("no-webui"), help: "Do not serve the chat page at / (then / is 404).")
     var noWebUI = false
+
+    // Images and audio (docs/serving.md): the media encoder, and the MediaLimits a request's
+    // media must stay within (the defaults are MediaLimits' own).
+    static let defaultMediaLimits = MediaLimits()
+
+    @Option(
+        help: ArgumentHelp(
+            "The media encoder (vision or audio projector) for the model (default: the mmproj-*.gguf beside the model, when one goes with it).",
+            valueName: "path"))
+    var mmproj: String?
+
+    @Option(help: ArgumentHelp("Most pixels (width × height) of one image, read from its header before decoding.", valueName: "n"))
+    var maxImagePixels = Serve.defaultMediaLimits.maxImagePixels
+
+    @Option(help: ArgumentHelp("Most bytes of one encoded image (the request body limit applies first).", valueName: "n"))
+    var maxImageBytes = Serve.defaultMediaLimits.maxImageBytes
+
+    @Option(help: ArgumentHelp("Longest audio clip in seconds (the audio encoder may take less).", valueName: "seconds"))
+    var maxAudioSeconds = Serve.defaultMediaLimits.maxAudioSeconds
+
+    /// The media limits from the flags; throws for a value that is not positive.
+    func mediaLimits() throws -> MediaLimits {
+        guard maxImagePixels >= 1 else { throw CLIError("--max-image-pixels must be at least 1, not \(maxImagePixels)") }
+        guard maxImageBytes >= 1 else { throw CLIError("--max-image-bytes must be at least 1, not \(maxImageBytes)") }
+        guard maxAudioSeconds.isFinite, maxAudioSeconds > 0 else {
+            throw CLIError("--max-audio-seconds must be a positive number of seconds, not \(maxAudioSeconds)")
+        }
+        return MediaLimits(maxImagePixels: maxImagePixels, maxImageBytes: maxImageBytes, maxAudioSeconds: maxAudioSeconds)
+    }
 
     @OptionGroup(title: "Sampling (defaults for the fields a request leaves out)")
     var sampling: SamplingFlags
@@ -137,7 +168,11 @@ struct Serve: AsyncParsableCommand {
             if let m = maxTokens, m < 1 { throw CLIError("--max-tokens must be at least 1") }
             guard (0...65535).contains(port) else { throw CLIError("--port must be between 0 and 65535") }
             let schemaLimits = try schemaLimits()
+            let mediaLimits = try mediaLimits()
             let path = try ModelCache.resolve(model)
+            if let mmproj, !FileManager.default.fileExists(atPath: mmproj) {
+                throw CLIError("--mmproj: no file at '\(mmproj)'")
+            }
             var keys = Set<String>()
             if let apiKey { keys.insert(apiKey) }
             if let file = apiKeyFile {
@@ -163,7 +198,8 @@ struct Serve: AsyncParsableCommand {
             let webUI = !noWebUI
             try await LeapHTTPServer.run(
                 configuration: configuration, modelPath: path,
-                loadOptions: LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: ctxSize),
+                loadOptions: LiquidInferenceEngineOptions(
+                    cpuThreads: threads, contextSize: ctxSize, mmProjPath: mmproj, mediaLimits: mediaLimits),
                 serving: ServingEngine.Configuration(
                     slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,
@@ -171,7 +207,11 @@ struct Serve: AsyncParsableCommand {
                     writeOut("leap-ref serve: listening on http://\(host):\(port)\n")
                     if webUI { writeOut("leap-ref serve: chat page at http://\(host):\(port)/\n") }
                 },
-                onReady: { engine in writeOut("leap-ref serve: ready: \(engine.modelId)\n") })
+                onReady: { engine in
+                    let inputs = ["text"] + (engine.takesImages ? ["image"] : []) + (engine.takesAudio ? ["audio"] : [])
+                    writeOut("leap-ref serve: input: \(inputs.joined(separator: ", "))\n")
+                    writeOut("leap-ref serve: ready: \(engine.modelId)\n")
+                })
         }
     }
 }

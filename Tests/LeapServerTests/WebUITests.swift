@@ -22,6 +22,9 @@ import Testing
             let csp = try #require(page.headers[.contentSecurityPolicy])
             #expect(csp.contains("default-src 'none'") && csp.contains("script-src 'self'") && csp.contains("connect-src 'self'"))
             #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"))
+            // Attachments' thumbnails and players are data: URLs; nothing else is.
+            #expect(csp.contains("img-src 'self' data:;") && csp.contains("media-src data:;"))
+            #expect(page.text.contains("<input type=\"file\" id=\"attach-file\""))
             #expect(page.text.contains("<textarea id=\"message\""))
             // No inline script or style: everything comes from the versioned files.
             #expect(!page.text.contains("<script>") && !page.text.contains("<style") && !page.text.contains("style=\""))

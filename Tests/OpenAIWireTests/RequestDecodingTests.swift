@@ -50,6 +50,27 @@ import Testing
         #expect(r.responseFormat == .text)
     }
 
+    @Test func mediaPartsAreDecoded() throws {
+        // "Hello, world!" is SGVsbG8sIHdvcmxkIQ== in base64.
+        let request = try chat(
+            #"{"messages": [{"role": "user", "content": [{"type": "text", "text": "Look: "}, "#
+                + #"{"type": "image_url", "image_url": {"url": "data:image/png;base64,SGVsbG8sIHdvcmxkIQ==", "detail": "auto"}}, "#
+                + #"{"type": "input_audio", "input_audio": {"data": "SGVs\nbG8sIHdvcmxkIQ", "format": "WAV"}}, "#
+                + #"{"type": "image_url", "image_url": "data:;base64,AQID"}, {"type": "text", "text": "and this."}]}]}"#)
+        let hello = Array("Hello, world!".utf8)
+        let m = request.messages[0]
+        #expect(m.content == "Look: and this.")
+        #expect(m.hasMedia)
+        #expect(
+            m.parts == [
+                .text("Look: "), .image(bytes: hello, mediaType: "image/png"), .audio(bytes: hello),
+                .image(bytes: [1, 2, 3], mediaType: ""), .text("and this.")
+            ])
+        let plain = try chat(#"{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": null}]}"#)
+        #expect(plain.messages[0].parts == [.text("Hi")] && !plain.messages[0].hasMedia)
+        #expect(plain.messages[1].parts.isEmpty)
+    }
+
     @Test func responseFormats() throws {
         let base = #"{"messages": [{"role": "user", "content": "hi"}], "#
         #expect(try chat(base + #""response_format": {"type": "text"}}"#).responseFormat == .text)
@@ -85,7 +106,37 @@ import Testing
             ),
             (
                 #"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}"#,
-                "'messages[0].content[0].type': content part 'image_url' is not supported; this server's models read text parts only",
+                "'messages[0].content[0].image_url.url' must be a data: URL such as data:image/png;base64,... (file and other URLs are not read)",
+                "messages[0].content[0].image_url.url"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]}"#,
+                "'messages[0].content[0].image_url.url': remote image URLs are not fetched; send a data: URL (data:image/jpeg;base64,... or data:image/png;base64,...)",
+                "messages[0].content[0].image_url.url"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVB*"}}]}]}"#,
+                "'messages[0].content[0].image_url.url': the data URL's base64 is not valid: '*' at offset 3 is not a base64 character",
+                "messages[0].content[0].image_url.url"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/webp;base64,AAAA"}}]}]}"#,
+                "'messages[0].content[0].image_url.url': image/webp images are not supported; send a PNG or a JPEG (data:image/png;base64,... or data:image/jpeg;base64,...)",
+                "messages[0].content[0].image_url.url"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "mp3"}}]}]}"#,
+                "'messages[0].content[0].input_audio.format' is 'mp3': this server reads WAV only; send a WAV file with \"format\": \"wav\"",
+                "messages[0].content[0].input_audio.format"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AAAAA", "format": "wav"}}]}]}"#,
+                "'messages[0].content[0].input_audio.data' is not valid base64: it ends with a lone character (5 base64 characters; a valid length is not 1 more than a multiple of 4)",
+                "messages[0].content[0].input_audio.data"
+            ),
+            (
+                #"{"messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "x"}}]}]}"#,
+                "'messages[0].content[0].type': content part 'video_url' is not supported; send 'text', 'image_url' or 'input_audio' parts",
                 "messages[0].content[0].type"
             ),
             (

@@ -20,6 +20,12 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TINY = str(ROOT / "Tests" / "Fixtures" / "models" / "lfm2-tiny.gguf")
+# The tiny LFM2-VL and LFM2-Audio fixtures and their media encoders (mmproj files).
+VISION = str(ROOT / "Tests" / "Fixtures" / "models" / "lfm2-vl-tiny.gguf")
+VISION_MMPROJ = str(ROOT / "Tests" / "Fixtures" / "models" / "mmproj-lfm2-vl-tiny.gguf")
+AUDIO = str(ROOT / "Tests" / "Fixtures" / "models" / "lfm2-audio-tiny.gguf")
+IMAGES = ROOT / "Tests" / "Fixtures" / "images"
+SOUNDS = ROOT / "Tests" / "Fixtures" / "audio"
 CACHE = os.environ.get("LEAP_REF_CACHE", os.path.expanduser("~/.cache/leap-ref"))
 SMOLLM2 = os.path.join(CACHE, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 # Generous limits that fail fast: every wait also ends when the server process exits.
@@ -89,6 +95,22 @@ def smol_server():
 @pytest.fixture(scope="module")
 def tiny_server():
     server = Server(TINY, "--parallel", "4", "--metrics", "--ctx-size", "4096", "--queue", "64")
+    yield server
+    assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def vision_server():
+    """The tiny LFM2-VL model with its mmproj file named by --mmproj."""
+    server = Server(VISION, "--mmproj", VISION_MMPROJ, "--ctx-size", "2048", "--max-image-pixels", "200000")
+    yield server
+    assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def audio_server():
+    """The tiny LFM2-Audio model; its mmproj file is found beside it."""
+    server = Server(AUDIO, "--ctx-size", "2048")
     yield server
     assert server.stop() == 0
 

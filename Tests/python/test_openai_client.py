@@ -1,12 +1,14 @@
-"""The real `openai` Python client against `leap-ref serve` (SmolLM2, two slots)."""
+"""The real `openai` Python client against `leap-ref serve` (SmolLM2, two slots; and the
+tiny LFM2-VL and LFM2-Audio fixtures with their mmproj files for images and audio)."""
 
+import base64
 import json
 
 import jsonschema
 import openai
 import pytest
 
-from conftest import REQUEST_TIMEOUT, http
+from conftest import IMAGES, REQUEST_TIMEOUT, SOUNDS, http
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +197,82 @@ def test_errors(client, smol_server):
     assert status == 400 and json.loads(text)["error"]["type"] == "invalid_request_error"
     status, _, text = http("POST", smol_server.url + "/v1/chat/completions", {"messages": QUESTION})
     assert status == 401 and json.loads(text)["error"]["type"] == "authentication_error"
+
+
+# MARK: Images and audio
+
+
+def media_client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="none", timeout=REQUEST_TIMEOUT, max_retries=0)
+
+
+def data_url(name, media_type):
+    return f"data:{media_type};base64," + base64.b64encode((IMAGES / name).read_bytes()).decode()
+
+
+def image_message(url, text="Describe this picture."):
+    return [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}]
+
+
+def audio_message(data, audio_format="wav", text="Transcribe this audio."):
+    return [{"role": "user", "content": [
+        {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}, {"type": "text", "text": text}]}]
+
+
+def wav_base64(name):
+    return base64.b64encode((SOUNDS / name).read_bytes()).decode()
+
+
+def test_an_image_data_url_reaches_the_vision_model(vision_server):
+    client = media_client(vision_server)
+    model = client.models.list().data[0]
+    assert model.to_dict()["input_modalities"] == ["text", "image"]
+    r = client.chat.completions.create(
+        model="any", messages=image_message(data_url("small-40x30.png", "image/png")), temperature=0, max_tokens=8)
+    # libmtmd's count for this image and text: 70 image positions, 86 in all.
+    assert r.usage.prompt_tokens == 86
+    assert r.usage.completion_tokens > 0
+    assert r.choices[0].finish_reason in ("stop", "length")
+    # A JPEG, streamed: more image positions (a bigger image), usage in the last chunk.
+    stream = client.chat.completions.create(
+        model="any", messages=image_message(data_url("medium-500x375.jpg", "image/jpeg")), temperature=0, max_tokens=8,
+        stream=True, stream_options={"include_usage": True})
+    usage = [chunk.usage for chunk in stream if chunk.usage is not None]
+    assert usage and usage[0].prompt_tokens > 86 and usage[0].completion_tokens > 0
+
+
+def test_input_audio_reaches_the_audio_model(audio_server):
+    client = media_client(audio_server)
+    assert client.models.list().data[0].to_dict()["input_modalities"] == ["text", "audio"]
+    r = client.chat.completions.create(
+        model="any", messages=audio_message(wav_base64("lfm2-audio-chirp-1s-16k.wav")), temperature=0, max_tokens=8)
+    # libmtmd: 4 + 13 audio + 12 text positions.
+    assert r.usage.prompt_tokens == 29
+    assert r.usage.completion_tokens > 0
+
+
+def test_bad_media_is_400_and_the_next_request_is_served(vision_server, audio_server):
+    vision, audio = media_client(vision_server), media_client(audio_server)
+    good_image = image_message(data_url("small-40x30.png", "image/png"))
+    refusals = [
+        (vision, image_message("https://example.com/cat.png"), "remote image URLs are not fetched; send a data: URL"),
+        (vision, image_message("data:image/png;base64,not*base64"), "base64 is not valid"),
+        (vision, image_message(data_url("big-640x600.png", "image/png")), "640x600 = 384000 pixels, over the limit of 200000"),
+        (vision, audio_message(wav_base64("lfm2-audio-chirp-1s-16k.wav")), "this model does not read audio"),
+        (audio, audio_message(base64.b64encode(b"ID3\x03" + bytes(400)).decode(), "mp3"), "WAV only"),
+        (audio, good_image, "this model does not read images"),
+    ]
+    for client, messages, expected in refusals:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="any", messages=messages, max_tokens=4)
+        assert e.value.status_code == 400
+        error = e.value.body.get("error", e.value.body)
+        assert expected in error["message"], error
+        assert error["type"] == "invalid_request_error"
+    # Both servers go on serving.
+    r = vision.chat.completions.create(model="any", messages=good_image, temperature=0, max_tokens=4)
+    assert r.usage.prompt_tokens == 86 and r.usage.completion_tokens > 0
+    r = audio.chat.completions.create(
+        model="any", messages=audio_message(wav_base64("lfm2-audio-chirp-1s-16k.wav")), temperature=0, max_tokens=4)
+    assert r.usage.prompt_tokens == 29

@@ -10,13 +10,15 @@ Set LEAP_REF_SCREENSHOT=path.png to keep the screenshot of a finished conversati
 
 import json
 import os
+import random
 import re
 import shutil
 import time
+import wave
 
 import pytest
 
-from conftest import SMOLLM2, Server
+from conftest import IMAGES, SMOLLM2, SOUNDS, Server
 
 os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager fetch anything
 
@@ -170,6 +172,7 @@ def test_a_finished_reply_shows_speed_and_cache_hits(page_server, browser):
     send(browser, "What is the capital of France?")
     wait(browser, lambda d: last_reply(d)[1] == "done", "the first reply did not finish")
     first = stats(browser)
+    assert not browser.find_element(By.ID, "attach").is_displayed(), "SmolLM2 reads text only: no attach button"
     assert re.search(r"\d+ tokens · [\d.]+ tokens/s · prompt \d+ tokens, \d+ from the cache", first), first
 
     send(browser, "Write a Python function that adds two numbers.")
@@ -249,3 +252,86 @@ def test_the_json_schema_box_constrains_the_reply(page_server, browser):
     wait(browser, lambda d: last_reply(d)[1] == "done", "no reply under the schema")
     reply = json.loads(last_reply(browser)[2])
     assert list(reply) == ["city"] and isinstance(reply["city"], str)
+
+
+def test_an_attached_image_is_sent_shown_and_kept(vision_server, browser):
+    browser.get(vision_server.url + "/")
+    wait_for_model(browser)
+    attach = browser.find_element(By.ID, "attach")
+    assert attach.is_displayed() and attach.is_enabled(), "a vision model gets an attach button"
+    assert "PNG or JPEG" in attach.get_attribute("title")
+    chooser = browser.find_element(By.ID, "attach-file")
+    assert "image/png" in chooser.get_attribute("accept") and ".wav" not in chooser.get_attribute("accept")
+    set_setting(browser, "max-tokens", "24")
+    set_setting(browser, "seed", "7")
+
+    # The file input takes the image; it is listed under the message box with a thumbnail.
+    chooser.send_keys(str(IMAGES / "small-40x30.png"))
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#attachments li img.thumb")) == 1, "no thumbnail")
+    assert browser.find_element(By.CSS_SELECTOR, "#attachments li button.delete").get_attribute("aria-label") == \
+        "Remove small-40x30.png"
+    assert "Attached small-40x30.png" in browser.find_element(By.ID, "status").text
+    send(browser, "Describe this picture.")
+
+    # The reply streams in; the user message shows the image; its positions are in the prompt.
+    wait(browser, lambda d: last_reply(d)[1] in ("streaming", "done"), "no reply started")
+    wait(browser, lambda d: last_reply(d)[1] == "done", "the reply did not finish")
+    assert last_reply(browser)[2], "an empty reply"
+    prompt = int(re.search(r"prompt (\d+) tokens", stats(browser)).group(1))
+    assert prompt == 86, stats(browser)  # 70 image positions and the text
+    user = browser.find_elements(By.CSS_SELECTOR, "#messages .message")[0]
+    thumb = user.find_element(By.CSS_SELECTOR, "img.thumb")
+    assert thumb.get_attribute("alt") == "small-40x30.png"
+    assert browser.execute_script("return arguments[0].naturalWidth", thumb) == 40
+    assert not browser.find_element(By.ID, "attachments").is_displayed(), "the sent attachment left the composer"
+
+    # A reload finds the image in the stored conversation, and a regenerated reply sends it again.
+    browser.refresh()
+    wait_for_model(browser)
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#messages .message.user img.thumb")) == 1,
+         "the image did not come back after a reload")
+    browser.find_element(By.ID, "regenerate").click()
+    wait(browser, lambda d: last_reply(d)[1] == "done" and "prompt" in stats(d), "the regenerated reply did not finish")
+    assert re.search(r"prompt 86 tokens", stats(browser)), stats(browser)
+
+
+def test_an_attached_wav_file_is_sent_as_input_audio(audio_server, browser, tmp_path):
+    browser.get(audio_server.url + "/")
+    wait_for_model(browser)
+    assert "WAV" in browser.find_element(By.ID, "attach").get_attribute("title")
+    chooser = browser.find_element(By.ID, "attach-file")
+    assert ".wav" in chooser.get_attribute("accept") and "image/png" not in chooser.get_attribute("accept")
+    set_setting(browser, "max-tokens", "8")
+    # An image is not attached to an audio model; the status line says why.
+    chooser.send_keys(str(IMAGES / "small-40x30.png"))
+    wait(browser, lambda d: "does not read images" in d.find_element(By.ID, "status").text, "the image was not refused")
+    chooser.send_keys(str(SOUNDS / "lfm2-audio-chirp-1s-16k.wav"))
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#attachments li audio")) == 1, "no player")
+    send(browser, "Transcribe this audio.")
+    wait(browser, lambda d: last_reply(d)[1] == "done", "the reply did not finish")
+    assert re.search(r"prompt 29 tokens", stats(browser)), stats(browser)  # 4 + 13 audio + 12 text positions
+    user = browser.find_elements(By.CSS_SELECTOR, "#messages .message")[0]
+    assert user.find_element(By.CSS_SELECTOR, "figcaption").text == "lfm2-audio-chirp-1s-16k.wav"
+
+    # A file whose data URL is over a million characters is kept for the tab only: the
+    # stored conversation has its name, and after a reload the page says it was not kept.
+    big = tmp_path / "long-noise.wav"
+    with wave.open(str(big), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        rng = random.Random(5)
+        w.writeframes(bytes(rng.getrandbits(8) for _ in range(2 * 16000 * 24)))
+    browser.find_element(By.ID, "new-chat").click()
+    chooser.send_keys(str(big))
+    wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#attachments li audio")) == 1, "no player")
+    send(browser, "Transcribe this audio.")
+    wait(browser, lambda d: last_reply(d)[1] in ("done", "error"), "the reply did not end")
+    stored = json.loads(browser.execute_script("return localStorage.getItem('leap-ref.conversations')"))
+    attachment = stored[-1]["messages"][0]["attachments"][0]
+    assert attachment["name"] == "long-noise.wav" and attachment["data"] is None
+    assert stored[0]["messages"][0]["attachments"][0]["data"].startswith("data:audio/")  # the small clip is kept
+    browser.refresh()
+    wait_for_model(browser)
+    wait(browser, lambda d: "(not kept in this browser)" in d.find_element(By.CSS_SELECTOR, "#messages .message.user").text,
+         "the page did not say the attachment was not kept")

@@ -1,6 +1,8 @@
 // leap-ref's chat page: a conversation streamed from /v1/chat/completions (server-sent
 // events), kept in localStorage. Model text is only ever put in the page as text nodes
-// (textContent), never as HTML.
+// (textContent), never as HTML. With a model that reads images or audio, a user message
+// may carry attachments: PNG or JPEG images (sent as image_url data URLs) and WAV files
+// (input_audio parts).
 "use strict";
 
 (() => {
@@ -21,7 +23,18 @@
     running: null,
     model: null,
     savePending: false,
+    // Attachments of the next message: { kind: "image" | "audio", name, size, data (a data URL) }.
+    pending: [],
   };
+
+  // Attachments: what the page reads, and what localStorage keeps. A data URL longer than
+  // KEEP_CHARS is kept in memory for this tab only: after a reload the message shows the
+  // file's name and the attachment is no longer sent.
+  const MAX_ATTACHMENT_BYTES = 16 * 1024 * 1024;
+  const KEEP_CHARS = 1_000_000;
+  const IMAGE_TYPES = ["image/png", "image/jpeg"];
+  const AUDIO_TYPES = ["audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave"];
+  const SAFE_DATA_URL = /^data:(image\/(png|jpeg)|audio\/(wav|x-wav|wave|vnd\.wave)|application\/octet-stream);base64,[A-Za-z0-9+/=]*$/;
 
   // MARK: Storage
 
@@ -43,10 +56,34 @@
     }
   }
 
+  // The conversations as stored: attachments' data URLs up to KEEP_CHARS (none when
+  // `keepMedia` is false), longer ones by name only.
+  function storable(conversations, keepMedia) {
+    return conversations.map((c) => ({
+      ...c,
+      messages: c.messages.map((m) =>
+        Array.isArray(m.attachments)
+          ? {
+              ...m,
+              attachments: m.attachments.map((a) =>
+                keepMedia && a.data && a.data.length <= KEEP_CHARS ? a : { ...a, data: null },
+              ),
+            }
+          : m,
+      ),
+    }));
+  }
+
   function saveConversations() {
     state.savePending = false;
-    // On a full storage, drop the oldest conversations until it fits.
-    while (!write(localStorage, KEYS.conversations, state.conversations)) {
+    // On a full storage, keep the attachments by name only, then drop the oldest
+    // conversations until it fits.
+    for (;;) {
+      if (write(localStorage, KEYS.conversations, storable(state.conversations, true))) break;
+      if (write(localStorage, KEYS.conversations, storable(state.conversations, false))) {
+        setStatus("The browser's storage is full: attachments are kept by name only.");
+        break;
+      }
       if (state.conversations.length <= 1) {
         setStatus("Could not save the conversation: the browser's storage is full.");
         return;
@@ -174,7 +211,7 @@
         const body = await response.json();
         state.model = (body.data && body.data[0]) || null;
         $("model-name").textContent = state.model ? state.model.id : "no model";
-        $("attach").hidden = !takesAttachments(state.model);
+        updateAttach();
         return;
       } catch (error) {
         $("model-name").textContent = "cannot reach the server";
@@ -183,11 +220,137 @@
     }
   }
 
-  // An attach button for models that read images or audio, as llama-server's /v1/models
-  // says it (`architecture.input_modalities`, or the `multimodal` capability).
-  function takesAttachments(model) {
-    const inputs = model?.architecture?.input_modalities || [];
-    return inputs.includes("image") || inputs.includes("audio") || (model?.capabilities || []).includes("multimodal");
+  // What the model reads besides text, as /v1/models says it (`input_modalities`, or
+  // OpenRouter's `architecture.input_modalities`).
+  function modelInputs(model) {
+    const inputs = model?.input_modalities || model?.architecture?.input_modalities || [];
+    return { image: inputs.includes("image"), audio: inputs.includes("audio") };
+  }
+
+  // The attach button, for models that read images or audio only, and the file types the
+  // file chooser offers.
+  function updateAttach() {
+    const takes = modelInputs(state.model);
+    const kinds = [...(takes.image ? ["a PNG or JPEG image"] : []), ...(takes.audio ? ["a WAV file"] : [])];
+    $("attach").hidden = kinds.length === 0;
+    $("attach").title = `Attach ${kinds.join(" or ")}`;
+    $("attach-file").accept = [...(takes.image ? IMAGE_TYPES : []), ...(takes.audio ? [...AUDIO_TYPES, ".wav"] : [])].join(",");
+    document.querySelector('label[for="attach-file"]').textContent = `Attach ${kinds.join(" or ") || "a file"}`;
+  }
+
+  // MARK: Attachments
+
+  // "image", "audio", or null, from the file's type or, without one, its name.
+  function attachmentKind(file) {
+    const type = (file.type || "").toLowerCase();
+    const name = file.name.toLowerCase();
+    if (IMAGE_TYPES.includes(type) || (!type && /\.(png|jpe?g)$/.test(name))) return "image";
+    if (AUDIO_TYPES.includes(type) || (!type && name.endsWith(".wav"))) return "audio";
+    return null;
+  }
+
+  function readDataURL(file) {
+    return new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result));
+      reader.onerror = () => reject(reader.error || new Error("the file cannot be read"));
+      reader.readAsDataURL(file);
+    });
+  }
+
+  async function addFiles(files) {
+    const takes = modelInputs(state.model);
+    for (const file of files) {
+      const kind = attachmentKind(file);
+      if (!kind) {
+        setStatus(`${file.name}: not attached; send a PNG or JPEG image or a WAV file.`);
+        continue;
+      }
+      if (!takes[kind]) {
+        setStatus(`${file.name}: not attached; this model does not read ${kind === "image" ? "images" : "audio"}.`);
+        continue;
+      }
+      if (file.size > MAX_ATTACHMENT_BYTES) {
+        setStatus(`${file.name}: not attached; it is larger than ${MAX_ATTACHMENT_BYTES / 1048576} MiB.`);
+        continue;
+      }
+      try {
+        const data = await readDataURL(file);
+        state.pending.push({ kind, name: file.name, size: file.size, data });
+        setStatus(`Attached ${file.name}.`);
+      } catch (error) {
+        setStatus(`${file.name}: ${error.message || error}`);
+      }
+    }
+    renderPending();
+  }
+
+  // The attachments of the next message, each with a button that removes it.
+  function renderPending() {
+    const list = $("attachments");
+    list.hidden = state.pending.length === 0;
+    list.replaceChildren(
+      ...state.pending.map((a, i) => {
+        const li = document.createElement("li");
+        li.append(attachmentView(a));
+        const remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "delete";
+        remove.textContent = "×";
+        remove.setAttribute("aria-label", `Remove ${a.name}`);
+        remove.addEventListener("click", () => {
+          state.pending.splice(i, 1);
+          renderPending();
+          setStatus(`Removed ${a.name}.`);
+          $("message").focus();
+        });
+        li.append(remove);
+        return li;
+      }),
+    );
+  }
+
+  // An attachment as shown: an image's thumbnail or a WAV file's player, with its name; by
+  // name only when its data was not kept (or is not a data URL this page wrote).
+  function attachmentView(a) {
+    const figure = document.createElement("figure");
+    figure.className = `attachment ${a.kind === "audio" ? "audio" : "image"}`;
+    const name = String(a.name || (a.kind === "audio" ? "audio" : "image"));
+    const safe = typeof a.data === "string" && SAFE_DATA_URL.test(a.data);
+    if (safe && a.kind === "image") {
+      const img = document.createElement("img");
+      img.className = "thumb";
+      img.src = a.data;
+      img.alt = name;
+      figure.append(img);
+    } else if (safe && a.kind === "audio") {
+      const audio = document.createElement("audio");
+      audio.controls = true;
+      audio.preload = "none";
+      audio.src = a.data;
+      audio.setAttribute("aria-label", name);
+      figure.append(audio);
+    }
+    const caption = document.createElement("figcaption");
+    caption.textContent = safe ? name : `${name} (not kept in this browser)`;
+    figure.append(caption);
+    return figure;
+  }
+
+  // A stored message's content as the API takes it: text, or its kept attachments (images
+  // as image_url data URLs, WAV files as input_audio) followed by its text.
+  function apiContent(m) {
+    const kept = (Array.isArray(m.attachments) ? m.attachments : []).filter(
+      (a) => typeof a.data === "string" && SAFE_DATA_URL.test(a.data),
+    );
+    if (!kept.length) return m.content;
+    const parts = kept.map((a) =>
+      a.kind === "audio"
+        ? { type: "input_audio", input_audio: { data: a.data.slice(a.data.indexOf(",") + 1), format: "wav" } }
+        : { type: "image_url", image_url: { url: a.data } },
+    );
+    if (m.content) parts.push({ type: "text", text: m.content });
+    return parts;
   }
 
   // MARK: Settings
@@ -329,6 +492,12 @@
       thinking.textContent = m.reasoning;
       el.append(thinking);
     }
+    if (Array.isArray(m.attachments) && m.attachments.length) {
+      const box = document.createElement("div");
+      box.className = "attachments";
+      box.append(...m.attachments.map(attachmentView));
+      el.append(box);
+    }
     const body = document.createElement("div");
     body.className = "body";
     renderText(body, m.content || "");
@@ -431,8 +600,11 @@
 
   async function send(text) {
     let c = currentConversation() || newConversation();
-    if (!c.messages.length) c.title = text.replace(/\s+/g, " ").slice(0, 48);
-    c.messages.push({ role: "user", content: text });
+    const attachments = state.pending;
+    state.pending = [];
+    renderPending();
+    if (!c.messages.length) c.title = (text || attachments.map((a) => a.name).join(", ")).replace(/\s+/g, " ").slice(0, 48);
+    c.messages.push(attachments.length ? { role: "user", content: text, attachments } : { role: "user", content: text });
     renderConversationList();
     renderMessages();
     await generate(c);
@@ -473,7 +645,7 @@
     const system = $("system-prompt").value.trim();
     const messages = [
       ...(system ? [{ role: "system", content: system }] : []),
-      ...c.messages.map((m) => ({ role: m.role, content: m.content })),
+      ...c.messages.map((m) => ({ role: m.role, content: m.role === "user" ? apiContent(m) : m.content })),
     ];
     const message = { role: "assistant", content: "", state: "streaming" };
     c.messages.push(message);
@@ -575,9 +747,26 @@
   $("composer").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("message").value.trim();
-    if (!text || state.running) return;
+    if ((!text && !state.pending.length) || state.running) return;
     $("message").value = "";
     send(text);
+  });
+
+  $("attach").addEventListener("click", () => $("attach-file").click());
+  $("attach-file").addEventListener("change", async (event) => {
+    const files = [...event.target.files];
+    event.target.value = "";
+    await addFiles(files);
+    $("message").focus();
+  });
+  // Files dropped on the message box are attached too.
+  $("composer").addEventListener("dragover", (event) => {
+    if (!$("attach").hidden) event.preventDefault();
+  });
+  $("composer").addEventListener("drop", (event) => {
+    if ($("attach").hidden || !event.dataTransfer?.files?.length) return;
+    event.preventDefault();
+    addFiles([...event.dataTransfer.files]);
   });
 
   $("message").addEventListener("keydown", (event) => {
