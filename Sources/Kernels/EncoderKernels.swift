@@ -223,16 +223,23 @@ public enum EncoderKernels {
 }
 
 extension WeightMatrix {
-    /// Rows of weights per block in ``matmulByRowBlocks(_:count:into:pool:)`` for rows of
-    /// `cols` values: a block of about 256 KB of F32, so that it stays in cache between its
-    /// dequantization and its product.
-    public static func rowBlock(cols: Int) -> Int {
-        max(16, min(256, (65536 / max(1, cols)) / 16 * 16))
+    /// Rows of weights per block in ``matmulByRowBlocks(_:count:into:pool:)``: the same
+    /// number of blocks for every thread, at least two, each of about 4 MB of F32 tile at
+    /// most, at least 16 rows, a multiple of 16.
+    /// Each block is one OpenBLAS product, which packs all of the activations again, so
+    /// the blocks are few: with blocks of 256 KB (80 rows of 768 values) that packing took
+    /// a quarter of a SigLIP2 encode (docs/performance.md, "Media encoders").
+    public static func rowBlock(rows: Int, cols: Int, threads: Int) -> Int {
+        let t = max(1, threads)
+        // Blocks: a multiple of the threads (every thread gets as many), at least two each.
+        let byMemory = (rows * cols + (1 << 20) - 1) >> 20
+        let blocks = (max(2 * t, byMemory) + t - 1) / t * t
+        return max(16, ((rows + blocks - 1) / blocks + 15) / 16 * 16)
     }
 
     /// `Y = X Wᵀ` for `count` rows of `x` (`count x cols`, row-major; `y` is `count x
     /// rows`), for a matrix used once per call (an encoder's): the weight rows are split in
-    /// blocks of ``rowBlock(cols:)`` over `pool`, and each thread dequantizes a block into
+    /// blocks of ``rowBlock(rows:cols:threads:)`` over `pool`, and each thread dequantizes a block into
     /// its own small tile and multiplies it with OpenBLAS on one thread, so the weights are
     /// read once, no whole-matrix copy is written, and the threads are the pool's (OpenBLAS
     /// starts none of its own). F32 weights are multiplied in place, by the same blocks.
@@ -242,7 +249,7 @@ extension WeightMatrix {
         precondition(count >= 0)
         if count == 0 || rows == 0 { return }
         let inPlace = type == .f32 && Int(bitPattern: data) % MemoryLayout<Float>.alignment == 0
-        let block = Self.rowBlock(cols: cols), blocks = (rows + block - 1) / block
+        let block = Self.rowBlock(rows: rows, cols: cols, threads: pool?.threads ?? 1), blocks = (rows + block - 1) / block
         let parallel = (pool?.threads ?? 1) > 1 && blocks > 1
         if inPlace && !parallel {
             pool?.sleepWorkers()

@@ -131,7 +131,8 @@ import Testing
     @Test(arguments: [GGMLType.f32, .f16, .q8_0, .q4_K])
     func productsByRowBlocksMatchTheReference(_ type: GGMLType) throws {
         let rows = 300, cols = 256, count = 7
-        #expect(WeightMatrix.rowBlock(cols: cols) == 256)
+        #expect(WeightMatrix.rowBlock(rows: rows, cols: cols, threads: 2) == 80)  // 4 blocks, the last of 60 rows
+        #expect(WeightMatrix.rowBlock(rows: rows, cols: cols, threads: 1) == 160)
         let bytes = randomWeights(type, rows: rows, cols: cols, seed: 3)
         var rng = SeededRandom(seed: 4)
         let x = rng.normal(count * cols)
