@@ -49,6 +49,34 @@ public enum CausalAttention {
         return statistics
     }
 
+    /// ``query(_:keys:values:span:headDim:scale:scores:out:)`` for the `heads` query heads
+    /// that share one KV head (grouped-query attention; head `h`'s query at `q + h *
+    /// headDim`, its scores at `scores + h * scoreStride`, its output at `out + h *
+    /// outStride`), with the loops turned so that each key and each value row is read from
+    /// memory once for all of them, not once per head (then from L1 for the others). Each
+    /// head's arithmetic is `query`'s, in the same order, so the results are the same bits.
+    /// `record(h, max, sum)` receives each head's softmax statistics.
+    @inlinable
+    public static func queryGroup(
+        _ q: UnsafePointer<Float>, heads g: Int, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, span: Int, headDim hd: Int,
+        scale: Float, scores: UnsafeMutablePointer<Float>, scoreStride: Int, out: UnsafeMutablePointer<Float>, outStride: Int,
+        record: (Int, Float, Float) -> Void
+    ) {
+        for j in 0..<span {
+            let k = keys + j * hd
+            for h in 0..<g { scores[h * scoreStride + j] = Elementwise.dot(q + h * hd, k, count: hd) * scale }
+        }
+        for h in 0..<g {
+            let (top, sum) = Elementwise.softmax(scores + h * scoreStride, count: span)
+            record(h, top, sum)
+            (out + h * outStride).update(repeating: 0, count: hd)
+        }
+        for j in 0..<span {
+            let v = values + j * hd
+            for h in 0..<g { Elementwise.axpy(scores[h * scoreStride + j], v, out + h * outStride, count: hd) }
+        }
+    }
+
     /// Keys per block when one decoded query is split over threads (see the top of the file).
     public static let decodeKeyBlock = 512
 

@@ -118,12 +118,14 @@ struct Attention: Sendable {
                     let values = cache.rows(
                         keys: false, layer: layer, head: g, from: first + from, count: length,
                         scratch: scratch + (2 * g + 1) * ctxFloats + from * hd)
-                    for h in (g * group)..<((g + 1) * group) {
-                        let p = part(s, h)
-                        let out = n == 1 ? o[s] + h * hd : p + b * hd
-                        let (top, sum) = CausalAttention.query(
-                            q[s] + h * hd, keys: keys, values: values, span: length, headDim: hd, scale: scale,
-                            scores: scores + h * context + from, out: out)
+                    // The group's query heads together: each key and value row read once.
+                    let h0 = g * group, split = n > 1
+                    CausalAttention.queryGroup(
+                        q[s] + h0 * hd, heads: group, keys: keys, values: values, span: length, headDim: hd, scale: scale,
+                        scores: scores + h0 * context + from, scoreStride: context,
+                        out: split ? part(s, h0) + b * hd : o[s] + h0 * hd, outStride: split ? contextBlocks * (hd + 2) : hd
+                    ) { h, top, sum in
+                        let p = part(s, h0 + h)
                         p[contextBlocks * hd + b] = top
                         p[contextBlocks * hd + contextBlocks + b] = sum
                     }

@@ -71,6 +71,34 @@ import Testing
         #expect(abs(scores.reduce(0, +) - 1) <= 1e-5, "the probabilities sum to 1")
     }
 
+    /// The query heads of a KV group together (`queryGroup`, each key and value row read
+    /// once) give each head's `query` bit for bit, scores, outputs and statistics.
+    @Test func groupedQueriesEqualEachHeadAlone() {
+        let hd = 64, g = 4, span = 300, scoreStride = 320, outStride = 80
+        var rng = SeededRandom(seed: 31)
+        let q = rng.normal(g * hd), k = rng.normal(span * hd), v = rng.normal(span * hd)
+        var scores = [Float](repeating: .nan, count: g * scoreStride), out = [Float](repeating: .nan, count: g * outStride)
+        var statistics = [(Float, Float)](repeating: (.nan, .nan), count: g)
+        scores.withUnsafeMutableBufferPointer { sb in
+            out.withUnsafeMutableBufferPointer { ob in
+                CausalAttention.queryGroup(
+                    q, heads: g, keys: k, values: v, span: span, headDim: hd, scale: 0.125, scores: sb.baseAddress!,
+                    scoreStride: scoreStride, out: ob.baseAddress!, outStride: outStride
+                ) { h, top, sum in statistics[h] = (top, sum) }
+            }
+        }
+        for h in 0..<g {
+            var aloneScores = [Float](repeating: .nan, count: span), alone = [Float](repeating: .nan, count: hd)
+            let (top, sum) = q.withUnsafeBufferPointer {
+                CausalAttention.query(
+                    $0.baseAddress! + h * hd, keys: k, values: v, span: span, headDim: hd, scale: 0.125, scores: &aloneScores, out: &alone)
+            }
+            #expect(Array(out[(h * outStride)..<(h * outStride + hd)]).map(\.bitPattern) == alone.map(\.bitPattern), "head \(h)")
+            #expect(Array(scores[(h * scoreStride)..<(h * scoreStride + span)]) == aloneScores, "head \(h) probabilities")
+            #expect(statistics[h].0 == top && statistics[h].1 == sum, "head \(h) statistics")
+        }
+    }
+
     /// A decoded query over a long cache split into blocks of `decodeKeyBlock` keys
     /// ("flash decoding"): each block through `query`, merged by `mergeBlocks`, equals the
     /// softmax over all the keys; one block needs no merge (and is `query` itself). Spans of
