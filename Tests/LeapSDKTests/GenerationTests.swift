@@ -294,14 +294,16 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         #expect(conversation.history.count == 2)
     }
 
-    /// The runner's `stop()` ends the generation within one token: called from the
-    /// response callback of the second chunk (on the engine's thread), at most one more
-    /// chunk follows, then `.complete` with the partial reply.
+    /// The runner's `stop()`: called from the response callback of the second chunk, no
+    /// chunk follows, then `.complete` with the partial reply, which is exactly the two
+    /// chunks delivered (what the engine made before it noticed is dropped, however far
+    /// the callbacks lag behind it, e.g. on a busy machine), and the generation ends early.
     @Test func runnerStopEndsWithinOneToken() async throws {
         let runner = try await TinyModel.load()
         struct State {
             var chunks = 0
             var afterStop = 0
+            var delivered = ""
             var handler: GenerationHandler?
         }
         let state = Locked(State())
@@ -315,9 +317,10 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
                 options: GenerationOptions(rngSeed: 4, maxOutputTokens: 300)),
             onResponse: { response in
                 switch response {
-                case .chunk:
+                case .chunk(let text):
                     let stop: GenerationHandler? = state.withLock { s in
                         s.chunks += 1
+                        if s.chunks <= 2 { s.delivered += text }
                         if s.chunks > 2 { s.afterStop += 1 }
                         return s.chunks == 2 ? s.handler : nil
                     }
@@ -336,8 +339,9 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
             return nil
         }
         #expect(completion?.finishReason == .stop)
-        #expect(state.withLock { $0.afterStop } <= 1)
-        #expect((completion?.stats?.completionTokens ?? 999) <= 3)
+        #expect(state.withLock { $0.afterStop } == 0)
+        #expect(completion?.message.content == [.text(state.withLock { $0.delivered })])
+        #expect((completion?.stats?.completionTokens ?? 999) < 300)
     }
 
     /// `stop()` on the callback variant's handler: no chunk is delivered after it, the

@@ -73,11 +73,18 @@ extension LiquidInferenceEngineRunner {
             return FlagGenerationHandler(flag: CancellationFlag())
         }
         let maxTokens = request.maxTokens
+        let stopped = CancellationFlag()
         Task {
             var text = "", reasoning = "", sawReasoning = false
             var calls: [LeapFunctionCall] = []
             do {
                 for try await event in completion.events {
+                    // After stop(), what the engine produced before it noticed (the events
+                    // this task had not delivered yet) is neither delivered nor kept: the
+                    // reply ends where the caller stopped reading it.
+                    if stopped.isCancelled {
+                        guard case .finished = event else { continue }
+                    }
                     switch event {
                     case .started: break
                     case .text(let t, _):
@@ -106,14 +113,19 @@ extension LiquidInferenceEngineRunner {
                 onError(LeapError(error))
             }
         }
-        return ServingGenerationHandler(completion: completion)
+        return ServingGenerationHandler(completion: completion, stopped: stopped)
     }
 }
 
-/// The handler of a generation running on a `ServingEngine`.
+/// The handler of a generation running on a `ServingEngine`: `stop()` cancels the
+/// completion (the engine ends it before its next token) and stops delivering at once.
 struct ServingGenerationHandler: GenerationHandler {
     let completion: ServingCompletion
-    func stop() { completion.cancel() }
+    let stopped: CancellationFlag
+    func stop() {
+        stopped.cancel()
+        completion.cancel()
+    }
 }
 
 extension GenerationStats {
