@@ -38,6 +38,8 @@ struct SequenceGeneration {
     /// Forbids the call syntax (tool_choice none).
     private var callBan: CallMarkerBan?
     private let ignoresEndOfGeneration: Bool
+    /// The tokenizer's end-of-generation ids, sorted.
+    private let endOfGenerationIDs: [Int]
     /// Whether a closed call block hands generation back to the model.
     private let continuesAfterToolCalls: Bool
     private let logprobCount: Int?
@@ -70,6 +72,7 @@ struct SequenceGeneration {
         callOpening = constraints.callOpening
         callBan = constraints.callBan
         self.ignoresEndOfGeneration = ignoresEndOfGeneration
+        self.endOfGenerationIDs = tokenizer.endOfGenerationIDs.map(Int.init).sorted()
         self.continuesAfterToolCalls = continuesAfterToolCalls
         logprobCount = logprobs
         self.maxTokens = maxTokens
@@ -140,11 +143,12 @@ struct SequenceGeneration {
 
     /// The token drawn from `logits` through every mask in force; nil when none is allowed.
     private mutating func sample(_ logits: UnsafeBufferPointer<Float>) throws(ServingError) -> Int? {
-        let tokenizer = tokenizer, ignoresEnd = ignoresEndOfGeneration, ban = callBan
+        let ban = callBan
+        // The end-of-generation ids as a short array: this runs for every id of the
+        // vocabulary, and a Set lookup hashed each one (7% of a served token with ignore_eos).
+        let ends = ignoresEndOfGeneration ? endOfGenerationIDs : []
         let permitted: ((Int) -> Bool)? =
-            ban == nil && !ignoresEnd
-            ? nil
-            : { id in (ban?.allows(id) ?? true) && !(ignoresEnd && tokenizer.isEndOfGeneration(TokenID(id))) }
+            ban == nil && ends.isEmpty ? nil : { id in (ban?.allows(id) ?? true) && !ends.contains(id) }
         guard let c = constraint else { return sampler.sample(logits, allowed: permitted) }
         let mask = c.masks.mask(for: c.matcher)
         guard mask.allowedCount > 0 else {
