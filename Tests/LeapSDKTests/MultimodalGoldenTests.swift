@@ -10,7 +10,7 @@ import Testing
 /// beside the model), the chat template, the chunk layout, the encoder's embeddings, then
 /// the language model's logits after the prompt and along llama.cpp's greedy tokens.
 ///
-/// Rules (../shared/README.md, "LFM2-VL fixture" and "LFM2-Audio fixture"): the chunks
+/// Rules (Tests/Fixtures/golden/MEDIA.md, copied with the fixtures): the chunks
 /// equal; the embeddings within 2e-3 max |diff| of llama.cpp's (which rounds activations to
 /// F16 before every F16 product); the language model as the text goldens: the same top-1
 /// wherever llama.cpp's top-2 margin exceeds 0.5, following llama.cpp's greedy tokens.

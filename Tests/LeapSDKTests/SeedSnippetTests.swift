@@ -1,4 +1,4 @@
-// The Swift code samples of the LEAP SDK documents (/work/shared/seeds: 000 and 001,
+// The Swift code samples of the LEAP SDK documents (the SDK's seed documents 000 and 001,
 // function calling; 002, ModelRunner / Conversation / GenerationOptions; 003, chat
 // messages and audio), each compiled as written and run against the random-weights test
 // model Tests/Fixtures/models/lfm2-tiny.gguf. Seed 002's `setResponseFormat(type:)` sample

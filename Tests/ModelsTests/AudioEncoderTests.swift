@@ -21,7 +21,7 @@ import Testing
 ///   rounding the mean is 9 times larger.
 /// - F16-mmproj goldens (`lfm2-audio-tiny.*`): llama.cpp also rounds every activation to
 ///   F16 before each F16 matrix product; the encoder multiplies exactly: bound 2e-3 (the
-///   issue's), as shared/README.md measured for float64.
+///   issue's), as Tests/Fixtures/golden/MEDIA.md measured for float64.
 /// - Engine against the reference (Double, plain loops): float rounding only, 1e-4.
 @Suite struct AudioEncoderTests {
     static let mmproj = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
