@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Images
@@ -54,7 +55,7 @@ import Testing
     func randomBitFlipsEndInAnImageOrAnImageError(_ name: String) throws {
         let original = try fixtureBytes("images/variants/\(name)")
         let isPNG = name.hasSuffix(".png")
-        var generator = SeededGenerator(seed: 0x1234_5678 ^ UInt64(original.count))
+        var generator = SeededRandom(seed: 0x1234_5678 ^ UInt64(original.count))
         var failures = 0
         let trials = 250
         for _ in 0..<trials {

@@ -1,6 +1,7 @@
 import Foundation
 import GGUF
 import Kernels
+import TestSupport
 import Testing
 
 /// The encoder kernels (LayerNorm, GELU tanh and erf, SiLU, bias and residual additions,

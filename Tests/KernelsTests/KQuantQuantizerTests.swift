@@ -1,5 +1,6 @@
 import Foundation
 import GGUF
+import TestSupport
 import Testing
 
 @testable import Kernels

@@ -1,5 +1,6 @@
 import Foundation
 import GGUF
+import TestSupport
 
 @testable import Kernels
 
@@ -37,28 +38,6 @@ enum Fixtures {
     static let manifest: [FixtureCase] = try! JSONDecoder().decode([FixtureCase].self, from: data("manifest.json"))
     static var dequantizeCases: [FixtureCase] { manifest.filter { $0.kind == "dequantize" } }
     static var quantizeCases: [FixtureCase] { manifest.filter { $0.kind == "quantize" } }
-}
-
-/// A small deterministic generator (SplitMix64), so tests do not depend on the platform's
-/// random number generator.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Roughly normal values (sum of uniforms), scaled.
-    mutating func normal(_ count: Int, scale: Float = 1) -> [Float] {
-        (0..<count).map { _ in
-            var s: Float = 0
-            for _ in 0..<4 { s += Float.random(in: -1...1, using: &self) }
-            return s * 0.866 * scale
-        }
-    }
 }
 
 /// Rows of random weights of `type`: quantized from random floats for the 32-value formats,

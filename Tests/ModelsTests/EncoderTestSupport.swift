@@ -1,26 +1,18 @@
-/// Seeded random inputs for the media encoders' tests (SplitMix64, so that they do not
+import TestSupport
+
+/// Seeded random inputs for the media encoders' tests (`SeededRandom`, so that they do not
 /// depend on the platform's generator).
-struct EncoderRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+enum EncoderRandom {
     /// A slice of normalized pixel values in [-1, 1] (what `(u8/255 - 0.5)/0.5` gives).
     static func slice(width: Int, height: Int, seed: UInt64) -> [Float] {
-        var rng = EncoderRandom(state: seed)
+        var rng = SeededRandom(seed: seed)
         return (0..<(width * height * 3)).map { _ in Float(Int.random(in: 0...255, using: &rng)) / 255 * 2 - 1 }
     }
 
     /// A log-mel-like input of `bins x frames` values: uniform in [-1.7, 1.7] (a normalized
     /// log-mel has mean 0 and std about 1).
     static func mel(bins: Int, frames: Int, seed: UInt64) -> [Float] {
-        var rng = EncoderRandom(state: seed)
+        var rng = SeededRandom(seed: seed)
         return (0..<(bins * frames)).map { _ in Float.random(in: -1.7...1.7, using: &rng) }
     }
 }

@@ -37,9 +37,10 @@ struct SequenceGeneration {
     private var callOpening: CallOpening?
     /// Forbids the call syntax (tool_choice none).
     private var callBan: CallMarkerBan?
-    private let ignoresEndOfGeneration: Bool
-    /// The tokenizer's end-of-generation ids, sorted.
-    private let endOfGenerationIDs: [Int]
+    /// The end-of-generation ids masked while sampling (llama-server's `ignore_eos`), or
+    /// none. A short array: the mask runs for every id of the vocabulary, and a Set lookup
+    /// hashed each one (7% of a served token).
+    private let maskedEndTokens: [Int]
     /// Whether a closed call block hands generation back to the model.
     private let continuesAfterToolCalls: Bool
     private let logprobCount: Int?
@@ -71,8 +72,7 @@ struct SequenceGeneration {
         constraint = constraints.grammar
         callOpening = constraints.callOpening
         callBan = constraints.callBan
-        self.ignoresEndOfGeneration = ignoresEndOfGeneration
-        self.endOfGenerationIDs = tokenizer.endOfGenerationIDs.map(Int.init).sorted()
+        maskedEndTokens = ignoresEndOfGeneration ? tokenizer.endOfGenerationIDs.map(Int.init).sorted() : []
         self.continuesAfterToolCalls = continuesAfterToolCalls
         logprobCount = logprobs
         self.maxTokens = maxTokens
@@ -143,10 +143,7 @@ struct SequenceGeneration {
 
     /// The token drawn from `logits` through every mask in force; nil when none is allowed.
     private mutating func sample(_ logits: UnsafeBufferPointer<Float>) throws(ServingError) -> Int? {
-        let ban = callBan
-        // The end-of-generation ids as a short array: this runs for every id of the
-        // vocabulary, and a Set lookup hashed each one (7% of a served token with ignore_eos).
-        let ends = ignoresEndOfGeneration ? endOfGenerationIDs : []
+        let ban = callBan, ends = maskedEndTokens
         let permitted: ((Int) -> Bool)? =
             ban == nil && ends.isEmpty ? nil : { id in (ban?.allows(id) ?? true) && !ends.contains(id) }
         guard let c = constraint else { return sampler.sample(logits, allowed: permitted) }
