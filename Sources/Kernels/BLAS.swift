@@ -3,6 +3,7 @@
 
 import CBLAS
 import GGUF
+import Synchronization
 
 /// Row-major wrappers of the BLAS routines the engine uses.
 public enum BLAS {
@@ -91,6 +92,59 @@ extension WeightMatrix {
                 a: x, lda: cols, b: tile, ldb: cols,
                 c: y + r0, ldc: rows)
             r0 = r1
+        }
+    }
+}
+
+extension WeightMatrix {
+    /// Rows of weights per tile in ``matmulByCachedTiles(_:count:into:scratch:pool:)``: about
+    /// 64 KB of F32 (a tile and OpenBLAS's packed copy of it stay in the core's L2), at least
+    /// 16 rows, a multiple of 16.
+    public static func cachedTileRows(cols: Int) -> Int { Swift.max(16, (16_384 / Swift.max(1, cols)) / 16 * 16) }
+
+    /// Floats of scratch ``matmulByCachedTiles(_:count:into:scratch:pool:)`` needs on `threads`
+    /// threads: one tile per thread.
+    public static func cachedTilesScratchCount(cols: Int, threads: Int) -> Int {
+        Swift.max(1, threads) * cachedTileRows(cols: cols) * cols
+    }
+
+    /// `Y = X Wᵀ` for a few rows of `x` (`count x cols`, row-major; `y` is `count x rows`):
+    /// the product of a short prompt chunk, in F32 like ``matmul(_:count:into:scratch:scratchCount:pool:)``
+    /// but without writing the whole dequantized matrix to memory. Each of the pool's
+    /// threads takes tiles of ``cachedTileRows(cols:)`` weight rows from a shared cursor,
+    /// dequantizes a tile into its own part of `scratch` (``cachedTilesScratchCount(cols:threads:)``
+    /// floats) and multiplies it with a one-thread OpenBLAS product; the tile is still in
+    /// the core's cache when OpenBLAS reads it. For a chunk of 8 tokens the whole-matrix
+    /// path spends most of its time writing and reading back the F32 copy (docs/performance.md,
+    /// "Short prompt chunks"). F32 weights are multiplied in place.
+    public func matmulByCachedTiles(
+        _ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutablePointer<Float>, pool: ThreadPool
+    ) {
+        precondition(count >= 0)
+        if count == 0 || rows == 0 { return }
+        if type == .f32 {
+            matmul(x, count: count, into: y, pool: pool)
+            return
+        }
+        let tileRows = Self.cachedTileRows(cols: cols), tiles = (rows + tileRows - 1) / tileRows
+        let threads = pool.threads, columns = cols, total = rows
+        let cursor = Atomic<Int>(0)
+        BLAS.withOneThread(when: threads > 1) {
+            pool.parallelFor(count: threads) { slots in
+                for slot in slots {
+                    let tile = scratch + slot * tileRows * columns
+                    while true {
+                        let t = cursor.add(1, ordering: .relaxed).oldValue
+                        if t >= tiles { break }
+                        let r0 = t * tileRows, r1 = Swift.min(total, r0 + tileRows)
+                        dequantize(rows: r0..<r1, into: tile)
+                        BLAS.sgemm(
+                            transB: true, m: count, n: r1 - r0, k: columns, a: x, lda: columns, b: tile, ldb: columns,
+                            c: y + r0, ldc: total)
+                    }
+                }
+            }
         }
     }
 }

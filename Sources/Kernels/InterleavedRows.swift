@@ -348,3 +348,80 @@ extension InterleavedRows {
     }
 }
 #endif
+
+#if LEAP_X86_AVX2
+extension InterleavedRows {
+    /// Dequantizes the 8 rows of group `g` into `dst` (row `r` of the group at
+    /// `dst + r * stride`), bit for bit what the format's `dequantize` makes of each row:
+    /// the same levels, the same `d * q` (and `+ m`). Read straight from the interleaved
+    /// chunks (a 4 x 8 transpose of 32-bit lanes puts each row's levels back together), so
+    /// the prompt path needs no row-by-row copy into the stored format.
+    func dequantize(group g: Int, into dst: UnsafeMutablePointer<Float>, stride: Int) {
+        let src = group(g)
+        let hasMin = type == .q4_1
+        for i in 0..<nb {
+            let chunk = src + chunkBytes * (i / 2), k = i % 2
+            let levels = chunk + scaleBytes + levelBytes * k
+            let d = chunk + 16 * k, m = chunk + 32 + 16 * k
+            if type == .q8_0 {
+                // Vector j holds values 4j..<4j+4 of every row: rows' bytes 0..<16 from
+                // vectors 0...3, bytes 16..<32 from vectors 4...7.
+                let low = Self.transpose(levels, 0), high = Self.transpose(levels, 4)
+                func emit(_ lo: __m256i, _ hi: __m256i, _ r: Int) {
+                    for h in 0..<2 {
+                        let row = r + 4 * h, upper = h == 1
+                        let scale = loadHalf(d, 2 * row), y = dst + row * stride + 32 * i
+                        storeLevels16(Self.half(lo, upper: upper), scale: scale, add: nil, y)
+                        storeLevels16(Self.half(hi, upper: upper), scale: scale, add: nil, y + 16)
+                    }
+                }
+                emit(low.0, high.0, 0)
+                emit(low.1, high.1, 1)
+                emit(low.2, high.2, 2)
+                emit(low.3, high.3, 3)
+            } else {
+                // Each row's 16 bytes of nibbles, as in the stored block.
+                let qs = Self.transpose(levels, 0)
+                let mask = _mm_set1_epi8(0x0F), offset = _mm_set1_epi8(8)
+                func emit(_ v: __m256i, _ r: Int) {
+                    for h in 0..<2 {
+                        let row = r + 4 * h, upper = h == 1
+                        let bytes = Self.half(v, upper: upper)
+                        var lo = _mm_and_si128(bytes, mask), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask)
+                        if !hasMin {
+                            lo = _mm_sub_epi8(lo, offset)
+                            hi = _mm_sub_epi8(hi, offset)
+                        }
+                        let scale = loadHalf(d, 2 * row), add: Float? = hasMin ? loadHalf(m, 2 * row) : nil
+                        let y = dst + row * stride + 32 * i
+                        storeLevels16(lo, scale: scale, add: add, y)
+                        storeLevels16(hi, scale: scale, add: add, y + 16)
+                    }
+                }
+                emit(qs.0, 0)
+                emit(qs.1, 1)
+                emit(qs.2, 2)
+                emit(qs.3, 3)
+            }
+        }
+    }
+
+    /// The 4 vectors of 32 bytes at `p + 32 * first ...` transposed as 4 x 8 lanes of 32
+    /// bits: result `r` holds lane `r` of the 4 vectors in its low 128 bits and lane `r + 4`
+    /// in its high 128 bits.
+    @inline(__always)
+    private static func transpose(_ p: UnsafeRawPointer, _ first: Int) -> (__m256i, __m256i, __m256i, __m256i) {
+        let v0 = load256(p, 32 * first), v1 = load256(p, 32 * first + 32)
+        let v2 = load256(p, 32 * first + 64), v3 = load256(p, 32 * first + 96)
+        let t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1)
+        let t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3)
+        return (
+            _mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+            _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)
+        )
+    }
+
+    @inline(__always)
+    private static func half(_ v: __m256i, upper: Bool) -> __m128i { upper ? high128(v) : _mm256_castsi256_si128(v) }
+}
+#endif

@@ -305,8 +305,20 @@ public struct WeightMatrix: @unchecked Sendable {
     /// Dequantizes rows `rows` into `dst` (`rows.count * cols` floats, row-major).
     public func dequantize(rows range: Range<Int>, into dst: UnsafeMutablePointer<Float>) {
         precondition(range.lowerBound >= 0 && range.upperBound <= rows, "dequantize: rows \(range) out of 0..<\(rows)")
-        for (k, r) in range.enumerated() {
-            withStoredRow(r) { type.dequantizeRow($0, into: dst + k * cols, count: cols) }
+        var r = range.lowerBound
+        while r < range.upperBound {
+            #if LEAP_X86_AVX2
+            // Whole groups of the interleaved copy straight from its chunks.
+            if let interleaved, r % InterleavedRows.groupRows == 0, r + InterleavedRows.groupRows <= range.upperBound,
+                r < interleaved.groups * InterleavedRows.groupRows
+            {
+                interleaved.dequantize(group: r / InterleavedRows.groupRows, into: dst + (r - range.lowerBound) * cols, stride: cols)
+                r += InterleavedRows.groupRows
+                continue
+            }
+            #endif
+            withStoredRow(r) { type.dequantizeRow($0, into: dst + (r - range.lowerBound) * cols, count: cols) }
+            r += 1
         }
     }
 }

@@ -53,7 +53,8 @@ struct PassInput {
 /// - each chunk goes through the prefill product on its own rows: the 8-bit integer
 ///   matmul where the matrix has it (`Linear.hasIntegerMatmul`: Q4_0, Q5_0 and the
 ///   K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over the weights
-///   dequantized to F32.
+///   dequantized to F32: the whole matrix at once, or, for a chunk of at most
+///   `Linear.shortChunkRows` rows, tile by tile in each thread's cache.
 ///
 /// The rule is the same for one sequence (`InferenceSession`) and several
 /// (`BatchedSession`): that is what makes a sequence's results independent of the other
@@ -141,6 +142,8 @@ final class ForwardPass {
     /// output head (at least 1M floats), so that each product is one sgemm call.
     let floatTile: UnsafeMutablePointer<Float>?
     let floatTileCapacity: Int
+    /// One tile per thread for short chunks' F32 products (`Linear.apply(shortBatch:...)`).
+    let cachedTiles: UnsafeMutablePointer<Float>?
     /// Packed weights of the integer matmul (the largest matrix that uses it).
     let packedWeights: UnsafeMutableRawPointer?
     let packedWeightsBytes: Int
@@ -192,6 +195,8 @@ final class ForwardPass {
         let floatProducts = products.filter { !$0.hasIntegerMatmul }
         floatTileCapacity = floatProducts.isEmpty ? 0 : max(1 << 20, floatProducts.map(\.elementCount).max()!)
         floatTile = floatTileCapacity > 0 ? .allocate(capacity: floatTileCapacity) : nil
+        let tilesCount = floatProducts.map { WeightMatrix.cachedTilesScratchCount(cols: $0.cols, threads: model.pool.threads) }.max() ?? 0
+        cachedTiles = tilesCount > 0 ? .allocate(capacity: tilesCount) : nil
         packedWeightsBytes = products.filter(\.hasIntegerMatmul).map { $0.integerScratchBytes(rows: n) }.max() ?? 0
         packedWeights = packedWeightsBytes > 0 ? .allocate(byteCount: packedWeightsBytes, alignment: 64) : nil
         // An expert's rows in a pass are at most the pass's rows (a row picks an expert
@@ -208,6 +213,7 @@ final class ForwardPass {
         tokens.deallocate()
         rowEmbedding.deallocate()
         floatTile?.deallocate()
+        cachedTiles?.deallocate()
         packedWeights?.deallocate()
     }
 
@@ -367,6 +373,10 @@ final class ForwardPass {
                 if w.hasIntegerMatmul {
                     precondition(input.quantizedRows >= rows.upperBound)
                     w.apply(batch: activations, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+                } else if rows.count <= Linear.shortChunkRows {
+                    w.apply(
+                        shortBatch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows, tiles: cachedTiles!,
+                        pool: pool)
                 } else {
                     w.apply(
                         batch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows,

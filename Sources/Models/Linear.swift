@@ -85,6 +85,22 @@ public struct Linear: Sendable {
         matrix.matmul(x, count: n, into: y, scratch: tile, scratchCount: tileCapacity, pool: pool)
     }
 
+    /// `Y = X Wᵀ` for a short chunk of `n` rows (at most `shortChunkRows`): the F32 product
+    /// tile by tile in cache (`WeightMatrix.matmulByCachedTiles`), one tile per thread in `tiles`.
+    func apply(
+        shortBatch x: UnsafePointer<Float>, count n: Int, _ y: UnsafeMutablePointer<Float>, tiles: UnsafeMutablePointer<Float>,
+        pool: ThreadPool
+    ) {
+        matrix.matmulByCachedTiles(x, count: n, into: y, scratch: tiles, pool: pool)
+    }
+
+    /// The most rows of a chunk whose F32 product goes tile by tile in cache rather than
+    /// through the whole dequantized matrix. Measured on SmolLM2 Q4_1 and Q8_0 (2 threads,
+    /// docs/performance.md, "Short prompt chunks"): tiles are twice as fast at 8 rows,
+    /// even at 64, and slower from 128 rows on, where one OpenBLAS product over the
+    /// whole matrix packs the activations once and runs at its peak.
+    static let shortChunkRows = 64
+
     /// Whether batches go through the 8-bit integer matmul: every format this build
     /// multiplies so (`WeightMatrix.hasIntegerMatmul`) except Q4_1, Q5_1 and Q8_0, which
     /// stay on the exact F32 path (dequantized weights, OpenBLAS sgemm). Rounding a prompt's

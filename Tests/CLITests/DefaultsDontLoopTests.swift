@@ -49,14 +49,22 @@ import Testing
     }
 
     /// Without DRY and the repetition penalty (llama.cpp's defaults), the same command
-    /// loops: the check can fail.
+    /// loops for some seed (the check can fail), and with the defaults that seed does not.
+    /// Which seeds loop depends on the last bits of the logits (a change in a product's
+    /// summation order moves them), so the first of eight that loops is taken.
     @Test func withoutTheAntiLoopDefaultsTheFrenchAnswerLoops() async throws {
-        let (text, completion) = try await reply(
-            Self.prompts[0], seed: 3, flags: ["--dry-multiplier", "0", "--repeat-penalty", "1"])
-        #expect(Self.maxFourGramCount(text) > 3)
-        #expect(completion.stats?.completionTokens == 512)
-        let (withDefaults, _) = try await reply(Self.prompts[0], seed: 3)
-        #expect(Self.maxFourGramCount(withDefaults) <= 3)
+        var loopingSeed: UInt64?
+        for seed: UInt64 in 1...8 {
+            let (text, completion) = try await reply(
+                Self.prompts[0], seed: seed, flags: ["--dry-multiplier", "0", "--repeat-penalty", "1"])
+            if Self.maxFourGramCount(text) > 3 && completion.stats?.completionTokens == 512 {
+                loopingSeed = seed
+                break
+            }
+        }
+        let seed = try #require(loopingSeed, "no seed in 1...8 loops without DRY and the repetition penalty")
+        let (withDefaults, _) = try await reply(Self.prompts[0], seed: seed)
+        #expect(Self.maxFourGramCount(withDefaults) <= 3, "seed \(seed): \(withDefaults)")
     }
 
     @Test(arguments: prompts)

@@ -55,6 +55,14 @@ import Testing
             stored.dequantize(rows: 0..<rows, into: &a)
             copy.dequantize(rows: 0..<rows, into: &b)
             #expect(sameBits(a, b), "\(type) dequantize: \(firstDifference(a, b))")
+            // Ranges that start and end inside groups (whole groups are read straight from
+            // the chunks, the rest row by row).
+            for range in [3..<29, 8..<16, 5..<7, 30..<37] {
+                var part = [Float](repeating: .nan, count: range.count * cols)
+                copy.dequantize(rows: range, into: &part)
+                let want = Array(a[(range.lowerBound * cols)..<(range.upperBound * cols)])
+                #expect(sameBits(part, want), "\(type) dequantize \(range): \(firstDifference(part, want))")
+            }
 
             var fa = [Float](repeating: .nan, count: tokens * rows), fb = fa
             x.withUnsafeBufferPointer {

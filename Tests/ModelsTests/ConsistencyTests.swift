@@ -37,6 +37,14 @@ import Testing
         print("decode vs prefill \(name): \(worst * 100)% of range")
     }
 
+    /// Pieces and the whole prompt agree within `splitTolerance` of the logit range. Not
+    /// bit for bit: the F32 products of a chunk sum in an order that depends on the chunk's
+    /// size (short chunks go tile by tile, OpenBLAS picks its kernel by size), and a 1e-7
+    /// difference can flip one 8-bit rounding of the activations of lfm2-tiny's Q4_0
+    /// integer products, which moves the logits by about 0.3% of their range from that row
+    /// on. A wrong position, cache row or truncation moves them by tens of percent.
+    static let splitTolerance: Float = 1e-2
+
     @Test func batchSplittingAndTruncationDoNotChangeLogits() throws {
         let model = try TransformerModel(path: TestFixtures.path("models/lfm2-tiny.gguf"))
         let whole = InferenceSession(model: model, contextLength: 64)
@@ -45,7 +53,7 @@ import Testing
         // Small batches: the same positions, computed in pieces of 5.
         let pieces = InferenceSession(model: model, contextLength: 64, maxBatch: 5)
         let split = try pieces.evaluateAllLogits(Self.tokens)
-        for (a, b) in zip(split, reference) { #expect(Self.relativeError(a, b) < 1e-4) }
+        for (a, b) in zip(split, reference) { #expect(Self.relativeError(a, b) < Self.splitTolerance) }
 
         // Truncate to 8 tokens, feed different ones, truncate back, feed the originals (10
         // tokens: batches of 5, so no single-token batch switches to the decode numerics).
@@ -55,7 +63,7 @@ import Testing
         #expect(pieces.position == 8)
         let resumed = try pieces.evaluateAllLogits(Array(Self.tokens[8...]))
         #expect(resumed.count == 10)
-        for (a, b) in zip(resumed, reference[8...]) { #expect(Self.relativeError(a, b) < 1e-4) }
+        for (a, b) in zip(resumed, reference[8...]) { #expect(Self.relativeError(a, b) < Self.splitTolerance) }
     }
 
     @Test func cacheSizesFollowTheLayersAndTheCacheType() throws {
