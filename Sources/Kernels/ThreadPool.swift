@@ -53,8 +53,9 @@ public final class ThreadPool: @unchecked Sendable {
         }
     }
 
-    /// The number of active processors, a sensible default for `threads`.
-    public static var defaultThreads: Int { ProcessInfo.processInfo.activeProcessorCount }
+    /// The cores this process is granted (``GrantedCores/count``: its affinity mask and
+    /// CPU quota), the default for `threads`.
+    public static var defaultThreads: Int { GrantedCores.count }
 
     deinit {
         // Workers hold `shared`, not the pool: tell them to exit.
