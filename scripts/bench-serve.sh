@@ -4,8 +4,14 @@
 # (Benchmarks/ServeBench, a package of its own): C concurrent clients, N streamed
 # completions of exactly --max-tokens tokens each, distinct prompts, every response checked.
 #
-#   [LLAMA_SERVER=.../llama-server] scripts/bench-serve.sh [MODEL.gguf] [-c C] [-n N]
-#       [--max-tokens M] [--parallel P] [-t T] [--ctx-size S] [-r R] [--keep-alive] [--no-build]
+#   [LLAMA_SERVER=.../llama-server] scripts/bench-serve.sh [MODEL.gguf] [--chat-load] [-c C] [-n N]
+#       [--max-tokens M] [--prompt-words W] [--parallel P] [-t T] [--ctx-size S] [-r R]
+#       [--keep-alive] [--no-build]
+#
+# --chat-load sets the load of a small chat service (issue #28's serving shape): 48 chat
+# requests of 32 tokens from 8 concurrent clients, short prompts (8 words), 2 slots; the
+# options after it still apply. The default load is 32 requests of 64 tokens from 4
+# clients, 64-word prompts, 4 slots.
 #
 # R rounds (default 3); each round starts each server afresh and runs the client once
 # against it, the order of the two servers alternating from round to round (as
@@ -21,9 +27,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL="${HOME}/.cache/leap-ref/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then MODEL="$1"; shift; fi
-C=4 N=32 M=64 P=4 T=2 S=1024 R=3 BUILD=1 CLIENT_FLAGS=()
+C=4 N=32 M=64 W=64 P=4 T=2 S=1024 R=3 BUILD=1 CLIENT_FLAGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
+        --chat-load) C=8 N=48 M=32 P=2 W=8; shift ;;
         -c) C="$2"; shift 2 ;;
         -n) N="$2"; shift 2 ;;
         --max-tokens) M="$2"; shift 2 ;;
@@ -32,6 +39,7 @@ while [ $# -gt 0 ]; do
         --ctx-size) S="$2"; shift 2 ;;
         -r) R="$2"; shift 2 ;;
         --keep-alive) CLIENT_FLAGS+=(--keep-alive); shift ;;
+        --prompt-words) W="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         *) echo "bench-serve: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -65,7 +73,7 @@ wait_ready() {  # $1: port, $2: log
 # The server commands, with PORT replaced per run.
 LEAP_CMD=("$BIN/leap-ref" serve --model "$MODEL" --port PORT --parallel "$P" --threads "$T" --ctx-size "$S")
 LLAMA_CMD=("${LLAMA_SERVER:-llama-server}" -m "$MODEL" --port PORT -np "$P" -t "$T" -c $((S * P)))
-CLIENT_CMD=("$CLIENT_BIN/ServeBench" --url "http://127.0.0.1:PORT" -c "$C" -n "$N" --max-tokens "$M" "${CLIENT_FLAGS[@]}")
+CLIENT_CMD=("$CLIENT_BIN/ServeBench" --url "http://127.0.0.1:PORT" -c "$C" -n "$N" --max-tokens "$M" --prompt-words "$W" "${CLIENT_FLAGS[@]}")
 
 bench() {  # $1: server name, $2: round; appends one JSON line to $work/results
     local name="$1" round="$2" port cmd=()
@@ -95,7 +103,7 @@ EOF
 import json, sys
 r = json.loads(sys.argv[1])
 print(f"round {r['round']} {r['server']:>13}: {r['aggregate_tps']:7.2f} t/s, TTFT p50/p99 {r['ttft_p50_ms']:.0f}/{r['ttft_p99_ms']:.0f} ms, "
-      f"latency p50/p99 {r['latency_p50_ms']:.0f}/{r['latency_p99_ms']:.0f} ms, {r['requests']} requests, {r['tokens']} tokens, "
+      f"latency p50/p95/p99 {r['latency_p50_ms']:.0f}/{r['latency_p95_ms']:.0f}/{r['latency_p99_ms']:.0f} ms, {r['requests']} requests, {r['tokens']} tokens, "
       f"retries {r['retries'] + r['warmup_retries']}, load before {r['load']}", flush=True)
 EOF
 }
@@ -116,15 +124,15 @@ echo "  ${CLIENT_CMD[*]}"
 python3 - "$work/results" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print("\n| server | round | aggregate t/s | TTFT p50 / p99 ms | latency p50 / p99 ms | requests | tokens | retries | load before |")
+print("\n| server | round | aggregate t/s | TTFT p50 / p99 ms | latency p50 / p95 / p99 ms | requests | tokens | retries | load before |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for r in sorted(rows, key=lambda r: (r["server"] != "leap-ref", r["round"])):
     print(f"| {r['server']} | {r['round']} | {r['aggregate_tps']:.1f} | {r['ttft_p50_ms']:.0f} / {r['ttft_p99_ms']:.0f} | "
-          f"{r['latency_p50_ms']:.0f} / {r['latency_p99_ms']:.0f} | {r['requests']} | {r['tokens']} | "
+          f"{r['latency_p50_ms']:.0f} / {r['latency_p95_ms']:.0f} / {r['latency_p99_ms']:.0f} | {r['requests']} | {r['tokens']} | "
           f"{r['retries'] + r['warmup_retries']} | {r['load']:.2f} |")
 for server in sorted({r["server"] for r in rows}, key=lambda s: s != "leap-ref"):
     rs = [r for r in rows if r["server"] == server]
     med = lambda k: statistics.median(r[k] for r in rs)
     print(f"| {server} | median of {len(rs)} | {med('aggregate_tps'):.1f} | {med('ttft_p50_ms'):.0f} / {med('ttft_p99_ms'):.0f} | "
-          f"{med('latency_p50_ms'):.0f} / {med('latency_p99_ms'):.0f} | | | | |")
+          f"{med('latency_p50_ms'):.0f} / {med('latency_p95_ms'):.0f} / {med('latency_p99_ms'):.0f} | | | | |")
 EOF

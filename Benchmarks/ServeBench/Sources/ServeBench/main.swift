@@ -1,6 +1,6 @@
 // ServeBench: load an OpenAI-compatible server (leap-ref serve, llama-server) with C
 // concurrent clients for N streamed chat completions and report aggregate generated
-// tokens per second, time to first token and latency (p50/p99). The same client measures
+// tokens per second, time to first token and latency (p50/p95/p99). The same client measures
 // any server, so that two servers are compared under identical load.
 //
 //   swift run -c release ServeBench --url http://127.0.0.1:8080 -c 4 -n 32 --max-tokens 64
@@ -243,8 +243,10 @@ do {
             "tokens": .integer(tokens), "content_chunks": .integer(chunks), "wall_s": .double(wall),
             "aggregate_tps": .double(Double(tokens) / wall),
             "ttft_p50_ms": .double(ms(percentile(samples.map(\.ttft), 50))),
+            "ttft_p95_ms": .double(ms(percentile(samples.map(\.ttft), 95))),
             "ttft_p99_ms": .double(ms(percentile(samples.map(\.ttft), 99))),
             "latency_p50_ms": .double(ms(percentile(samples.map(\.latency), 50))),
+            "latency_p95_ms": .double(ms(percentile(samples.map(\.latency), 95))),
             "latency_p99_ms": .double(ms(percentile(samples.map(\.latency), 99))),
             "retries": .integer(retries), "warmup_retries": .integer(warmupRetries),
             "connections": .string(options.keepAlive ? "keep-alive" : "fresh")
@@ -253,13 +255,14 @@ do {
     } else {
         func f0(_ s: Double) -> String { String(format: "%.0f", s * 1000) }
         print(
-            "| url | C | requests | tokens | content chunks | wall s | aggregate t/s | TTFT p50 ms | TTFT p99 ms | latency p50 ms | latency p99 ms | retries |"
+            "| url | C | requests | tokens | content chunks | wall s | aggregate t/s | TTFT p50 ms | TTFT p99 ms | latency p50 ms | latency p95 ms | latency p99 ms | retries |"
         )
-        print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
         print(
             "| \(options.url) | \(options.concurrency) | \(samples.count) | \(tokens) | \(chunks) | \(String(format: "%.2f", wall)) | "
                 + "\(String(format: "%.2f", Double(tokens) / wall)) | \(f0(percentile(samples.map(\.ttft), 50))) | "
                 + "\(f0(percentile(samples.map(\.ttft), 99))) | \(f0(percentile(samples.map(\.latency), 50))) | "
+                + "\(f0(percentile(samples.map(\.latency), 95))) | "
                 + "\(f0(percentile(samples.map(\.latency), 99))) | \(retries) |")
     }
     if retries + warmupRetries > 0 {
