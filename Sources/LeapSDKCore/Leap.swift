@@ -10,7 +10,8 @@ public struct LiquidInferenceEngineOptions: Sendable {
         case f16
     }
 
-    /// Threads for the matrix kernels (default: all cores).
+    /// Threads for the matrix kernels (default: the cores granted to the process, its
+    /// affinity mask and CPU quota: `GrantedCores.count`).
     public var cpuThreads: Int?
     /// Context window in tokens (default: the model's trained context, capped at 4096).
     /// `GenerationOptions.sequenceLength` can lower it per request, not raise it.

@@ -40,7 +40,7 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Tokens to generate for the tg test (0 to skip).")
     var n = 128
 
-    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
     @Option(name: .shortAndLong, help: "Repetitions of each test.")

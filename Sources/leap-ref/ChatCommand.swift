@@ -41,7 +41,7 @@ struct Chat: AsyncParsableCommand {
     @Option(name: .customLong("ctx"), help: "Context window in tokens (default: the model's, capped at 4096).")
     var contextSize: Int?
 
-    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
     @Option(help: "Tools the model may call: 'demo' (calculate, get_current_time, get_weather); each call and result is printed.")

@@ -32,7 +32,7 @@ struct Generate: AsyncParsableCommand {
     @Option(help: "Random seed (the same seed gives the same text).")
     var seed: UInt64 = 0
 
-    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
     @Option(name: .customLong("ctx"), help: "Context length (default: prompt + n).")

@@ -30,7 +30,7 @@ struct Quantize: AsyncParsableCommand {
     @Option(help: "Target: \(QuantizationScheme.names.joined(separator: ", ")).")
     var type: String
 
-    @Option(name: .shortAndLong, help: "Threads (default: all cores).")
+    @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
     func run() async throws {
