@@ -42,9 +42,7 @@ public enum GrantedCores {
                 // cgroup v2: "max 100000" (no quota) or "200000 100000".
                 for dir in ["/sys/fs/cgroup" + path, "/sys/fs/cgroup"] {
                     guard let text = try? String(contentsOfFile: dir + "/cpu.max", encoding: .utf8) else { continue }
-                    let parts = text.split(whereSeparator: \.isWhitespace)
-                    guard parts.count == 2 else { return nil }
-                    return cores(quota: Int(parts[0]), period: Int(parts[1]))
+                    return cores(cpuMax: text)
                 }
             } else if fields[1].split(separator: ",").contains("cpu") {
                 // cgroup v1: a quota of -1 is none.
@@ -61,10 +59,18 @@ public enum GrantedCores {
         return nil
     }
 
+    #endif
+
+    /// The whole cores of a cgroup v2 `cpu.max` ("200000 100000"; "max 100000" is no quota).
+    static func cores(cpuMax text: String) -> Int? {
+        let parts = text.split(whereSeparator: \.isWhitespace)
+        guard parts.count == 2 else { return nil }
+        return cores(quota: Int(parts[0]), period: Int(parts[1]))
+    }
+
     /// `quota / period` rounded up, or nil for no quota (`max`, -1) or nonsense.
     static func cores(quota: Int?, period: Int?) -> Int? {
         guard let quota, let period, quota > 0, period > 0 else { return nil }
         return (quota + period - 1) / period
     }
-    #endif
 }
