@@ -62,7 +62,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds running completions may go on after SIGTERM before they are cancelled.")
     var shutdownGrace = 10.0
 
-    @Option(name: .shortAndLong, help: "Threads for the kernels (default: the cores granted to the process: its affinity mask and CPU quota).")
+    @Option(
+        name: .shortAndLong, help: "Threads for the kernels (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
     @Flag(name: .customLong("no-webui"), help: "Do not serve the chat page at / (then / is 404).")
