@@ -130,8 +130,11 @@ import Testing
     /// The 8-bit activations make this bound noisy: splitting the global layers' decode
     /// attention into two key blocks changed their outputs by at most 2e-6 and moved the
     /// worst error here from 2.7% to 3.3% of range (a few activations crossing an 8-bit
-    /// rounding boundary); a 600-position window moves it within 1.7-2.9% (below).
-    static let gemmaTolerance: Float = 0.04
+    /// rounding boundary); a 600-position window moves it within 1.7-2.9% (below); the
+    /// short prompt chunks' F32 products tile by tile (another summation order for the
+    /// file's non-integer matrices, 1e-7 apart) moved it to 4.4%. A wrong window, position
+    /// or cache row costs tens of percent (93% without the window in `Gemma3Tests`).
+    static let gemmaTolerance: Float = 0.05
 
     // MARK: - The tolerance catches a broken engine
 
