@@ -155,7 +155,7 @@ let package = Package(
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
         ),
-        .target(name: "TestSupport", dependencies: ["Images"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Images", "Sampling"], path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),

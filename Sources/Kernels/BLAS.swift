@@ -127,24 +127,45 @@ extension WeightMatrix {
             matmul(x, count: count, into: y, pool: pool)
             return
         }
-        let tileRows = Self.cachedTileRows(cols: cols), tiles = (rows + tileRows - 1) / tileRows
-        let threads = pool.threads, columns = cols, total = rows
+        productByRowBlocks(x, count: count, into: y, blockRows: Self.cachedTileRows(cols: cols), tiles: scratch, pool: pool)
+    }
+
+    /// `Y = X Wᵀ` by blocks of `blockRows` weight rows, the loop of
+    /// ``matmulByCachedTiles(_:count:into:scratch:pool:)`` and ``matmulByRowBlocks(_:count:into:pool:)``:
+    /// each of the pool's threads takes blocks from a shared cursor (a descheduled thread
+    /// just takes fewer), dequantizes each into its own `blockRows x cols` part of `tiles`
+    /// (`threads` parts; nil for F32 weights, read in place) and multiplies it with one
+    /// OpenBLAS product, single-threaded when the pool's threads share the blocks. Each
+    /// block is one product whatever the threads, so the result does not depend on them.
+    func productByRowBlocks(
+        _ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>, blockRows: Int,
+        tiles: UnsafeMutablePointer<Float>?, pool: ThreadPool?
+    ) {
+        let blocks = (rows + blockRows - 1) / blockRows, threads = pool?.threads ?? 1
+        let parallel = threads > 1 && blocks > 1, columns = cols, total = rows
         let cursor = Atomic<Int>(0)
-        BLAS.withOneThread(when: threads > 1) {
-            pool.parallelFor(count: threads) { slots in
+        BLAS.withOneThread(when: parallel) {
+            let body: (Range<Int>) -> Void = { slots in
                 for slot in slots {
-                    let tile = scratch + slot * tileRows * columns
                     while true {
-                        let t = cursor.add(1, ordering: .relaxed).oldValue
-                        if t >= tiles { break }
-                        let r0 = t * tileRows, r1 = Swift.min(total, r0 + tileRows)
-                        dequantize(rows: r0..<r1, into: tile)
+                        let b = cursor.add(1, ordering: .relaxed).oldValue
+                        if b >= blocks { break }
+                        let r0 = b * blockRows, r1 = Swift.min(total, r0 + blockRows)
+                        let w: UnsafePointer<Float>
+                        if let tiles {
+                            let tile = tiles + slot * blockRows * columns
+                            dequantize(rows: r0..<r1, into: tile)
+                            w = UnsafePointer(tile)
+                        } else {
+                            w = data.assumingMemoryBound(to: Float.self) + r0 * columns
+                        }
                         BLAS.sgemm(
-                            transB: true, m: count, n: r1 - r0, k: columns, a: x, lda: columns, b: tile, ldb: columns,
+                            transB: true, m: count, n: r1 - r0, k: columns, a: x, lda: columns, b: w, ldb: columns,
                             c: y + r0, ldc: total)
                     }
                 }
             }
+            if parallel, let pool { pool.parallelFor(count: threads, body) } else { body(0..<1) }
         }
     }
 }

@@ -258,24 +258,11 @@ extension WeightMatrix {
                 c: y, ldc: rows)
             return
         }
-        BLAS.withOneThread(when: parallel) {
-            let body: (Range<Int>) -> Void = { range in
-                let tile: UnsafeMutablePointer<Float>? = inPlace ? nil : .allocate(capacity: block * cols)
-                defer { tile?.deallocate() }
-                for b in range {
-                    let r0 = b * block, r1 = Swift.min(rows, r0 + block)
-                    let w: UnsafePointer<Float>
-                    if let tile {
-                        dequantize(rows: r0..<r1, into: tile)
-                        w = UnsafePointer(tile)
-                    } else {
-                        w = data.assumingMemoryBound(to: Float.self) + r0 * cols
-                    }
-                    BLAS.sgemm(transB: true, m: count, n: r1 - r0, k: cols, a: x, lda: cols, b: w, ldb: cols, c: y + r0, ldc: rows)
-                }
-            }
-            if parallel, let pool { pool.parallelFor(count: blocks, body) } else { body(0..<blocks) }
-        }
+        // One tile per thread (none for F32 weights, read in place).
+        let threads = parallel ? pool?.threads ?? 1 : 1
+        let tiles: UnsafeMutablePointer<Float>? = inPlace ? nil : .allocate(capacity: threads * block * cols)
+        defer { tiles?.deallocate() }
+        productByRowBlocks(x, count: count, into: y, blockRows: block, tiles: tiles, pool: parallel ? pool : nil)
     }
 }
 

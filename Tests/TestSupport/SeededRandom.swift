@@ -1,17 +1,14 @@
-/// A small deterministic generator (SplitMix64), so that randomized tests repeat exactly
-/// and do not depend on the platform's random number generator.
+import Sampling
+
+/// A small deterministic generator (the engine's SplitMix64), so that randomized tests
+/// repeat exactly and do not depend on the platform's random number generator; with the
+/// tests' helpers on top.
 public struct SeededRandom: RandomNumberGenerator {
-    public var state: UInt64
+    private var generator: SplitMix64
 
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// Roughly normal values (sum of uniforms), scaled.
     public mutating func normal(_ count: Int, scale: Float = 1) -> [Float] {
