@@ -181,32 +181,7 @@ public struct WeightMatrix: @unchecked Sendable {
     /// thread when `pool` is nil). `x` must hold `cols` values; `y` room for `rows`.
     public func matvec(_ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
         precondition(x.count == cols, "matvec: \(x.count) activations for \(cols) columns")
-        matvec(x.view, x, into: y, pool: pool)
-    }
-
-    /// The matvec of one activation row, `view` (of `x`).
-    @inline(__always)
-    private func matvec(_ view: ActivationView, _ x: QuantizedActivations, into y: UnsafeMutablePointer<Float>, pool: ThreadPool?) {
-        type.checkActivations(x)
-        precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
-        #if LEAP_X86_AVX2
-        if let interleaved {
-            matvec(interleaved, view, activationRows: 0..<1, into: y, pool: pool)
-            return
-        }
-        #endif
-        let nb = cols / type.blockSize
-        let t = type, base = data, stride = rowBytes
-        guard let pool, pool.threads > 1, rows > 1 else {
-            dotRows(t, base, rowBytes: stride, rows: 0..<rows, nb: nb, view, y)
-            return
-        }
-        // Chunks of at least ~16 KiB of weights: smaller ones cost more to hand out than
-        // they take to compute.
-        let minChunk = max(1, 16_384 / max(1, rowBytes))
-        pool.parallelFor(count: rows, minChunk: minChunk) { range in
-            dotRows(t, base, rowBytes: stride, rows: range, nb: nb, view, y)
-        }
+        matvecWork(x, rows: 0..<1, into: y).run(on: pool)
     }
 
     /// `y_t = W x_t` for the activation rows `rows` of `x` (quantized by
@@ -221,71 +196,65 @@ public struct WeightMatrix: @unchecked Sendable {
     /// for four (or two) activation rows (SteppedDots.swift). This is how several
     /// sequences decode in one step.
     public func matvec(_ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>, pool: ThreadPool? = nil) {
-        precondition(
-            rows.lowerBound >= 0 && x.count >= rows.upperBound * cols, "matvec: \(x.count) activations for rows \(rows) of \(cols)")
-        if rows.count == 1 {
-            matvec(x.view.row(rows.lowerBound, cols: cols), x, into: y + rows.lowerBound * self.rows, pool: pool)
-            return
-        }
-        type.checkActivations(x)
-        precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
-        if rows.isEmpty || self.rows == 0 { return }
-        #if LEAP_X86_AVX2
-        if let interleaved {
-            matvec(interleaved, x.view, activationRows: rows, into: y, pool: pool)
-            return
-        }
-        #endif
-        let base = x.view, columns = cols, outputs = self.rows
-        let nb = cols / type.blockSize
-        let t = type, weights = data, stride = rowBytes
-        // Tiles of whole groups of 8 rows (the kernels reduce 8 rows at once).
-        let tile = Swift.max(8, 16_384 / Swift.max(1, rowBytes) / 8 * 8)
-        let body: (Range<Int>) -> Void = { range in
-            var r0 = range.lowerBound
-            while r0 < range.upperBound {
-                let r1 = Swift.min(range.upperBound, r0 + tile)
-                dotRowsMulti(
-                    t, weights, rowBytes: stride, rows: r0..<r1, nb: nb, base, cols: columns, activationRows: rows, y, outputs: outputs)
-                r0 = r1
-            }
-        }
-        guard let pool, pool.threads > 1, outputs > 1 else {
-            body(0..<outputs)
-            return
-        }
-        pool.parallelFor(count: outputs, minChunk: Swift.max(1, 16_384 / Swift.max(1, rowBytes)), body)
+        matvecWork(x, rows: rows, into: y).run(on: pool)
     }
 
-    #if LEAP_X86_AVX2
-    /// The matvecs of activation rows `activationRows` of `a` (rows of `cols`; row `t`'s
-    /// results at `y + t * rows`) on the interleaved copy: the threads take whole groups of
-    /// 8 rows (about 16 KiB of weights or more each), and the rows after the last group
-    /// come last, from `data`. A row's result never depends on the split.
-    private func matvec(
-        _ interleaved: InterleavedRows, _ a: ActivationView, activationRows: Range<Int>, into y: UnsafeMutablePointer<Float>,
-        pool: ThreadPool?
+    /// ``matvec(_:rows:into:pool:)`` of every product in `products`, which read the same
+    /// activations (their matrices have `x`'s columns), in **one** parallel loop: the
+    /// threads take tiles of all the matrices' rows from one queue, so they meet once for
+    /// the lot instead of once per matrix (a decode step's q/k/v and gate/up products).
+    /// Each result is bit-identical to the product's own ``matvec(_:rows:into:pool:)``.
+    public static func matvec(
+        _ products: [(matrix: WeightMatrix, y: UnsafeMutablePointer<Float>)], _ x: QuantizedActivations, rows: Range<Int>,
+        pool: ThreadPool? = nil
     ) {
-        let groups = interleaved.groups, units = groups + (rows > groups * InterleavedRows.groupRows ? 1 : 0)
-        let nb = cols / type.blockSize, columns = cols, outputs = rows
-        let t = type, base = data, stride = rowBytes
+        let works = products.map { $0.matrix.matvecWork(x, rows: rows, into: $0.y) }
+        let units = works.reduce(0) { $0 + $1.units }
         let body: (Range<Int>) -> Void = { range in
-            interleaved.dotGroups(
-                range.lowerBound..<Swift.min(range.upperBound, groups), a, cols: columns, activationRows: activationRows, y,
-                outputs: outputs)
-            if range.upperBound > groups {
-                dotRowsMulti(
-                    t, base, rowBytes: stride, rows: (groups * InterleavedRows.groupRows)..<outputs, nb: nb, a, cols: columns,
-                    activationRows: activationRows, y, outputs: outputs)
+            var first = 0
+            for work in works {
+                let lower = Swift.max(range.lowerBound - first, 0), upper = Swift.min(range.upperBound - first, work.units)
+                if lower < upper { work.run(lower..<upper) }
+                first += work.units
             }
         }
-        guard let pool, pool.threads > 1, units > 1 else {
+        guard let pool, units > 1 else {
             body(0..<units)
             return
         }
-        pool.parallelFor(count: units, minChunk: Swift.max(1, 16_384 / Swift.max(1, interleaved.groupBytes)), body)
+        pool.parallelFor(count: units, minChunk: works.map(\.minChunk).min() ?? 1, body)
     }
-    #endif
+
+    /// The products of one matvec as units of work for a parallel loop: whole groups of 8
+    /// rows of the interleaved copy (the rows after the last group are one more unit, from
+    /// `data`), or rows of `data`. A unit's results never depend on how the units are split.
+    private func matvecWork(_ x: QuantizedActivations, rows: Range<Int>, into y: UnsafeMutablePointer<Float>) -> MatvecWork {
+        precondition(
+            rows.lowerBound >= 0 && x.count >= rows.upperBound * cols, "matvec: \(x.count) activations for rows \(rows) of \(cols)")
+        type.checkActivations(x)
+        precondition(type.usesQuantizedActivations || x.holdsFloats, "matvec: \(type) weights need the float activations")
+        // One activation row goes through the one-row kernels, on a view of that row.
+        let (view, activationRows, output) =
+            rows.count == 1
+            ? (x.view.row(rows.lowerBound, cols: cols), 0..<1, y + rows.lowerBound * self.rows) : (x.view, rows, y)
+        if rows.isEmpty || self.rows == 0 {
+            return MatvecWork(matrix: self, view: view, activationRows: 0..<0, y: y, units: 0, minChunk: 1)
+        }
+        #if LEAP_X86_AVX2
+        if let interleaved {
+            let groups = interleaved.groups
+            return MatvecWork(
+                matrix: self, view: view, activationRows: activationRows, y: output,
+                units: groups + (self.rows > groups * InterleavedRows.groupRows ? 1 : 0),
+                minChunk: Swift.max(1, 16_384 / Swift.max(1, interleaved.groupBytes)))
+        }
+        #endif
+        // Chunks of at least ~16 KiB of weights: smaller ones cost more to hand out than
+        // they take to compute.
+        return MatvecWork(
+            matrix: self, view: view, activationRows: activationRows, y: output, units: self.rows,
+            minChunk: Swift.max(1, 16_384 / Swift.max(1, rowBytes)))
+    }
 
     /// Quantizes `x` (`cols` floats) into `scratch`, then runs ``matvec(_:into:pool:)``.
     public func matvec(
@@ -367,5 +336,60 @@ public enum KernelBuild {
         #else
         return false
         #endif
+    }
+}
+
+/// One matrix's matvec as `units` units of work (``WeightMatrix``'s `matvecWork`): `run`
+/// computes the outputs of a range of units for the activation rows `activationRows` of
+/// `view` (row `t`'s results at `y + t * matrix.rows`).
+private struct MatvecWork {
+    let matrix: WeightMatrix
+    let view: ActivationView
+    let activationRows: Range<Int>
+    let y: UnsafeMutablePointer<Float>
+    /// Number of units: interleaved groups of 8 rows (plus one for the rows after them), or rows.
+    let units: Int
+    /// The fewest units worth handing to another thread (about 16 KiB of weights).
+    let minChunk: Int
+
+    func run(_ range: Range<Int>) {
+        let m = matrix, nb = m.cols / m.type.blockSize
+        #if LEAP_X86_AVX2
+        if let interleaved = m.interleaved {
+            let groups = interleaved.groups
+            interleaved.dotGroups(
+                range.lowerBound..<Swift.min(range.upperBound, groups), view, cols: m.cols, activationRows: activationRows, y,
+                outputs: m.rows)
+            if range.upperBound > groups {
+                dotRowsMulti(
+                    m.type, m.data, rowBytes: m.rowBytes, rows: (groups * InterleavedRows.groupRows)..<m.rows, nb: nb, view,
+                    cols: m.cols, activationRows: activationRows, y, outputs: m.rows)
+            }
+            return
+        }
+        #endif
+        if activationRows.count == 1 {
+            dotRows(m.type, m.data, rowBytes: m.rowBytes, rows: range, nb: nb, view, y + activationRows.lowerBound * m.rows)
+            return
+        }
+        // Tiles of whole groups of 8 rows (the kernels reduce 8 rows at once).
+        let tile = Swift.max(8, 16_384 / Swift.max(1, m.rowBytes) / 8 * 8)
+        var r0 = range.lowerBound
+        while r0 < range.upperBound {
+            let r1 = Swift.min(range.upperBound, r0 + tile)
+            dotRowsMulti(
+                m.type, m.data, rowBytes: m.rowBytes, rows: r0..<r1, nb: nb, view, cols: m.cols, activationRows: activationRows, y,
+                outputs: m.rows)
+            r0 = r1
+        }
+    }
+
+    /// All the units, on `pool` (on the calling thread when nil).
+    func run(on pool: ThreadPool?) {
+        guard let pool, pool.threads > 1, units > 1 else {
+            run(0..<units)
+            return
+        }
+        pool.parallelFor(count: units, minChunk: minChunk, run)
     }
 }

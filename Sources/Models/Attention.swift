@@ -54,9 +54,8 @@ struct Attention: Sendable {
     func callAsFunction(_ x: Rows, _ f: ForwardPass) -> Rows {
         let n = x.count, hd = headDim, heads = heads, kvHeads = kvHeads
         let input = f.quantize(x, for: wq, wk, wv)
-        let q = f.project(wq, input, into: f.q)
-        let k = f.project(wk, input, into: f.k)
-        let v = f.project(wv, input, into: f.v)
+        let qkv = f.project([(wq, f.q), (wk, f.k), (wv, f.v)], input)
+        let q = qkv[0], k = qkv[1], v = qkv[2]
 
         let rotations = f.rotations(for: rope), pairs = rope.dimensions / 2, style = rope.style
         let segments = f.segments, positions = f.positions, rowSegment = f.rowSegment, layer = layer, qkNorm = queryKeyNorm

@@ -63,8 +63,8 @@ func gatedFeedForward(
     _ activateAndMultiply: (UnsafeMutablePointer<Float>, UnsafePointer<Float>, Int) -> Void
 ) -> Rows {
     let input = f.quantize(x, for: gate, up)
-    let g = f.project(gate, input, into: f.gate)
-    let u = f.project(up, input, into: f.up)
+    let gu = f.project([(gate, f.gate), (up, f.up)], input)
+    let g = gu[0], u = gu[1]
     f.inParallel(rows: x.count) { rows in
         for i in rows { activateAndMultiply(g[i], u[i], g.width) }
     }

@@ -362,28 +362,53 @@ final class ForwardPass {
     /// multi-row matvec, each chunk through the integer matmul or OpenBLAS sgemm.
     @inline(__always)
     func project(_ w: Linear, _ input: ProductInput, into out: UnsafeMutablePointer<Float>) -> Rows {
+        checkCurrent(input, for: w)
+        if input.matvecRows > 0 { w.apply(activations, rows: 0..<input.matvecRows, out, pool: pool) }
+        projectChunks(w, input, into: out)
+        return Rows(base: out, count: input.rows.count, width: w.rows)
+    }
+
+    /// ``project(_:_:into:)`` of each matrix of `products` (matrices that read the same
+    /// `input`: q/k/v, gate/up), their one-token rows in one parallel loop
+    /// (`Linear.apply(_:_:rows:pool:)`): a decode step's threads meet once for the lot.
+    /// The results are those of `project` one matrix at a time.
+    func project(_ products: [(Linear, UnsafeMutablePointer<Float>)], _ input: ProductInput) -> [Rows] {
+        for (w, _) in products { checkCurrent(input, for: w) }
+        if input.matvecRows > 0 { Linear.apply(products, activations, rows: 0..<input.matvecRows, pool: pool) }
+        return products.map { w, out in
+            projectChunks(w, input, into: out)
+            return Rows(base: out, count: input.rows.count, width: w.rows)
+        }
+    }
+
+    /// Checks that `input`'s 8-bit rows are still those `quantize` made for it.
+    @inline(__always)
+    private func checkCurrent(_ input: ProductInput, for w: Linear) {
         let n = input.rows.count, k = input.matvecRows
         if k > 0 || (k < n && w.hasIntegerMatmul) {
             precondition(input.stamp == activationsStamp, "product input quantized over")
         }
-        if k > 0 { w.apply(activations, rows: 0..<k, out, pool: pool) }
-        if k < n {
-            for segment in segments[singleRows...] {
-                let rows = segment.rows
-                if w.hasIntegerMatmul {
-                    precondition(input.quantizedRows >= rows.upperBound)
-                    w.apply(batch: activations, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
-                } else if rows.count <= Linear.shortChunkRows {
-                    w.apply(
-                        shortBatch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows, tiles: cachedTiles!,
-                        pool: pool)
-                } else {
-                    w.apply(
-                        batch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows,
-                        tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool)
-                }
+    }
+
+    /// The chunks' part of `project`: each segment of several rows through the integer
+    /// matmul, the short-chunk tiles or OpenBLAS sgemm.
+    @inline(__always)
+    private func projectChunks(_ w: Linear, _ input: ProductInput, into out: UnsafeMutablePointer<Float>) {
+        guard input.matvecRows < input.rows.count else { return }
+        for segment in segments[singleRows...] {
+            let rows = segment.rows
+            if w.hasIntegerMatmul {
+                precondition(input.quantizedRows >= rows.upperBound)
+                w.apply(batch: activations, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+            } else if rows.count <= Linear.shortChunkRows {
+                w.apply(
+                    shortBatch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows, tiles: cachedTiles!,
+                    pool: pool)
+            } else {
+                w.apply(
+                    batch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows,
+                    tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool)
             }
         }
-        return Rows(base: out, count: n, width: w.rows)
     }
 }

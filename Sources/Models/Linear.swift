@@ -75,6 +75,14 @@ public struct Linear: Sendable {
         matrix.matvec(x, rows: rows, into: y, pool: pool)
     }
 
+    /// `apply(_:rows:_:pool:)` of each of `products` (matrices with the same columns), in
+    /// one parallel loop (`WeightMatrix.matvec(_:_:rows:pool:)`).
+    static func apply(
+        _ products: [(Linear, UnsafeMutablePointer<Float>)], _ x: QuantizedActivations, rows: Range<Int>, pool: ThreadPool
+    ) {
+        WeightMatrix.matvec(products.map { (matrix: $0.0.matrix, y: $0.1) }, x, rows: rows, pool: pool)
+    }
+
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
     /// row-major): the prefill path, OpenBLAS `sgemm` over the weights dequantized into
     /// `tile` (the whole matrix when it fits in `tileCapacity` floats: one sgemm call).

@@ -50,6 +50,53 @@ import Testing
         }
     }
 
+    /// Several products that read one input in one parallel loop (`WeightMatrix.matvec`
+    /// of a list: a decode step's q/k/v and gate/up) against each product's own matvec,
+    /// bit for bit: every kernel type beside an interleaved Q4_0 matrix and a K-quant one
+    /// (units of 8-row groups and of rows in one queue), row counts with tails, one and
+    /// three activation rows, no pool and 2 or 3 threads (chunks crossing the matrices'
+    /// edges).
+    @Test(arguments: GGMLType.kernelTypes)
+    func productsInOneLoopEqualEachProduct(_ type: GGMLType) throws {
+        let cols = 512, tokens = 4
+        let shapes: [(type: GGMLType, rows: Int)] = [(type, 37), (.q4_0, 69), (.q6_K, 11), (type, 8)]
+        let weights = shapes.enumerated().map { i, s in randomWeights(s.type, rows: s.rows, cols: cols, seed: 300 + UInt64(i) * 7) }
+        var rng = SeededRandom(seed: 33)
+        var x = rng.normal(tokens * cols, scale: 1.1)
+        for j in stride(from: 3, to: x.count, by: 71) { x[j] *= 25 }
+        let batch = QuantizedActivations(capacity: tokens * cols)
+        batch.quantizeRows(x, rows: tokens, cols: cols, keepingFloats: true)
+        let pointers = weights.map { w in
+            let p = UnsafeMutableRawPointer.allocate(byteCount: w.count, alignment: 64)
+            p.copyMemory(from: w, byteCount: w.count)
+            return p
+        }
+        defer { pointers.forEach { $0.deallocate() } }
+        var matrices: [WeightMatrix] = []
+        for (i, s) in shapes.enumerated() {
+            let m = try WeightMatrix(type: s.type, rows: s.rows, cols: cols, data: pointers[i])
+            // The first of each type's pair interleaved where the format has a copy, the last not.
+            matrices.append(i == shapes.count - 1 ? m : m.interleavedForDecode())
+        }
+        for pool in [nil, ThreadPool(threads: 2), ThreadPool(threads: 3)] {
+            for activationRows in [1..<2, 0..<3] {
+                let outputs = matrices.map { UnsafeMutablePointer<Float>.allocate(capacity: tokens * $0.rows) }
+                defer { outputs.forEach { $0.deallocate() } }
+                for (m, y) in zip(matrices, outputs) { y.initialize(repeating: .nan, count: tokens * m.rows) }
+                WeightMatrix.matvec(zip(matrices, outputs).map { (matrix: $0, y: $1) }, batch, rows: activationRows, pool: pool)
+                for (i, m) in matrices.enumerated() {
+                    var alone = [Float](repeating: .nan, count: tokens * m.rows)
+                    m.matvec(batch, rows: activationRows, into: &alone, pool: nil)
+                    let together = Array(UnsafeBufferPointer(start: outputs[i], count: tokens * m.rows))
+                    #expect(
+                        sameBits(together, alone),
+                        "\(shapes[i].type) product \(i), rows \(activationRows), \(pool?.threads ?? 1) threads: \(firstDifference(together, alone))"
+                    )
+                }
+            }
+        }
+    }
+
     /// The multi-row kernels (each weight block unpacked once for 2 or 4 activation rows)
     /// against the matvec of each row alone, bit for bit: every kernel type, 1 to 9
     /// activation rows starting at row 0, 1 or 2 of the buffer (groups of four, a pair and
