@@ -87,7 +87,12 @@ struct Attention: Sendable {
     /// A task on the pool is one KV head (and the query heads of its group) and one block of
     /// `CausalAttention.decodeKeyBlock` keys, for every sequence that has that block: a long
     /// cache is split over the threads even when the model has fewer KV heads than threads
-    /// (Gemma 3 270M has one). A query whose keys fill one block writes its output directly;
+    /// (Gemma 3 270M has one). When that gives fewer tasks than threads (Gemma's one group
+    /// over a short cache) and the cache is F32 (read in place, no conversion into shared
+    /// scratch), the query heads of a group are split into parts, one task each: a head's
+    /// arithmetic does not depend on which heads it runs with, so the results are the same
+    /// bits. (Splitting SmolLM2's three groups for two threads measured slower: each part
+    /// reads the group's keys again.) A query whose keys fill one block writes its output directly;
     /// one of several blocks writes its part to `f.decodePartials`, and the parts are merged
     /// after the loop (`CausalAttention.mergeBlocks`).
     private func attendOne(_ q: Rows, into o: Rows, _ f: ForwardPass) {
@@ -103,9 +108,13 @@ struct Attention: Sendable {
         for s in 0..<sequences { blocks = max(blocks, CausalAttention.decodeBlocks(span: span(s).count)) }
         // Query head h of sequence s: block b's output, then every block's maximum and sum.
         func part(_ s: Int, _ h: Int) -> UnsafeMutablePointer<Float> { partials + (s * heads + h) * contextBlocks * (hd + 2) }
-        f.pool.parallelFor(count: kvHeads * blocks) { range in
+        let threads = f.pool.threads, readsInPlace = (0..<sequences).allSatisfy { segments[$0].sequence.kv.type == .f32 }
+        let parts = readsInPlace && kvHeads * blocks < threads ? min(group, (threads + kvHeads * blocks - 1) / (kvHeads * blocks)) : 1
+        f.pool.parallelFor(count: kvHeads * blocks * parts) { range in
             for task in range {
-                let g = task / blocks, b = task % blocks
+                let g = task / (blocks * parts), b = task / parts % blocks, p = task % parts
+                // Query heads lower..<upper of the group.
+                let lower = p * group / parts, upper = (p + 1) * group / parts
                 for s in 0..<sequences {
                     let (first, count) = span(s), n = CausalAttention.decodeBlocks(span: count)
                     guard b < n else { continue }
@@ -118,9 +127,9 @@ struct Attention: Sendable {
                         keys: false, layer: layer, head: g, from: first + from, count: length,
                         scratch: scratch + (2 * g + 1) * ctxFloats + from * hd)
                     // The group's query heads together: each key and value row read once.
-                    let h0 = g * group, split = n > 1
+                    let h0 = g * group + lower, split = n > 1
                     CausalAttention.queryGroup(
-                        q[s] + h0 * hd, heads: group, keys: keys, values: values, span: length, headDim: hd, scale: scale,
+                        q[s] + h0 * hd, heads: upper - lower, keys: keys, values: values, span: length, headDim: hd, scale: scale,
                         scores: scores + h0 * context + from, scoreStride: context,
                         out: split ? part(s, h0) + b * hd : o[s] + h0 * hd, outStride: split ? contextBlocks * (hd + 2) : hd
                     ) { h, top, sum in

@@ -100,6 +100,23 @@ import Testing
         return out
     }
 
+    /// Decoding token by token gives the same bits on 1, 2, 3 and 4 threads, with F32 and
+    /// F16 caches. With more threads than the model's 2 KV heads (and one block of keys),
+    /// the F32 cache's decode attention splits each group's query heads over the threads
+    /// (`Attention.attendOne`); the products are split by rows at any count.
+    @Test(arguments: [KVCacheType.f32, .f16])
+    func decodeIsTheSameBitsOnAnyThreadCount(_ type: KVCacheType) throws {
+        let file = try Self.tinyFile()
+        func decode(threads: Int) throws -> [[UInt32]] {
+            let session = InferenceSession(model: try TransformerModel(file: file, threads: threads), contextLength: 64, kvCacheType: type)
+            return try Self.feed(session, Self.tokens(20, seed: 3), chunk: 1).map { $0.map(\.bitPattern) }
+        }
+        let one = try decode(threads: 1)
+        for threads in 2...4 {
+            #expect(try decode(threads: threads) == one, "\(type) cache, \(threads) threads")
+        }
+    }
+
     // MARK: - The architecture
 
     @Test func readsTheLayersAsLlamaCppDoes() throws {
