@@ -6,10 +6,12 @@ the same flags (the order alternates from round to round, so neither always gets
 warmer or the quieter minute); the table gives each engine's median over the rounds and
 the ratio of the medians. `--load N` runs a competing CPU-bound process (`stress-ng --cpu
 N`, Debian's stress-ng) for the whole measurement: the contention figures of
-docs/performance.md.
+docs/performance.md. `--baseline BIN` adds an earlier leap-ref build (the commit before a
+change, built in a second worktree) to the same rounds, so before, after and llama.cpp
+come from one window: the "before and after" columns of docs/performance.md.
 
     scripts/bench_side_by_side.py --llama-bin DIR [--rounds 3] [-p 512] [-n 128] [-t 2]
-        [-d 0] [-r 3] [--load 0] MODEL.gguf...
+        [-d 0] [-r 3] [--load 0] [--baseline BIN] MODEL.gguf...
 
 `--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
 the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
@@ -60,6 +62,7 @@ def main() -> None:
     ap.add_argument("-d", type=int, default=0, help="tokens already in the cache (llama-bench -d)")
     ap.add_argument("-r", type=int, default=3, help="repetitions inside each bench run")
     ap.add_argument("--load", type=int, default=0, help="competing CPU-bound workers (stress-ng --cpu N)")
+    ap.add_argument("--baseline", default=None, help="an earlier leap-ref binary, measured in the same rounds")
     args = ap.parse_args()
 
     leap = args.leap_ref
@@ -68,7 +71,7 @@ def main() -> None:
         out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=root, capture_output=True, text=True)
         leap = os.path.join(out.stdout.strip(), "leap-ref")
     llama = os.path.join(args.llama_bin, "llama-bench")
-    for exe in (leap, llama):
+    for exe in (leap, llama) + ((args.baseline,) if args.baseline else ()):
         if not os.access(exe, os.X_OK):
             sys.exit(f"not executable: {exe}")
 
@@ -88,9 +91,11 @@ def main() -> None:
         for model in args.models:
             leap_cmd = [leap, "bench", "--model", model] + flags
             llama_cmd = [llama, "-m", model, "-o", "md"] + flags
-            samples = {"leap-ref": [], "llama.cpp": []}
+            samples = {"leap-ref": [], "llama.cpp": [], "baseline": []}
             for r in range(args.rounds):
                 order = [("leap-ref", leap_cmd), ("llama.cpp", llama_cmd)]
+                if args.baseline:
+                    order.insert(1, ("baseline", [args.baseline] + leap_cmd[1:]))
                 if r % 2:
                     order.reverse()
                 for name, cmd in order:
@@ -99,14 +104,23 @@ def main() -> None:
             for test in tests:
                 ours = [s[test] for s in samples["leap-ref"]]
                 theirs = [s[test] for s in samples["llama.cpp"]]
-                rows.append((os.path.basename(model), test, ours, theirs))
+                before = [s[test] for s in samples["baseline"] if test in s]
+                rows.append((os.path.basename(model), test, ours, theirs, before))
             print(f"  {' '.join(leap_cmd)}\n  {' '.join(llama_cmd)}", file=sys.stderr)
-        print(f"\n| model file | test | leap-ref t/s (median of {args.rounds}) | llama.cpp t/s | ratio | leap-ref rounds | llama.cpp rounds |")
-        print("|---|---|---:|---:|---:|---|---|")
-        for model, test, ours, theirs in rows:
-            a, b = statistics.median(ours), statistics.median(theirs)
-            fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
-            print(f"| {model} | {test} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {fmt(ours)} | {fmt(theirs)} |")
+        fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
+        if args.baseline:
+            print(f"\nbaseline: {args.baseline}")
+            print(f"\n| model file | test | leap-ref before | leap-ref now (median of {args.rounds}) | llama.cpp t/s | now / before | now / llama.cpp | before rounds | now rounds | llama.cpp rounds |")
+            print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
+            for model, test, ours, theirs, before in rows:
+                a, b, c = statistics.median(ours), statistics.median(theirs), statistics.median(before)
+                print(f"| {model} | {test} | {c:.1f} | {a:.1f} | {b:.1f} | {a / c:.2f}x | {a / b:.2f}x | {fmt(before)} | {fmt(ours)} | {fmt(theirs)} |")
+        else:
+            print(f"\n| model file | test | leap-ref t/s (median of {args.rounds}) | llama.cpp t/s | ratio | leap-ref rounds | llama.cpp rounds |")
+            print("|---|---|---:|---:|---:|---|---|")
+            for model, test, ours, theirs, _ in rows:
+                a, b = statistics.median(ours), statistics.median(theirs)
+                print(f"| {model} | {test} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {fmt(ours)} | {fmt(theirs)} |")
         print(f"\nthreads {args.t}; {os.cpu_count()} cores; load average after: {open('/proc/loadavg').read().split()[:3]}")
     finally:
         if stress:
