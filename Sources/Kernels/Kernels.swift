@@ -208,7 +208,16 @@ public struct WeightMatrix: @unchecked Sendable {
         _ products: [(matrix: WeightMatrix, y: UnsafeMutablePointer<Float>)], _ x: QuantizedActivations, rows: Range<Int>,
         pool: ThreadPool? = nil
     ) {
-        let works = products.map { $0.matrix.matvecWork(x, rows: rows, into: $0.y) }
+        matvec(products.map { (matrix: $0.matrix, rows: rows, y: $0.y) }, x, pool: pool)
+    }
+
+    /// ``matvec(_:_:rows:pool:)`` where each product reads its own activation rows of `x`
+    /// (a mixture's experts, each over the tokens routed to it).
+    public static func matvec(
+        _ products: [(matrix: WeightMatrix, rows: Range<Int>, y: UnsafeMutablePointer<Float>)], _ x: QuantizedActivations,
+        pool: ThreadPool? = nil
+    ) {
+        let works = products.map { $0.matrix.matvecWork(x, rows: $0.rows, into: $0.y) }
         let units = works.reduce(0) { $0 + $1.units }
         let body: (Range<Int>) -> Void = { range in
             var first = 0

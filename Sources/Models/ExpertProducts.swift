@@ -131,35 +131,52 @@ extension ForwardPass {
     /// of each prompt chunk through the prefill product (the integer matmul or sgemm).
     /// A pair's result depends only on its own row, as in `project`.
     func projectExperts(_ w: [Linear], _ input: ExpertProductInput, into out: UnsafeMutablePointer<Float>) -> Rows {
-        let b = experts!, outputs = w[0].rows, pairCount = input.rows.count
-        let singleRows = singleRows, rowSegment = rowSegment
-        for (e, matrix) in w.enumerated() {
-            var j = b.starts[e]
-            let end = b.starts[e + 1]
-            guard j < end else { continue }
-            var k = j
-            while k < end && b.sources[k] < singleRows { k += 1 }
-            if k > j {
-                precondition(input.quantized)
-                matrix.apply(b.pairs, rows: j..<k, out, pool: pool)
-            }
-            j = k
-            while j < end {
-                let segment = rowSegment[b.sources[j]]
-                k = j + 1
-                while k < end && rowSegment[b.sources[k]] == segment { k += 1 }
-                if matrix.hasIntegerMatmul {
-                    precondition(input.quantized)
-                    matrix.apply(batch: b.pairs, rows: j..<k, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
-                } else {
-                    matrix.apply(
-                        batch: input.rows[j], count: k - j, out + j * outputs, tile: floatTile!, tileCapacity: floatTileCapacity, pool: pool
-                    )
-                }
-                j = k
-            }
+        projectExperts([(w, out)], input)[0]
+    }
+
+    /// `projectExperts(_:_:into:)` of each of `products` (the experts' matrices that read
+    /// the same input: gate and up), the one-token rows of every expert of every product
+    /// in one parallel loop (`Linear.apply(_:_:pool:)`): a decode step's threads meet once
+    /// for all of them instead of once per expert and matrix.
+    func projectExperts(_ products: [([Linear], UnsafeMutablePointer<Float>)], _ input: ExpertProductInput) -> [Rows] {
+        let b = experts!, pairCount = input.rows.count, singleRows = singleRows, rowSegment = rowSegment
+        // Each expert's pair slots: its one-token rows first, then its chunks' rows.
+        func oneTokenEnd(_ e: Int) -> Int {
+            var k = b.starts[e]
+            while k < b.starts[e + 1] && b.sources[k] < singleRows { k += 1 }
+            return k
         }
-        return Rows(base: out, count: pairCount, width: outputs)
+        var matvecs: [(Linear, rows: Range<Int>, UnsafeMutablePointer<Float>)] = []
+        for (w, out) in products {
+            for e in w.indices where oneTokenEnd(e) > b.starts[e] { matvecs.append((w[e], b.starts[e]..<oneTokenEnd(e), out)) }
+        }
+        if !matvecs.isEmpty {
+            precondition(input.quantized)
+            Linear.apply(matvecs, b.pairs, pool: pool)
+        }
+        return products.map { w, out in
+            let outputs = w[0].rows
+            for (e, matrix) in w.enumerated() {
+                var j = oneTokenEnd(e)
+                let end = b.starts[e + 1]
+                while j < end {
+                    let segment = rowSegment[b.sources[j]]
+                    var k = j + 1
+                    while k < end && rowSegment[b.sources[k]] == segment { k += 1 }
+                    if matrix.hasIntegerMatmul {
+                        precondition(input.quantized)
+                        matrix.apply(
+                            batch: b.pairs, rows: j..<k, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+                    } else {
+                        matrix.apply(
+                            batch: input.rows[j], count: k - j, out + j * outputs, tile: floatTile!, tileCapacity: floatTileCapacity,
+                            pool: pool)
+                    }
+                    j = k
+                }
+            }
+            return Rows(base: out, count: pairCount, width: outputs)
+        }
     }
 
     /// `out_i = Σ_c w_ic · y_(i,c)` for every row `i` of the pass: its `k` experts'

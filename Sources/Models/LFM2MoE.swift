@@ -232,8 +232,8 @@ struct MixtureOfExperts: Sendable {
         }
         // Each expert's rows together; h = SiLU(x W_gate,eᵀ) ⊙ x W_up,eᵀ for each (row, expert)
         let input = f.groupByExpert(x, choices: k, experts: expertCount, for: gate, up)
-        let g = f.projectExperts(gate, input, into: b.gate)
-        let u = f.projectExperts(up, input, into: b.up)
+        let gu = f.projectExperts([(gate, b.gate), (up, b.up)], input)
+        let g = gu[0], u = gu[1]
         f.inParallel(rows: g.count) { rows in
             for j in rows { Elementwise.siluMultiply(g[j], u[j], count: g.width) }
         }

@@ -83,6 +83,12 @@ public struct Linear: Sendable {
         WeightMatrix.matvec(products.map { (matrix: $0.0.matrix, y: $0.1) }, x, rows: rows, pool: pool)
     }
 
+    /// `apply(_:rows:_:pool:)` of each of `products` over its own activation rows of `x`,
+    /// in one parallel loop (`WeightMatrix.matvec(_:_:pool:)`): a mixture's experts.
+    static func apply(_ products: [(Linear, rows: Range<Int>, UnsafeMutablePointer<Float>)], _ x: QuantizedActivations, pool: ThreadPool) {
+        WeightMatrix.matvec(products.map { (matrix: $0.0.matrix, rows: $0.rows, y: $0.2) }, x, pool: pool)
+    }
+
     /// `Y = X Wᵀ` for `n` row vectors (`X` is `n x cols`, `Y` is `n x rows`, both
     /// row-major): the prefill path, OpenBLAS `sgemm` over the weights dequantized into
     /// `tile` (the whole matrix when it fits in `tileCapacity` floats: one sgemm call).
