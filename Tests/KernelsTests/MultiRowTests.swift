@@ -55,7 +55,7 @@ import Testing
     /// bit for bit: every kernel type beside an interleaved Q4_0 matrix and a K-quant one
     /// (units of 8-row groups and of rows in one queue), row counts with tails, one and
     /// three activation rows, no pool and 2 or 3 threads (chunks crossing the matrices'
-    /// edges).
+    /// edges); and each product over its own activation rows (a mixture's experts).
     @Test(arguments: GGMLType.kernelTypes)
     func productsInOneLoopEqualEachProduct(_ type: GGMLType) throws {
         let cols = 512, tokens = 4
@@ -84,6 +84,21 @@ import Testing
                 defer { outputs.forEach { $0.deallocate() } }
                 for (m, y) in zip(matrices, outputs) { y.initialize(repeating: .nan, count: tokens * m.rows) }
                 WeightMatrix.matvec(zip(matrices, outputs).map { (matrix: $0, y: $1) }, batch, rows: activationRows, pool: pool)
+                // Each product over its own activation rows (a mixture's experts).
+                let ownRows = matrices.indices.map { i in (i % 3)..<(i % 3 + 1 + i % 2) }
+                let outputsOwn = matrices.map { UnsafeMutablePointer<Float>.allocate(capacity: tokens * $0.rows) }
+                defer { outputsOwn.forEach { $0.deallocate() } }
+                for (m, y) in zip(matrices, outputsOwn) { y.initialize(repeating: .nan, count: tokens * m.rows) }
+                WeightMatrix.matvec(
+                    matrices.indices.map { (matrix: matrices[$0], rows: ownRows[$0], y: outputsOwn[$0]) }, batch, pool: pool)
+                for (i, m) in matrices.enumerated() {
+                    var alone = [Float](repeating: .nan, count: tokens * m.rows)
+                    m.matvec(batch, rows: ownRows[i], into: &alone, pool: nil)
+                    let together = Array(UnsafeBufferPointer(start: outputsOwn[i], count: tokens * m.rows))
+                    #expect(
+                        sameBits(together, alone),
+                        "\(shapes[i].type) product \(i) over rows \(ownRows[i]): \(firstDifference(together, alone))")
+                }
                 for (i, m) in matrices.enumerated() {
                     var alone = [Float](repeating: .nan, count: tokens * m.rows)
                     m.matvec(batch, rows: activationRows, into: &alone, pool: nil)
