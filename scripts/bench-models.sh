@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures leap-ref's speed on the models of docs/performance.md, in llama-bench's layout:
-# SmolLM2-135M-Instruct as Q4_0, Q8_0 and Q4_1 (shipped), and random-weight models of
+# SmolLM2-135M-Instruct as Q4_0, Q8_0, Q4_1 (shipped), Q4_K_M and Q5_K_M, Gemma 3 270M
+# Q4_K_M, and random-weight models of
 # LFM2-350M's exact shape and of an LFM2-MoE of 1.2B weights (32 experts, 4 per token;
 # `--preset moe-1b`) in Q4_0 (made by scripts/tools/make_lfm2_gguf.py, which needs
 # `pip install gguf==0.19.0 numpy`).
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${LEAP_REF_CACHE:-$HOME/.cache/leap-ref}"
 MODELS="$CACHE/models"
-./scripts/setup.sh
+./scripts/setup.sh --gemma
 swift build -c release --product leap-ref
 ./scripts/make-test-models.sh
 # make_shape PRESET FILE: a random-weight model of that shape in Q4_0, made once.
@@ -23,12 +24,19 @@ make_shape() {
 }
 make_shape 350m "$MODELS/lfm2-350m-shape.Q4_0.gguf"
 make_shape moe-1b "$MODELS/lfm2moe-1b-shape.Q4_0.gguf"
-traffic=""
 bin="$(swift build -c release --show-bin-path)/leap-ref"
+# The K-quant mixtures of SmolLM2, made once from its F32 file by leap-ref's own quantizer
+# (byte-identical to llama-quantize's output from that input, docs/kernels.md).
+for t in Q4_K_M Q5_K_M; do
+    f="$MODELS/SmolLM2-135M-Instruct.$t.gguf"
+    [ -f "$f" ] || { "$bin" quantize "$MODELS/SmolLM2-135M-Instruct.F32.gguf" "$f.part" --type "${t,,}" && mv "$f.part" "$f"; }
+done
+traffic=""
 echo "| model | size | params | backend | threads | test | t/s |"
 echo "| --- | ---: | ---: | --- | ---: | ---: | ---: |"
-for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf lfm2-350m-shape.Q4_0.gguf \
-    lfm2moe-1b-shape.Q4_0.gguf; do
+for m in SmolLM2-135M-Instruct.Q4_0.gguf SmolLM2-135M-Instruct.Q8_0.gguf SmolLM2-135M-Instruct.Q4_1.gguf \
+    SmolLM2-135M-Instruct.Q4_K_M.gguf SmolLM2-135M-Instruct.Q5_K_M.gguf lfm2-350m-shape.Q4_0.gguf \
+    gemma-3-270m-q4_k_m.gguf lfm2moe-1b-shape.Q4_0.gguf; do
     out="$("$bin" bench --model "$MODELS/$m" -p 512 -n 128 "$@")"
     grep -E '^\| [a-z]' <<<"$out" | grep -v '^| model'
     traffic+="$m: $(grep '^weights read' <<<"$out" || true)"$'\n'
