@@ -131,7 +131,7 @@ enum WireMapping {
             prompt: .chat(messages: r.messages.map(message), tools: tools), sampling: sampling(r.sampling, defaults: defaults),
             maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit), stop: r.sampling.stop,
             logprobs: r.topLogprobs, constraint: constraint, toolChoice: choice, cachePrompt: r.sampling.cachePrompt,
-            enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS)
+            enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream)
     }
 
     static func textRequest(
@@ -146,7 +146,7 @@ enum WireMapping {
             prompt: prompt, sampling: sampling(r.sampling, defaults: defaults),
             maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit),
             stop: r.sampling.stop, logprobs: r.logprobs, cachePrompt: r.sampling.cachePrompt,
-            ignoreEndOfGeneration: r.sampling.ignoreEOS)
+            ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream)
     }
 
     static func logprob(_ l: ServingTokenLogprob) -> WireTokenLogprob {

@@ -2,6 +2,7 @@ import Foundation
 import Grammar
 import LeapJSON
 import LeapSDKCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -100,6 +101,40 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
         let (a2, b2) = try await (x, y)
         #expect(a2.text == a.text && b2.text == b.text)
         #expect(Set([a2.usage!.slot, b2.usage!.slot]) == [0, 1])
+    }
+
+    /// A request that takes its events at the end (`deliversEventsAsGenerated` false, the
+    /// server's non-streamed completions) gets the events a streamed one gets, in the same
+    /// order, and none of its text before the engine has finished the sequence (its
+    /// `onFinish` has run).
+    @Test func heldEventsAreTheStreamedOnesDeliveredAtTheEnd() async throws {
+        final class Count: Sendable { let value = Atomic<Int>(0) }
+        let finished = Count()
+        let engine = try await tinyEngine(onFinish: { _, _ in finished.value.add(1, ordering: .sequentiallyConsistent) })
+        func events(_ asGenerated: Bool) async throws -> (pieces: [String], finishedAtFirstText: Int?) {
+            var request = greedyChat("Tell me about the sea.", maxTokens: 20)
+            request.cachePrompt = false
+            request.logprobs = 2
+            request.deliversEventsAsGenerated = asGenerated
+            let before = finished.value.load(ordering: .sequentiallyConsistent)
+            var pieces: [String] = [], finishedAtFirstText: Int?
+            for try await event in try engine.submit(request).events {
+                switch event {
+                case .started: pieces.append("started")
+                case .text(let t, let lp):
+                    if finishedAtFirstText == nil { finishedAtFirstText = finished.value.load(ordering: .sequentiallyConsistent) - before }
+                    pieces.append("text \(t) \(lp.map(\.chosen.token))")
+                case .reasoning(let t): pieces.append("reasoning \(t)")
+                case .toolCalls(let c): pieces.append("calls \(c.count)")
+                case .finished(let reason, let usage): pieces.append("finished \(reason) \(usage.completionTokens)")
+                }
+            }
+            return (pieces, finishedAtFirstText)
+        }
+        let held = try await events(false), streamed = try await events(true)
+        #expect(held.pieces == streamed.pieces)
+        #expect(held.pieces.count > 4 && held.pieces.first == "started" && held.pieces.last == "finished length 20")
+        #expect(held.finishedAtFirstText == 1, "held text arrives after the sequence finished")
     }
 
     @Test func aRepeatedPromptIsServedFromTheCacheWithTheSameText() async throws {

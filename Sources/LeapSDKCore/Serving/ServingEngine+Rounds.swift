@@ -213,11 +213,11 @@ extension ServingEngine {
     /// the slot free).
     private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) -> Int? {
         guard var generation = seq.generation else { return nil }
-        let continuation = seq.job.continuation
+        let job = seq.job
         let step: SequenceGeneration.Step
         do {
             step = try slot.cache.withNextLogits { logits throws(ServingError) in
-                try generation.next(logits) { continuation.yield($0) }
+                try generation.next(logits) { job.deliver($0, holdingIn: seq) }
             }
         } catch {
             seq.generation = generation
@@ -242,6 +242,7 @@ extension ServingEngine {
     private func fail(_ slot: ServingSlot, _ error: ServingError) {
         guard let seq = slot.sequence else { return }
         release(slot)
+        seq.job.deliverHeldEvents(of: seq)
         seq.job.continuation.finish(throwing: error)
     }
 
@@ -250,8 +251,8 @@ extension ServingEngine {
         guard let seq = slot.sequence else { return }
         var reason = reason
         if reason != .cancelled, var generation = seq.generation {
-            let continuation = seq.job.continuation
-            reason = generation.finish(reason) { continuation.yield($0) }
+            let job = seq.job
+            reason = generation.finish(reason) { job.deliver($0, holdingIn: seq) }
             seq.generation = generation
         }
         let now = DispatchTime.now().uptimeNanoseconds
@@ -268,6 +269,7 @@ extension ServingEngine {
         // The slot is free before anyone hears of the end.
         release(slot)
         configuration.onFinish?(reason, usage)
+        seq.job.deliverHeldEvents(of: seq)
         seq.job.continuation.yield(.finished(reason, usage))
         seq.job.continuation.finish()
     }

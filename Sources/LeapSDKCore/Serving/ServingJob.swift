@@ -51,6 +51,17 @@ final class ServingJob: @unchecked Sendable {
         self.continuation = continuation
     }
 
+    /// Delivers `event` now, or holds it in `seq` until the reply ends.
+    func deliver(_ event: ServingEvent, holdingIn seq: SlotSequence) {
+        if request.deliversEventsAsGenerated { continuation.yield(event) } else { seq.heldEvents.append(event) }
+    }
+
+    /// Delivers the events held in `seq`.
+    func deliverHeldEvents(of seq: SlotSequence) {
+        for event in seq.heldEvents { continuation.yield(event) }
+        seq.heldEvents = []
+    }
+
     var isChat: Bool {
         if case .chat = request.prompt { return true }
         return false
@@ -83,6 +94,9 @@ final class SlotSequence {
     var promptOffset = 0
     /// The whole prompt is in the caches: the sequence generates.
     var prefilled: Bool { promptOffset == job.tokens.count }
+    /// Events held for a request that takes them at its end
+    /// (`ServingRequest.deliversEventsAsGenerated` false).
+    var heldEvents: [ServingEvent] = []
     var promptStart: UInt64?
     var promptEnd: UInt64?
     var cachedTokens = 0

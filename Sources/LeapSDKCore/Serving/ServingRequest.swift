@@ -149,14 +149,22 @@ public struct ServingRequest: Sendable {
     /// or calls until it ends its turn, as in the LEAP SDK) rather than ending the reply
     /// with `.toolCalls` there (OpenAI's `tool_calls`, the default).
     public var continuesAfterToolCalls: Bool
+    /// Whether the reply's events are delivered as they are generated (the default, for a
+    /// streamed response). False holds them until the reply ends and delivers them together
+    /// (`.started` still comes when the prompt is processed): for a client that waits for
+    /// the whole reply, so that its task wakes once per completion rather than once per
+    /// token, on the cores the engine's threads compute on.
+    public var deliversEventsAsGenerated: Bool
 
     public init(
         prompt: ServingPrompt, sampling: ServingSampling = ServingSampling(), maxTokens: Int? = nil,
         stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
         toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
         ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil,
-        parsesCalls: Bool = true, contextLimit: Int? = nil, continuesAfterToolCalls: Bool = false
+        parsesCalls: Bool = true, contextLimit: Int? = nil, continuesAfterToolCalls: Bool = false,
+        deliversEventsAsGenerated: Bool = true
     ) {
+        self.deliversEventsAsGenerated = deliversEventsAsGenerated
         self.prompt = prompt
         self.sampling = sampling
         self.maxTokens = maxTokens
