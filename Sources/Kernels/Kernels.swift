@@ -208,7 +208,7 @@ public struct WeightMatrix: @unchecked Sendable {
         _ products: [(matrix: WeightMatrix, y: UnsafeMutablePointer<Float>)], _ x: QuantizedActivations, rows: Range<Int>,
         pool: ThreadPool? = nil
     ) {
-        matvec(products.map { (matrix: $0.matrix, rows: rows, y: $0.y) }, x, pool: pool)
+        run(products.map { $0.matrix.matvecWork(x, rows: rows, into: $0.y) }, pool: pool)
     }
 
     /// ``matvec(_:_:rows:pool:)`` where each product reads its own activation rows of `x`
@@ -217,8 +217,13 @@ public struct WeightMatrix: @unchecked Sendable {
         _ products: [(matrix: WeightMatrix, rows: Range<Int>, y: UnsafeMutablePointer<Float>)], _ x: QuantizedActivations,
         pool: ThreadPool? = nil
     ) {
-        let works = products.map { $0.matrix.matvecWork(x, rows: $0.rows, into: $0.y) }
-        let units = works.reduce(0) { $0 + $1.units }
+        run(products.map { $0.matrix.matvecWork(x, rows: $0.rows, into: $0.y) }, pool: pool)
+    }
+
+    /// The units of all of `works` in one parallel loop, in order: a chunk may run from the
+    /// end of one matrix into the next.
+    private static func run(_ works: [MatvecWork], pool: ThreadPool?) {
+        let units = works.reduce(0) { $0 + $1.units }, minChunk = works.reduce(Int.max) { Swift.min($0, $1.minChunk) }
         let body: (Range<Int>) -> Void = { range in
             var first = 0
             for work in works {
@@ -231,7 +236,7 @@ public struct WeightMatrix: @unchecked Sendable {
             body(0..<units)
             return
         }
-        pool.parallelFor(count: units, minChunk: works.map(\.minChunk).min() ?? 1, body)
+        pool.parallelFor(count: units, minChunk: minChunk, body)
     }
 
     /// The products of one matvec as units of work for a parallel loop: whole groups of 8

@@ -148,7 +148,10 @@ extension ForwardPass {
         }
         var matvecs: [(Linear, rows: Range<Int>, UnsafeMutablePointer<Float>)] = []
         for (w, out) in products {
-            for e in w.indices where oneTokenEnd(e) > b.starts[e] { matvecs.append((w[e], b.starts[e]..<oneTokenEnd(e), out)) }
+            for e in w.indices {
+                let end = oneTokenEnd(e)
+                if end > b.starts[e] { matvecs.append((w[e], b.starts[e]..<end, out)) }
+            }
         }
         if !matvecs.isEmpty {
             precondition(input.quantized)

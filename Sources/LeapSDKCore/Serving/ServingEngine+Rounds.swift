@@ -213,11 +213,10 @@ extension ServingEngine {
     /// the slot free).
     private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) -> Int? {
         guard var generation = seq.generation else { return nil }
-        let job = seq.job
         let step: SequenceGeneration.Step
         do {
             step = try slot.cache.withNextLogits { logits throws(ServingError) in
-                try generation.next(logits) { job.deliver($0, holdingIn: seq) }
+                try generation.next(logits) { seq.deliver($0) }
             }
         } catch {
             seq.generation = generation
@@ -242,7 +241,7 @@ extension ServingEngine {
     private func fail(_ slot: ServingSlot, _ error: ServingError) {
         guard let seq = slot.sequence else { return }
         release(slot)
-        seq.job.deliverHeldEvents(of: seq)
+        seq.deliverHeldEvents()
         seq.job.continuation.finish(throwing: error)
     }
 
@@ -251,8 +250,7 @@ extension ServingEngine {
         guard let seq = slot.sequence else { return }
         var reason = reason
         if reason != .cancelled, var generation = seq.generation {
-            let job = seq.job
-            reason = generation.finish(reason) { job.deliver($0, holdingIn: seq) }
+            reason = generation.finish(reason) { seq.deliver($0) }
             seq.generation = generation
         }
         let now = DispatchTime.now().uptimeNanoseconds
@@ -269,7 +267,7 @@ extension ServingEngine {
         // The slot is free before anyone hears of the end.
         release(slot)
         configuration.onFinish?(reason, usage)
-        seq.job.deliverHeldEvents(of: seq)
+        seq.deliverHeldEvents()
         seq.job.continuation.yield(.finished(reason, usage))
         seq.job.continuation.finish()
     }

@@ -51,17 +51,6 @@ final class ServingJob: @unchecked Sendable {
         self.continuation = continuation
     }
 
-    /// Delivers `event` now, or holds it in `seq` until the reply ends.
-    func deliver(_ event: ServingEvent, holdingIn seq: SlotSequence) {
-        if request.deliversEventsAsGenerated { continuation.yield(event) } else { seq.heldEvents.append(event) }
-    }
-
-    /// Delivers the events held in `seq`.
-    func deliverHeldEvents(of seq: SlotSequence) {
-        for event in seq.heldEvents { continuation.yield(event) }
-        seq.heldEvents = []
-    }
-
     var isChat: Bool {
         if case .chat = request.prompt { return true }
         return false
@@ -96,7 +85,18 @@ final class SlotSequence {
     var prefilled: Bool { promptOffset == job.tokens.count }
     /// Events held for a request that takes them at its end
     /// (`ServingRequest.deliversEventsAsGenerated` false).
-    var heldEvents: [ServingEvent] = []
+    private var heldEvents: [ServingEvent] = []
+
+    /// Delivers `event` to the request now, or holds it until the reply ends.
+    func deliver(_ event: ServingEvent) {
+        if job.request.deliversEventsAsGenerated { job.continuation.yield(event) } else { heldEvents.append(event) }
+    }
+
+    /// Delivers the events held so far.
+    func deliverHeldEvents() {
+        for event in heldEvents { job.continuation.yield(event) }
+        heldEvents = []
+    }
     var promptStart: UInt64?
     var promptEnd: UInt64?
     var cachedTokens = 0
