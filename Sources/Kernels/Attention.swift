@@ -25,6 +25,77 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if LEAP_X86_AVX2
+import _Builtin_intrinsics.intel
+#endif
+
+/// The keys or the values of one KV head as the decode kernels read them: rows of `width`
+/// values, row `j` at `base + j * width`, in the type the cache stores.
+public protocol AttentionRows {
+    /// Row `j`'s first value.
+    func row(_ j: Int) -> UnsafeRawPointer
+    /// Values `i ..< i + 16` of the row at `row`, as floats.
+    static func load16(_ row: UnsafeRawPointer, _ i: Int) -> SIMD16<Float>
+    /// Value `i` of the row at `row`, as a float.
+    static func load(_ row: UnsafeRawPointer, _ i: Int) -> Float
+}
+
+/// Rows of F32 values (an F32 cache, read in place).
+@frozen public struct FloatRows: AttentionRows {
+    public let base: UnsafePointer<Float>
+    public let width: Int
+
+    @inlinable public init(_ base: UnsafePointer<Float>, width: Int) {
+        self.base = base
+        self.width = width
+    }
+
+    @inlinable @inline(__always)
+    public func row(_ j: Int) -> UnsafeRawPointer { UnsafeRawPointer(base) + j &* width &* 4 }
+
+    @inlinable @inline(__always)
+    public static func load16(_ row: UnsafeRawPointer, _ i: Int) -> SIMD16<Float> {
+        row.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
+    }
+
+    @inlinable @inline(__always)
+    public static func load(_ row: UnsafeRawPointer, _ i: Int) -> Float { row.loadUnaligned(fromByteOffset: i &* 4, as: Float.self) }
+}
+
+/// Rows of IEEE half values (an F16 cache, read in place: half the bytes of F32), widened
+/// to floats as they are loaded (F16C's `vcvtph2ps` where the build has it). Every half is
+/// exactly a float, so the values are those of the F32 copy.
+@frozen public struct HalfRows: AttentionRows {
+    public let base: UnsafeRawPointer
+    public let width: Int
+
+    @inlinable public init(_ base: UnsafeRawPointer, width: Int) {
+        self.base = base
+        self.width = width
+    }
+
+    @inlinable @inline(__always)
+    public func row(_ j: Int) -> UnsafeRawPointer { base + j &* width &* 2 }
+
+    @inlinable @inline(__always)
+    public static func load16(_ row: UnsafeRawPointer, _ i: Int) -> SIMD16<Float> {
+        let p = row + i &* 2
+        #if LEAP_X86_AVX2
+        let low = _mm256_cvtph_ps(p.loadUnaligned(as: __m128i.self))
+        let high = _mm256_cvtph_ps(p.loadUnaligned(fromByteOffset: 16, as: __m128i.self))
+        return SIMD16(lowHalf: low, highHalf: high)  // __m256 is SIMD8<Float>
+        #else
+        var v = SIMD16<Float>()
+        for k in 0..<16 { v[k] = FloatBits.halfToFloat(p.loadUnaligned(fromByteOffset: 2 * k, as: UInt16.self)) }
+        return v
+        #endif
+    }
+
+    @inlinable @inline(__always)
+    public static func load(_ row: UnsafeRawPointer, _ i: Int) -> Float {
+        FloatBits.halfToFloat(row.loadUnaligned(fromByteOffset: i &* 2, as: UInt16.self))
+    }
+}
 
 /// Causal softmax attention of one head (the keys and values of one KV head, F32,
 /// row-major `[position][headDim]`).
@@ -55,16 +126,19 @@ public enum CausalAttention {
     /// outStride`), with the loops turned so that each key and each value row is read from
     /// memory once for all of them, not once per head (then from L1 for the others). Each
     /// head's arithmetic is `query`'s, in the same order, so the results are the same bits.
-    /// `record(h, max, sum)` receives each head's softmax statistics.
+    /// The keys and values are read where they are stored, F32 (``FloatRows``) or IEEE half
+    /// (``HalfRows``: an F16 cache, widened in registers; the widening is exact, so an F16
+    /// cache gives the bits of its F32 copy). `record(h, max, sum)` receives each head's
+    /// softmax statistics.
     @inlinable
-    public static func queryGroup(
-        _ q: UnsafePointer<Float>, heads g: Int, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, span: Int, headDim hd: Int,
+    public static func queryGroup<Stored: AttentionRows>(
+        _ q: UnsafePointer<Float>, heads g: Int, keys: Stored, values: Stored, span: Int, headDim hd: Int,
         scale: Float, scores: UnsafeMutablePointer<Float>, scoreStride: Int, out: UnsafeMutablePointer<Float>, outStride: Int,
         record: (Int, Float, Float) -> Void
     ) {
         for j in 0..<span {
-            let k = keys + j * hd
-            for h in 0..<g { scores[h * scoreStride + j] = Elementwise.dot(q + h * hd, k, count: hd) * scale }
+            let k = keys.row(j)
+            for h in 0..<g { scores[h &* scoreStride &+ j] = dot(q + h &* hd, k, Stored.self, count: hd) * scale }
         }
         for h in 0..<g {
             let (top, sum) = Elementwise.softmax(scores + h * scoreStride, count: span)
@@ -72,8 +146,46 @@ public enum CausalAttention {
             (out + h * outStride).update(repeating: 0, count: hd)
         }
         for j in 0..<span {
-            let v = values + j * hd
-            for h in 0..<g { Elementwise.axpy(scores[h * scoreStride + j], v, out + h * outStride, count: hd) }
+            let v = values.row(j)
+            for h in 0..<g { axpy(scores[h &* scoreStride &+ j], v, Stored.self, out + h &* outStride, count: hd) }
+        }
+    }
+
+    /// `Elementwise.dot(q, row)` of a stored row: the same operations in the same order.
+    @inlinable @inline(__always)
+    static func dot<Stored: AttentionRows>(_ q: UnsafePointer<Float>, _ row: UnsafeRawPointer, _: Stored.Type, count n: Int) -> Float {
+        var acc = SIMD16<Float>()
+        var i = 0
+        let qr = UnsafeRawPointer(q)
+        while i &+ 16 <= n {
+            acc += qr.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self) * Stored.load16(row, i)
+            i &+= 16
+        }
+        var sum = acc.sum()
+        while i < n {
+            sum += q[i] * Stored.load(row, i)
+            i &+= 1
+        }
+        return sum
+    }
+
+    /// `Elementwise.axpy(alpha, row, y)` of a stored row: the same operations in the same order.
+    @inlinable @inline(__always)
+    static func axpy<Stored: AttentionRows>(
+        _ alpha: Float, _ row: UnsafeRawPointer, _: Stored.Type, _ y: UnsafeMutablePointer<Float>, count n: Int
+    ) {
+        var i = 0
+        let yr = UnsafeMutableRawPointer(y)
+        let a = SIMD16<Float>(repeating: alpha)
+        while i &+ 16 <= n {
+            var b = yr.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
+            b += a * Stored.load16(row, i)
+            yr.storeBytes(of: b, toByteOffset: i &* 4, as: SIMD16<Float>.self)
+            i &+= 16
+        }
+        while i < n {
+            y[i] += alpha * Stored.load(row, i)
+            i &+= 1
         }
     }
 

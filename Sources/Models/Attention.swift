@@ -87,18 +87,19 @@ struct Attention: Sendable {
     /// A task on the pool is one KV head (and the query heads of its group) and one block of
     /// `CausalAttention.decodeKeyBlock` keys, for every sequence that has that block: a long
     /// cache is split over the threads even when the model has fewer KV heads than threads
-    /// (Gemma 3 270M has one). When that gives fewer tasks than threads (Gemma's one group
-    /// over a short cache) and the cache is F32 (read in place, no conversion into shared
-    /// scratch), the query heads of a group are split into parts, one task each: a head's
-    /// arithmetic does not depend on which heads it runs with, so the results are the same
-    /// bits. (Splitting SmolLM2's three groups for two threads measured slower: each part
-    /// reads the group's keys again.) A query whose keys fill one block writes its output directly;
-    /// one of several blocks writes its part to `f.decodePartials`, and the parts are merged
-    /// after the loop (`CausalAttention.mergeBlocks`).
+    /// (Gemma 3 270M has one). The keys and values are read where the cache stores them, F32
+    /// or F16 (widened in registers: an F16 cache reads half the bytes). When that gives
+    /// fewer tasks than threads (Gemma's one group over a short cache), the query heads of a
+    /// group are split into parts, one task each: a head's arithmetic does not depend on
+    /// which heads it runs with, so the results are the same bits. (Splitting SmolLM2's three
+    /// groups for two threads measured slower: each part reads the group's keys again.) A
+    /// query whose keys fill one block writes its output directly; one of several blocks
+    /// writes its part to `f.decodePartials`, and the parts are merged after the loop
+    /// (`CausalAttention.mergeBlocks`).
     private func attendOne(_ q: Rows, into o: Rows, _ f: ForwardPass) {
         let hd = headDim, heads = heads, group = heads / kvHeads, layer = layer, scale = scale, window = window
-        let context = f.contextLength, segments = f.segments, sequences = f.singleRows, scratch = f.kvScratch
-        let scores = f.scores, ctxFloats = context * hd, blockKeys = CausalAttention.decodeKeyBlock
+        let context = f.contextLength, segments = f.segments, sequences = f.singleRows
+        let scores = f.scores, blockKeys = CausalAttention.decodeKeyBlock
         let partials = f.decodePartials, contextBlocks = f.decodeBlocksPerQuery
         func span(_ s: Int) -> (first: Int, count: Int) {
             let position = segments[s].start, first = CausalAttention.firstVisible(position, window)
@@ -108,8 +109,24 @@ struct Attention: Sendable {
         for s in 0..<sequences { blocks = max(blocks, CausalAttention.decodeBlocks(span: span(s).count)) }
         // Query head h of sequence s: block b's output, then every block's maximum and sum.
         func part(_ s: Int, _ h: Int) -> UnsafeMutablePointer<Float> { partials + (s * heads + h) * contextBlocks * (hd + 2) }
-        let threads = f.pool.threads, readsInPlace = (0..<sequences).allSatisfy { segments[$0].sequence.kv.type == .f32 }
-        let parts = readsInPlace && kvHeads * blocks < threads ? min(group, (threads + kvHeads * blocks - 1) / (kvHeads * blocks)) : 1
+        // Query heads h0 ..< h0 + count of sequence s over block b of its keys (from key
+        // `from` of its span, `blockCount` blocks in all), read as `Stored`.
+        func attend<Stored: AttentionRows>(
+            _ s: Int, heads h0: Int, count: Int, block b: Int, of blockCount: Int, from: Int, length: Int, keys: Stored, values: Stored
+        ) {
+            let split = blockCount > 1
+            CausalAttention.queryGroup(
+                q[s] + h0 * hd, heads: count, keys: keys, values: values, span: length, headDim: hd, scale: scale,
+                scores: scores + h0 * context + from, scoreStride: context,
+                out: split ? part(s, h0) + b * hd : o[s] + h0 * hd, outStride: split ? contextBlocks * (hd + 2) : hd
+            ) { h, top, sum in
+                let p = part(s, h0 + h)
+                p[contextBlocks * hd + b] = top
+                p[contextBlocks * hd + contextBlocks + b] = sum
+            }
+        }
+        let threads = f.pool.threads
+        let parts = kvHeads * blocks < threads ? min(group, (threads + kvHeads * blocks - 1) / (kvHeads * blocks)) : 1
         f.pool.parallelFor(count: kvHeads * blocks * parts) { range in
             for task in range {
                 let g = task / (blocks * parts), b = task / parts % blocks, p = task % parts
@@ -120,22 +137,20 @@ struct Attention: Sendable {
                     guard b < n else { continue }
                     let from = b * blockKeys, length = min(blockKeys, count - from)
                     let cache = segments[s].sequence.kv
-                    let keys = cache.rows(
-                        keys: true, layer: layer, head: g, from: first + from, count: length,
-                        scratch: scratch + 2 * g * ctxFloats + from * hd)
-                    let values = cache.rows(
-                        keys: false, layer: layer, head: g, from: first + from, count: length,
-                        scratch: scratch + (2 * g + 1) * ctxFloats + from * hd)
+                    let keys = cache.storedRows(keys: true, layer: layer, head: g, from: first + from, count: length)
+                    let values = cache.storedRows(keys: false, layer: layer, head: g, from: first + from, count: length)
                     // The group's query heads together: each key and value row read once.
-                    let h0 = g * group + lower, split = n > 1
-                    CausalAttention.queryGroup(
-                        q[s] + h0 * hd, heads: upper - lower, keys: keys, values: values, span: length, headDim: hd, scale: scale,
-                        scores: scores + h0 * context + from, scoreStride: context,
-                        out: split ? part(s, h0) + b * hd : o[s] + h0 * hd, outStride: split ? contextBlocks * (hd + 2) : hd
-                    ) { h, top, sum in
-                        let p = part(s, h0 + h)
-                        p[contextBlocks * hd + b] = top
-                        p[contextBlocks * hd + contextBlocks + b] = sum
+                    let h0 = g * group + lower
+                    switch cache.type {
+                    case .f32:
+                        attend(
+                            s, heads: h0, count: upper - lower, block: b, of: n, from: from, length: length,
+                            keys: FloatRows(keys.assumingMemoryBound(to: Float.self), width: hd),
+                            values: FloatRows(values.assumingMemoryBound(to: Float.self), width: hd))
+                    case .f16:
+                        attend(
+                            s, heads: h0, count: upper - lower, block: b, of: n, from: from, length: length,
+                            keys: HalfRows(keys, width: hd), values: HalfRows(values, width: hd))
                     }
                 }
             }

@@ -114,6 +114,16 @@ final class KVCache: @unchecked Sendable {
         }
     }
 
+    /// The keys (or values) of positions `first ..< first + count` of `head` where they are
+    /// stored (rows of `headDim` values of the cache's type). In a ring, the positions must
+    /// be among the latest `ringLength` written.
+    @inline(__always)
+    func storedRows(keys wantKeys: Bool, layer: Int, head: Int, from first: Int, count: Int) -> UnsafeRawPointer {
+        precondition(count <= (ringLengths[layer] ?? contextLength), "more positions than the layer holds")
+        let offset = row(layer: layer, position: first) * headDims[layer] * type.bytesPerValue
+        return UnsafeRawPointer(base(wantKeys ? keys : values, layer: layer, head: head) + offset)
+    }
+
     /// The keys (or values) of positions `first ..< first + count` of `head` as F32 rows:
     /// the cache itself when it is F32, else converted into `scratch` (`count * headDim`
     /// floats). In a ring, the positions must be among the latest `ringLength` written.
@@ -121,13 +131,11 @@ final class KVCache: @unchecked Sendable {
     func rows(
         keys wantKeys: Bool, layer: Int, head: Int, from first: Int, count: Int, scratch: UnsafeMutablePointer<Float>
     ) -> UnsafePointer<Float> {
-        precondition(count <= (ringLengths[layer] ?? contextLength), "more positions than the layer holds")
-        let offset = row(layer: layer, position: first) * headDims[layer] * type.bytesPerValue
-        let b = base(wantKeys ? keys : values, layer: layer, head: head) + offset
+        let stored = storedRows(keys: wantKeys, layer: layer, head: head, from: first, count: count)
         switch type {
-        case .f32: return UnsafePointer(b.assumingMemoryBound(to: Float.self))
+        case .f32: return stored.assumingMemoryBound(to: Float.self)
         case .f16:
-            GGMLType.f16.dequantizeRow(b, into: scratch, count: count * headDims[layer])
+            GGMLType.f16.dequantizeRow(stored, into: scratch, count: count * headDims[layer])
             return UnsafePointer(scratch)
         }
     }

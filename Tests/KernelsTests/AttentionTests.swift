@@ -83,8 +83,8 @@ import Testing
         scores.withUnsafeMutableBufferPointer { sb in
             out.withUnsafeMutableBufferPointer { ob in
                 CausalAttention.queryGroup(
-                    q, heads: g, keys: k, values: v, span: span, headDim: hd, scale: 0.125, scores: sb.baseAddress!,
-                    scoreStride: scoreStride, out: ob.baseAddress!, outStride: outStride
+                    q, heads: g, keys: FloatRows(k, width: hd), values: FloatRows(v, width: hd), span: span, headDim: hd, scale: 0.125,
+                    scores: sb.baseAddress!, scoreStride: scoreStride, out: ob.baseAddress!, outStride: outStride
                 ) { h, top, sum in statistics[h] = (top, sum) }
             }
         }
@@ -98,6 +98,49 @@ import Testing
             #expect(Array(scores[(h * scoreStride)..<(h * scoreStride + span)]) == aloneScores, "head \(h) probabilities")
             #expect(statistics[h].0 == top && statistics[h].1 == sum, "head \(h) statistics")
         }
+    }
+
+    /// An F16 cache read in place (`HalfRows`, widened in registers) gives the bits of the
+    /// same keys and values widened into an F32 copy first (`FloatRows`): scores, outputs
+    /// and statistics. Head widths with and without a tail past the last 16 columns.
+    @Test(arguments: [64, 40])
+    func halfRowsEqualTheirFloatCopy(_ hd: Int) {
+        let g = 3, span = 77
+        var rng = SeededRandom(seed: UInt64(hd))
+        let q = rng.normal(g * hd)
+        // Keys and values as an F16 cache holds them, and their exact F32 copy.
+        let halves = [UInt16](rng.normal(2 * span * hd).map { FloatBits.floatToHalf($0 * 3) })
+        let floats = halves.map(FloatBits.halfToFloat)
+        func run(_ attend: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, (Int, Float, Float) -> Void) -> Void)
+            -> (scores: [Float], out: [Float], statistics: [Float])
+        {
+            var scores = [Float](repeating: .nan, count: g * span), out = [Float](repeating: .nan, count: g * hd)
+            var statistics = [Float](repeating: .nan, count: 2 * g)
+            scores.withUnsafeMutableBufferPointer { sb in
+                out.withUnsafeMutableBufferPointer { ob in
+                    attend(sb.baseAddress!, ob.baseAddress!) { h, top, sum in (statistics[2 * h], statistics[2 * h + 1]) = (top, sum) }
+                }
+            }
+            return (scores, out, statistics)
+        }
+        let half = halves.withUnsafeBytes { raw in
+            run { scores, out, record in
+                CausalAttention.queryGroup(
+                    q, heads: g, keys: HalfRows(raw.baseAddress!, width: hd), values: HalfRows(raw.baseAddress! + 2 * span * hd, width: hd),
+                    span: span, headDim: hd, scale: 0.2, scores: scores, scoreStride: span, out: out, outStride: hd, record: record)
+            }
+        }
+        let float = floats.withUnsafeBufferPointer { fb in
+            run { scores, out, record in
+                CausalAttention.queryGroup(
+                    q, heads: g, keys: FloatRows(fb.baseAddress!, width: hd), values: FloatRows(fb.baseAddress! + span * hd, width: hd),
+                    span: span, headDim: hd, scale: 0.2, scores: scores, scoreStride: span, out: out, outStride: hd, record: record)
+            }
+        }
+        #expect(half.scores.map(\.bitPattern) == float.scores.map(\.bitPattern))
+        #expect(half.out.map(\.bitPattern) == float.out.map(\.bitPattern))
+        #expect(half.statistics.map(\.bitPattern) == float.statistics.map(\.bitPattern))
+        #expect(half.out.allSatisfy(\.isFinite) && Set(half.out).count > hd, "real outputs, not a constant")
     }
 
     /// A decoded query over a long cache split into blocks of `decodeKeyBlock` keys
