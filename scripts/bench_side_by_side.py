@@ -9,9 +9,13 @@ N`, Debian's stress-ng) for the whole measurement: the contention figures of
 docs/performance.md. `--baseline BIN` adds an earlier leap-ref build (the commit before a
 change, built in a second worktree) to the same rounds, so before, after and llama.cpp
 come from one window: the "before and after" columns of docs/performance.md.
+`--cache-type f16` gives both engines an F16 attention cache (`leap-ref bench --cache-type
+f16`, `llama-bench -ctk f16 -ctv f16`; the baseline too, so it must know the flag);
+without it each runs its default, leap-ref F32 and llama.cpp F16 (llama-bench 0.3.36
+refuses `-ctk f32`, so an F32-against-F32 run is not offered).
 
     scripts/bench_side_by_side.py --llama-bin DIR [--rounds 3] [-p 512] [-n 128] [-t 2]
-        [-d 0] [-r 3] [--load 0] [--baseline BIN] MODEL.gguf...
+        [-d 0] [-r 3] [--load 0] [--baseline BIN] [--cache-type f16] MODEL.gguf...
 
 `--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
 the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
@@ -63,6 +67,8 @@ def main() -> None:
     ap.add_argument("-r", type=int, default=3, help="repetitions inside each bench run")
     ap.add_argument("--load", type=int, default=0, help="competing CPU-bound workers (stress-ng --cpu N)")
     ap.add_argument("--baseline", default=None, help="an earlier leap-ref binary, measured in the same rounds")
+    ap.add_argument("--cache-type", choices=["f16"], default=None,
+                    help="an F16 attention cache for both engines (default: each engine's own, leap-ref F32)")
     args = ap.parse_args()
 
     leap = args.leap_ref
@@ -91,6 +97,9 @@ def main() -> None:
         for model in args.models:
             leap_cmd = [leap, "bench", "--model", model] + flags
             llama_cmd = [llama, "-m", model, "-o", "md"] + flags
+            if args.cache_type:
+                leap_cmd += ["--cache-type", args.cache_type]
+                llama_cmd += ["-ctk", args.cache_type, "-ctv", args.cache_type]
             samples = {"leap-ref": [], "llama.cpp": [], "baseline": []}
             for r in range(args.rounds):
                 order = [("leap-ref", leap_cmd), ("llama.cpp", llama_cmd)]

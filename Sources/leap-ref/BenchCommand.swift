@@ -52,6 +52,11 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Batched decoding: comma-separated numbers of sequences generating together (e.g. 1,2,4,8).")
     var parallel: String?
 
+    @Option(
+        name: .customLong("cache-type"),
+        help: "The attention cache's type: f32 (exact; the default) or f16 (half the bytes; llama-bench's default, -ctk f16 -ctv f16).")
+    var cacheType: KVCacheType = .f32
+
     @Option(help: "The media encoder, an mmproj-*.gguf file (default: the one beside --model).")
     var mmproj: String?
 
@@ -94,7 +99,7 @@ struct Bench: AsyncParsableCommand {
                 print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
                 for b in counts {
                     let rates = try Bench.parallelRates(
-                        lm, sequences: b, prompt: prompt, generate: n, tokens: tokens, repetitions: repetitions)
+                        lm, sequences: b, prompt: prompt, generate: n, tokens: tokens, repetitions: repetitions, cacheType: cacheType)
                     let mean = rates.reduce(0, +) / Double(rates.count)
                     let sd =
                         rates.count > 1 ? (rates.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(rates.count - 1)).squareRoot() : 0
@@ -102,10 +107,12 @@ struct Bench: AsyncParsableCommand {
                         "| \(name) | \(sizeText) | \(params) | CPU | \(threadCount) | \(b) | "
                             + "\(String(format: "%.2f ± %.2f", mean, sd)) | \(String(format: "%.2f", mean / Double(b))) |")
                 }
-                print("\nkernels: \(KernelBuild.description); batched steps: -p \(prompt) prompt per sequence, -n \(n) tokens each")
+                print(
+                    "\nkernels: \(KernelBuild.description); \(cacheType) cache; "
+                        + "batched steps: -p \(prompt) prompt per sequence, -n \(n) tokens each")
                 return
             }
-            let session = InferenceSession(model: lm, contextLength: depth + max(prompt, n) + 1)
+            let session = InferenceSession(model: lm, contextLength: depth + max(prompt, n) + 1, kvCacheType: cacheType)
             // The session at `depth`: the depth tokens kept from the last run when its caches
             // still hold them (a sliding-window ring may not), else evaluated again. Untimed.
             func atDepth() throws {
@@ -145,7 +152,7 @@ struct Bench: AsyncParsableCommand {
                 let ceiling = MemoryBandwidth.measureRead(pool: lm.pool)
                 print("\n" + Bench.decodeTraffic(lm, tokensPerSecond: rates.reduce(0, +) / Double(rates.count), readCeiling: ceiling))
             }
-            print("\nkernels: \(KernelBuild.description); OpenBLAS for prefill")
+            print("\nkernels: \(KernelBuild.description); \(cacheType) cache; OpenBLAS for prefill")
         }
     }
 
@@ -153,10 +160,12 @@ struct Bench: AsyncParsableCommand {
     /// sequences that each prefill `prompt` tokens (in steps of one sequence's chunk) and
     /// then generate `generate` tokens together: one warm-up run, then `repetitions`.
     static func parallelRates(
-        _ lm: TransformerModel, sequences b: Int, prompt: Int, generate: Int, tokens: [Int], repetitions: Int
+        _ lm: TransformerModel, sequences b: Int, prompt: Int, generate: Int, tokens: [Int], repetitions: Int,
+        cacheType: KVCacheType = .f32
     ) throws -> [Double] {
         let chunk = 512
-        let batch = BatchedSession(model: lm, slots: b, contextLength: prompt + generate + 1, maxStepTokens: max(chunk, b))
+        let batch = BatchedSession(
+            model: lm, slots: b, contextLength: prompt + generate + 1, maxStepTokens: max(chunk, b), kvCacheType: cacheType)
         var rates: [Double] = []
         for rep in 0...repetitions {
             let sequences = try (0..<b).map { _ in try batch.open() }

@@ -1,5 +1,7 @@
+import ArgumentParser
 import Foundation
 import GGUF
+import Models
 
 /// Where the set-up script puts models, and how commands find the default one.
 enum ModelCache {
@@ -58,3 +60,5 @@ private func printError(_ message: String) -> Never {
 func writeOut(_ text: String) {
     FileHandle.standardOutput.write(Data(text.utf8))
 }
+
+extension KVCacheType: ExpressibleByArgument {}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LeapSDKCore
+import Models
 import RunAnywhere
 
 #if canImport(Glibc)
@@ -40,6 +41,11 @@ struct Chat: AsyncParsableCommand {
 
     @Option(name: .customLong("ctx"), help: "Context window in tokens (default: the model's, capped at 4096).")
     var contextSize: Int?
+
+    @Option(
+        name: .customLong("cache-type"),
+        help: "The attention cache's type: f32 (exact; the default) or f16 (half the memory; llama.cpp's default).")
+    var cacheType: KVCacheType = .f32
 
     @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
@@ -91,7 +97,8 @@ extension Chat {
     /// How the command loads its model (the media encoder: --mmproj, else the library finds
     /// the companion as `ProjectorChoice.resolve` does).
     var loadOptions: LiquidInferenceEngineOptions {
-        LiquidInferenceEngineOptions(cpuThreads: threads, contextSize: contextSize, mmProjPath: mmproj)
+        LiquidInferenceEngineOptions(
+            cpuThreads: threads, contextSize: contextSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj)
     }
 
     /// The command's session over `runner`, with the flags' options.

@@ -5,6 +5,7 @@ import Kernels
 import LeapSDKCore
 import LeapServer
 import Logging
+import Models
 
 /// `leap-ref serve`: an OpenAI-compatible HTTP server (see docs/serving.md).
 struct Serve: AsyncParsableCommand {
@@ -43,6 +44,11 @@ struct Serve: AsyncParsableCommand {
         name: [.customLong("ctx-size"), .customShort("c")],
         help: "Context window of each slot in tokens (default: the model's, capped at 4096).")
     var ctxSize: Int?
+
+    @Option(
+        name: .customLong("cache-type"),
+        help: "The attention cache's type: f32 (exact; the default) or f16 (half the memory; llama.cpp's default).")
+    var cacheType: KVCacheType = .f32
 
     @Option(help: "Requests that may wait for a slot; beyond, 503 with Retry-After.")
     var queue = 64
@@ -200,7 +206,8 @@ struct Serve: AsyncParsableCommand {
             try await LeapHTTPServer.run(
                 configuration: configuration, modelPath: path,
                 loadOptions: LiquidInferenceEngineOptions(
-                    cpuThreads: threads, contextSize: ctxSize, mmProjPath: mmproj, mediaLimits: mediaLimits),
+                    cpuThreads: threads, contextSize: ctxSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj,
+                    mediaLimits: mediaLimits),
                 serving: ServingEngine.Configuration(
                     slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,
