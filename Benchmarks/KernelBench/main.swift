@@ -14,7 +14,12 @@
 //   3. dequantization GB/s (bytes of blocks read) per type;
 //   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
 //   5. sgemm GFLOP/s, and both prefill paths per quantized type: dequantize + sgemm and
-//      the 8-bit integer matmul.
+//      the 8-bit integer matmul;
+//   6. decode attention (`CausalAttention.queryGroup`, one thread): one decoded token's
+//      query heads of a KV group over blocks of cached keys and values, F32 and F16, hot
+//      (one block again and again) and cold (cycling through a 4,096-token cache of 30
+//      layers of 3 KV heads, SmolLM2-135M's shape at llama-bench's -d 4096). `--attention`
+//      runs this section only.
 //
 // `--count CALLS` times nothing: it runs CALLS single-thread matvecs of one shape per type
 // (B activation rows at once with `--batch B`, through decode's interleaved copy with
@@ -35,6 +40,7 @@ var countCalls: Int? = nil
 var countShape = (rows: 576, cols: 1536)
 var countBatch = 1
 var countInterleaved = false
+var attentionOnly = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -50,8 +56,9 @@ while let a = args.popFirst() {
         if parts.count == 2 { countShape = (parts[0], parts[1]) }
     case "--batch": countBatch = max(1, Int(args.popFirst() ?? "") ?? 1)
     case "--interleaved": countInterleaved = true
+    case "--attention": attentionOnly = true
     default:
-        print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...]")
+        print("usage: KernelBench [--quick] [--wall] [--seconds S] [--types q4_0,q6_K,...] [--attention]")
         print("       KernelBench --count CALLS [--types ...] [--shape ROWSxCOLS] [--batch B] [--interleaved]")
         exit(2)
     }
@@ -167,6 +174,75 @@ print(
     "- timing: best of several runs; single-thread numbers use \(singleThreadCPUTime ? "the thread's CPU time (time preempted by other processes left out; --wall for wall time)" : "wall time"), two-thread numbers wall time"
 )
 print("")
+
+// MARK: - 6. Decode attention (defined here, run here with --attention, else at the end)
+
+/// One thread's time for the query heads of a KV group (3 heads of 64, SmolLM2-135M's
+/// shape) over blocks of `CausalAttention.decodeKeyBlock` cached keys and values, per key:
+/// hot (the same block again and again, in the core's cache) and cold (cycling through the
+/// blocks of 30 layers x 3 KV heads x 4,096 positions, what one decoded token reads at
+/// -d 4096), F32 and F16 rows. Prints ns per key (for the whole group) and GB/s of cache
+/// bytes.
+@MainActor func decodeAttention() {
+    let hd = 64, heads = 3, keys = CausalAttention.decodeKeyBlock, blocks = 30 * 3 * 4096 / keys
+    var state: UInt64 = 7
+    func random() -> Float {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return Float(Int32(truncatingIfNeeded: state >> 33)) / Float(Int32.max)
+    }
+    let q = UnsafeMutablePointer<Float>.allocate(capacity: heads * hd)
+    for i in 0..<(heads * hd) { q[i] = random() }
+    let scores = UnsafeMutablePointer<Float>.allocate(capacity: heads * keys)
+    let out = UnsafeMutablePointer<Float>.allocate(capacity: heads * hd)
+    let floats = 2 * blocks * keys * hd  // keys and values of every block
+    let f32 = UnsafeMutablePointer<Float>.allocate(capacity: floats)
+    for i in 0..<floats { f32[i] = random() }
+    let f16 = UnsafeMutableRawPointer.allocate(byteCount: 2 * floats, alignment: 64)
+    GGMLType.f16.quantizeRow(f32, into: f16, count: floats)
+    print("## Decode attention (one thread; \(heads) query heads of \(hd) over one KV head, blocks of \(keys) keys)")
+    print("")
+    print("| cache | hot ns/key | hot GB/s | cold ns/key | cold GB/s |")
+    print("|---|---:|---:|---:|---:|")
+    let copy = UnsafeMutablePointer<Float>.allocate(capacity: 2 * keys * hd)
+    for (name, bytesPerValue) in [("f32", 4), ("f16", 2), ("f16 widened into an F32 copy first", 2)] {
+        var next = 0
+        func run(_ b: Int) {
+            let k = b * 2 * keys * hd, v = k + keys * hd
+            let record: (Int, Float, Float) -> Void = { _, _, _ in }
+            if name.hasSuffix("first") {
+                GGMLType.f16.dequantizeRow(f16 + 2 * k, into: copy, count: 2 * keys * hd)
+                CausalAttention.queryGroup(
+                    q, heads: heads, keys: FloatRows(copy, width: hd), values: FloatRows(copy + keys * hd, width: hd), span: keys,
+                    headDim: hd, scale: 0.125, scores: scores, scoreStride: keys, out: out, outStride: hd, record: record)
+            } else if bytesPerValue == 4 {
+                CausalAttention.queryGroup(
+                    q, heads: heads, keys: FloatRows(f32 + k, width: hd), values: FloatRows(f32 + v, width: hd), span: keys, headDim: hd,
+                    scale: 0.125, scores: scores, scoreStride: keys, out: out, outStride: hd, record: record)
+            } else {
+                CausalAttention.queryGroup(
+                    q, heads: heads, keys: HalfRows(f16 + 2 * k, width: hd), values: HalfRows(f16 + 2 * v, width: hd), span: keys,
+                    headDim: hd, scale: 0.125, scores: scores, scoreStride: keys, out: out, outStride: hd, record: record)
+            }
+        }
+        let hot = bestTime(cpuTime: singleThreadCPUTime) { run(0) }
+        let cold = bestTime(cpuTime: singleThreadCPUTime) {
+            run(next)
+            next = (next + 1) % blocks
+        }
+        let blockBytes = Double(2 * keys * hd * bytesPerValue)
+        print(
+            "| \(name) | \(fmt(hot / Double(keys) * 1e9, 2)) | \(fmt(blockBytes / hot / 1e9)) | \(fmt(cold / Double(keys) * 1e9, 2)) | "
+                + "\(fmt(blockBytes / cold / 1e9)) |")
+    }
+    print("")
+    for p in [q, scores, out, f32, copy] { p.deallocate() }
+    f16.deallocate()
+}
+
+if attentionOnly {
+    decodeAttention()
+    exit(0)
+}
 
 // MARK: - 1. Memory bandwidth
 
@@ -462,4 +538,5 @@ for type in [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K] whe
     }
 }
 print("")
+decodeAttention()
 print("load average after: \(loadAverage())")
