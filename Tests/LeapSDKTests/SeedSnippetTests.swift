@@ -763,6 +763,7 @@ extension SeedSnippet000FunctionCalling {
             samples: (0..<16000).map { sin(Float($0) * 0.05) * 0.5 },
             sampleRate: 16000, channelCount: 1)
         try FileManager.default.createDirectory(at: SeedAppBundle.directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: SeedAppBundle.directory) }
         try wavBytes.write(to: SeedAppBundle.directory.appendingPathComponent("audio.wav"))
         enum Bundle { static var main: SeedAppBundle { SeedAppBundle() } }
 
