@@ -177,6 +177,9 @@ print("")
 
 // MARK: - 6. Decode attention (defined here, run here with --attention, else at the end)
 
+/// `x`, hidden from the optimizer (it depends on the command line).
+func opaque(_ x: Int) -> Int { CommandLine.arguments.count > 1000 ? x + 16 : x }
+
 /// One thread's time for the query heads of a KV group (3 heads of 64, SmolLM2-135M's
 /// shape) over blocks of `CausalAttention.decodeKeyBlock` cached keys and values, per key:
 /// hot (the same block again and again, in the core's cache) and cold (cycling through the
@@ -184,7 +187,10 @@ print("")
 /// -d 4096), F32 and F16 rows. Prints ns per key (for the whole group) and GB/s of cache
 /// bytes.
 @MainActor func decodeAttention() {
-    let hd = 64, heads = 3, keys = CausalAttention.decodeKeyBlock, blocks = 30 * 3 * 4096 / keys
+    // The shape through a function the optimizer cannot see into, so that the kernel is
+    // compiled for run-time sizes, as the engine compiles it (a head width known here would
+    // let the compiler unroll loops that the engine's code keeps).
+    let hd = opaque(64), heads = opaque(3), keys = CausalAttention.decodeKeyBlock, blocks = 30 * 3 * 4096 / keys
     var state: UInt64 = 7
     func random() -> Float {
         state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
