@@ -129,12 +129,67 @@ public enum CausalAttention {
     /// The keys and values are read where they are stored, F32 (``FloatRows``) or IEEE half
     /// (``HalfRows``: an F16 cache, widened in registers; the widening is exact, so an F16
     /// cache gives the bits of its F32 copy). `record(h, max, sum)` receives each head's
-    /// softmax statistics.
-    @inlinable
-    public static func queryGroup<Stored: AttentionRows>(
-        _ q: UnsafePointer<Float>, heads g: Int, keys: Stored, values: Stored, span: Int, headDim hd: Int,
+    /// softmax statistics. Compiled here, in `Kernels`, for each row type (not inlined into
+    /// callers), with its common shapes written out (`groupShapes`).
+    public static func queryGroup(
+        _ q: UnsafePointer<Float>, heads g: Int, keys: FloatRows, values: FloatRows, span: Int, headDim hd: Int,
         scale: Float, scores: UnsafeMutablePointer<Float>, scoreStride: Int, out: UnsafeMutablePointer<Float>, outStride: Int,
         record: (Int, Float, Float) -> Void
+    ) {
+        groupShapes(q, g, keys, values, span, hd, scale, scores, scoreStride, out, outStride, record)
+    }
+
+    /// ``queryGroup(_:heads:keys:values:span:headDim:scale:scores:scoreStride:out:outStride:record:)-(_,_,FloatRows,_,_,_,_,_,_,_,_,_)``
+    /// over an F16 cache.
+    public static func queryGroup(
+        _ q: UnsafePointer<Float>, heads g: Int, keys: HalfRows, values: HalfRows, span: Int, headDim hd: Int,
+        scale: Float, scores: UnsafeMutablePointer<Float>, scoreStride: Int, out: UnsafeMutablePointer<Float>, outStride: Int,
+        record: (Int, Float, Float) -> Void
+    ) {
+        groupShapes(q, g, keys, values, span, hd, scale, scores, scoreStride, out, outStride, record)
+    }
+
+    /// The kernel for the group shapes of the models we run (1-4 heads of 64, SmolLM2 and
+    /// LFM2; 1, 2 or 4 of 256, Gemma 3) as constants, over the queries and the output sums
+    /// in a 64-byte-aligned buffer of the kernel's own. Knowing the shape, the compiler writes
+    /// out the loops over the heads and over a row; knowing that the buffer is nobody else's,
+    /// it keeps the queries and the sums in registers across the keys instead of reloading
+    /// them after every store to `scores` or to the output, which could have changed them if
+    /// they overlapped. (`KernelBench --attention`, docs/performance.md: 1.1-1.4x per key.)
+    /// Every case runs the operations of the general case in the same order: the same bits.
+    @inline(__always)
+    static func groupShapes<Stored: AttentionRows>(
+        _ q: UnsafePointer<Float>, _ g: Int, _ keys: Stored, _ values: Stored, _ span: Int, _ hd: Int, _ scale: Float,
+        _ scores: UnsafeMutablePointer<Float>, _ scoreStride: Int, _ out: UnsafeMutablePointer<Float>, _ outStride: Int,
+        _ record: (Int, Float, Float) -> Void
+    ) {
+        @inline(__always) func owned(_ g: Int, _ hd: Int) {
+            withUnsafeTemporaryAllocation(byteCount: 2 * g * hd * MemoryLayout<Float>.stride, alignment: 64) { buffer in
+                let queries = buffer.baseAddress!.bindMemory(to: Float.self, capacity: 2 * g * hd), sums = queries + g * hd
+                queries.update(from: q, count: g * hd)
+                groupLoops(queries, g, keys, values, span, hd, scale, scores, scoreStride, sums, hd, record)
+                for h in 0..<g { (out + h * outStride).update(from: sums + h * hd, count: hd) }
+            }
+        }
+        switch (g, hd) {
+        case (1, 64): owned(1, 64)
+        case (2, 64): owned(2, 64)
+        case (3, 64): owned(3, 64)
+        case (4, 64): owned(4, 64)
+        case (1, 256): owned(1, 256)
+        case (2, 256): owned(2, 256)
+        case (4, 256): owned(4, 256)
+        default: groupLoops(q, g, keys, values, span, hd, scale, scores, scoreStride, out, outStride, record)
+        }
+    }
+
+    /// The kernel's loops: every head's scores key by key, the softmax per head, then every
+    /// head's weighted sum of the value rows.
+    @inline(__always)
+    static func groupLoops<Stored: AttentionRows>(
+        _ q: UnsafePointer<Float>, _ g: Int, _ keys: Stored, _ values: Stored, _ span: Int, _ hd: Int, _ scale: Float,
+        _ scores: UnsafeMutablePointer<Float>, _ scoreStride: Int, _ out: UnsafeMutablePointer<Float>, _ outStride: Int,
+        _ record: (Int, Float, Float) -> Void
     ) {
         for j in 0..<span {
             let k = keys.row(j)
@@ -152,7 +207,7 @@ public enum CausalAttention {
     }
 
     /// `Elementwise.dot(q, row)` of a stored row: the same operations in the same order.
-    @inlinable @inline(__always)
+    @inline(__always)
     static func dot<Stored: AttentionRows>(_ q: UnsafePointer<Float>, _ row: UnsafeRawPointer, _: Stored.Type, count n: Int) -> Float {
         var acc = SIMD16<Float>()
         var i = 0
@@ -170,7 +225,7 @@ public enum CausalAttention {
     }
 
     /// `Elementwise.axpy(alpha, row, y)` of a stored row: the same operations in the same order.
-    @inlinable @inline(__always)
+    @inline(__always)
     static func axpy<Stored: AttentionRows>(
         _ alpha: Float, _ row: UnsafeRawPointer, _: Stored.Type, _ y: UnsafeMutablePointer<Float>, count n: Int
     ) {

@@ -109,22 +109,6 @@ struct Attention: Sendable {
         for s in 0..<sequences { blocks = max(blocks, CausalAttention.decodeBlocks(span: span(s).count)) }
         // Query head h of sequence s: block b's output, then every block's maximum and sum.
         func part(_ s: Int, _ h: Int) -> UnsafeMutablePointer<Float> { partials + (s * heads + h) * contextBlocks * (hd + 2) }
-        // Query heads h0 ..< h0 + count of sequence s over block b of its keys (from key
-        // `from` of its span, `blockCount` blocks in all), read as `Stored`.
-        func attend<Stored: AttentionRows>(
-            _ s: Int, heads h0: Int, count: Int, block b: Int, of blockCount: Int, from: Int, length: Int, keys: Stored, values: Stored
-        ) {
-            let split = blockCount > 1
-            CausalAttention.queryGroup(
-                q[s] + h0 * hd, heads: count, keys: keys, values: values, span: length, headDim: hd, scale: scale,
-                scores: scores + h0 * context + from, scoreStride: context,
-                out: split ? part(s, h0) + b * hd : o[s] + h0 * hd, outStride: split ? contextBlocks * (hd + 2) : hd
-            ) { h, top, sum in
-                let p = part(s, h0 + h)
-                p[contextBlocks * hd + b] = top
-                p[contextBlocks * hd + contextBlocks + b] = sum
-            }
-        }
         let threads = f.pool.threads
         let parts = kvHeads * blocks < threads ? min(group, (threads + kvHeads * blocks - 1) / (kvHeads * blocks)) : 1
         f.pool.parallelFor(count: kvHeads * blocks * parts) { range in
@@ -140,17 +124,25 @@ struct Attention: Sendable {
                     let keys = cache.storedRows(keys: true, layer: layer, head: g, from: first + from, count: length)
                     let values = cache.storedRows(keys: false, layer: layer, head: g, from: first + from, count: length)
                     // The group's query heads together: each key and value row read once.
-                    let h0 = g * group + lower
+                    let h0 = g * group + lower, groupHeads = upper - lower, split = n > 1
+                    let target = split ? part(s, h0) + b * hd : o[s] + h0 * hd, stride = split ? contextBlocks * (hd + 2) : hd
+                    let record = { (h: Int, top: Float, sum: Float) in
+                        let p = part(s, h0 + h)
+                        p[contextBlocks * hd + b] = top
+                        p[contextBlocks * hd + contextBlocks + b] = sum
+                    }
                     switch cache.type {
                     case .f32:
-                        attend(
-                            s, heads: h0, count: upper - lower, block: b, of: n, from: from, length: length,
-                            keys: FloatRows(keys.assumingMemoryBound(to: Float.self), width: hd),
-                            values: FloatRows(values.assumingMemoryBound(to: Float.self), width: hd))
+                        CausalAttention.queryGroup(
+                            q[s] + h0 * hd, heads: groupHeads, keys: FloatRows(keys.assumingMemoryBound(to: Float.self), width: hd),
+                            values: FloatRows(values.assumingMemoryBound(to: Float.self), width: hd), span: length, headDim: hd,
+                            scale: scale, scores: scores + h0 * context + from, scoreStride: context, out: target, outStride: stride,
+                            record: record)
                     case .f16:
-                        attend(
-                            s, heads: h0, count: upper - lower, block: b, of: n, from: from, length: length,
-                            keys: HalfRows(keys, width: hd), values: HalfRows(values, width: hd))
+                        CausalAttention.queryGroup(
+                            q[s] + h0 * hd, heads: groupHeads, keys: HalfRows(keys, width: hd), values: HalfRows(values, width: hd),
+                            span: length, headDim: hd, scale: scale, scores: scores + h0 * context + from, scoreStride: context,
+                            out: target, outStride: stride, record: record)
                     }
                 }
             }

@@ -73,10 +73,13 @@ import Testing
     }
 
     /// The query heads of a KV group together (`queryGroup`, each key and value row read
-    /// once) give each head's `query` bit for bit, scores, outputs and statistics.
-    @Test func groupedQueriesEqualEachHeadAlone() {
-        let hd = 64, g = 4, span = 300, scoreStride = 320, outStride = 80
-        var rng = SeededRandom(seed: 31)
+    /// once) give each head's `query` bit for bit, scores, outputs and statistics: for every
+    /// group shape the kernel writes out as constants (1-4 heads of 64; 1, 2, 4 of 256) and
+    /// for shapes it runs as they come (3 of 48, 3 of 256).
+    @Test(arguments: [(1, 64), (2, 64), (3, 64), (4, 64), (1, 256), (2, 256), (4, 256), (3, 48), (3, 256)])
+    func groupedQueriesEqualEachHeadAlone(_ g: Int, _ hd: Int) {
+        let span = 300, scoreStride = 320, outStride = hd + 16
+        var rng = SeededRandom(seed: UInt64(31 + 10 * g + hd))
         let q = rng.normal(g * hd), k = rng.normal(span * hd), v = rng.normal(span * hd)
         var scores = [Float](repeating: .nan, count: g * scoreStride), out = [Float](repeating: .nan, count: g * outStride)
         var statistics = [(Float, Float)](repeating: (.nan, .nan), count: g)
@@ -97,6 +100,8 @@ import Testing
             #expect(Array(out[(h * outStride)..<(h * outStride + hd)]).map(\.bitPattern) == alone.map(\.bitPattern), "head \(h)")
             #expect(Array(scores[(h * scoreStride)..<(h * scoreStride + span)]) == aloneScores, "head \(h) probabilities")
             #expect(statistics[h].0 == top && statistics[h].1 == sum, "head \(h) statistics")
+            let gap = out[(h * outStride + hd)..<((h + 1) * outStride)].filter { !$0.isNaN }
+            #expect(gap.isEmpty, "head \(h): nothing written past its output")
         }
     }
 
