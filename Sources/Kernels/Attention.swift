@@ -29,8 +29,9 @@ import Darwin
 import _Builtin_intrinsics.intel
 #endif
 
-/// The keys or the values of one KV head as the decode kernels read them: rows of `width`
-/// values, row `j` at `base + j * width`, in the type the cache stores.
+/// Rows of `width` values, row `j` at `base + j * width`, in the type they are stored in
+/// (an attention cache's keys or values of one KV head), as the decode kernels read them:
+/// `Elementwise.dot` and `axpy` over a stored row.
 public protocol AttentionRows {
     /// Row `j`'s first value.
     func row(_ j: Int) -> UnsafeRawPointer
@@ -193,7 +194,7 @@ public enum CausalAttention {
     ) {
         for j in 0..<span {
             let k = keys.row(j)
-            for h in 0..<g { scores[h &* scoreStride &+ j] = dot(q + h &* hd, k, Stored.self, count: hd) * scale }
+            for h in 0..<g { scores[h &* scoreStride &+ j] = Elementwise.dot(q + h &* hd, k, Stored.self, count: hd) * scale }
         }
         for h in 0..<g {
             let (top, sum) = Elementwise.softmax(scores + h * scoreStride, count: span)
@@ -202,45 +203,7 @@ public enum CausalAttention {
         }
         for j in 0..<span {
             let v = values.row(j)
-            for h in 0..<g { axpy(scores[h &* scoreStride &+ j], v, Stored.self, out + h &* outStride, count: hd) }
-        }
-    }
-
-    /// `Elementwise.dot(q, row)` of a stored row: the same operations in the same order.
-    @inline(__always)
-    static func dot<Stored: AttentionRows>(_ q: UnsafePointer<Float>, _ row: UnsafeRawPointer, _: Stored.Type, count n: Int) -> Float {
-        var acc = SIMD16<Float>()
-        var i = 0
-        let qr = UnsafeRawPointer(q)
-        while i &+ 16 <= n {
-            acc += qr.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self) * Stored.load16(row, i)
-            i &+= 16
-        }
-        var sum = acc.sum()
-        while i < n {
-            sum += q[i] * Stored.load(row, i)
-            i &+= 1
-        }
-        return sum
-    }
-
-    /// `Elementwise.axpy(alpha, row, y)` of a stored row: the same operations in the same order.
-    @inline(__always)
-    static func axpy<Stored: AttentionRows>(
-        _ alpha: Float, _ row: UnsafeRawPointer, _: Stored.Type, _ y: UnsafeMutablePointer<Float>, count n: Int
-    ) {
-        var i = 0
-        let yr = UnsafeMutableRawPointer(y)
-        let a = SIMD16<Float>(repeating: alpha)
-        while i &+ 16 <= n {
-            var b = yr.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
-            b += a * Stored.load16(row, i)
-            yr.storeBytes(of: b, toByteOffset: i &* 4, as: SIMD16<Float>.self)
-            i &+= 16
-        }
-        while i < n {
-            y[i] += alpha * Stored.load(row, i)
-            i &+= 1
+            for h in 0..<g { Elementwise.axpy(scores[h &* scoreStride &+ j], v, Stored.self, out + h &* outStride, count: hd) }
         }
     }
 

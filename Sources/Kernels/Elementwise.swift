@@ -246,19 +246,27 @@ public enum Elementwise {
     /// Dot product of two float vectors.
     @inlinable
     public static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, count n: Int) -> Float {
+        dot(a, UnsafeRawPointer(b), FloatRows.self, count: n)
+    }
+
+    /// Dot product of `a` with the row at `row`, stored as `Stored` stores it (F32 or F16,
+    /// widened as it is loaded: the bits of the same row in F32). 16 lanes of products, the
+    /// lanes added in order, then the columns past the last multiple of 16 in order.
+    @inlinable @inline(__always)
+    public static func dot<Stored: AttentionRows>(_ a: UnsafePointer<Float>, _ row: UnsafeRawPointer, _: Stored.Type, count n: Int)
+        -> Float
+    {
         var acc = SIMD16<Float>()
         var i = 0
-        let ar = UnsafeRawPointer(a), br = UnsafeRawPointer(b)
-        while i + 16 <= n {
-            acc +=
-                ar.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-                * br.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            i += 16
+        let ar = UnsafeRawPointer(a)
+        while i &+ 16 <= n {
+            acc += ar.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self) * Stored.load16(row, i)
+            i &+= 16
         }
         var sum = acc.sum()
         while i < n {
-            sum += a[i] * b[i]
-            i += 1
+            sum += a[i] * Stored.load(row, i)
+            i &+= 1
         }
         return sum
     }
@@ -266,18 +274,26 @@ public enum Elementwise {
     /// `y[i] += alpha * x[i]`.
     @inlinable
     public static func axpy(_ alpha: Float, _ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, count n: Int) {
+        axpy(alpha, UnsafeRawPointer(x), FloatRows.self, y, count: n)
+    }
+
+    /// `y[i] += alpha * row[i]` for the row at `row`, stored as `Stored` stores it.
+    @inlinable @inline(__always)
+    public static func axpy<Stored: AttentionRows>(
+        _ alpha: Float, _ row: UnsafeRawPointer, _: Stored.Type, _ y: UnsafeMutablePointer<Float>, count n: Int
+    ) {
         var i = 0
-        let xr = UnsafeRawPointer(x), yr = UnsafeMutableRawPointer(y)
+        let yr = UnsafeMutableRawPointer(y)
         let a = SIMD16<Float>(repeating: alpha)
-        while i + 16 <= n {
-            var b = yr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            b += a * xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-            yr.storeBytes(of: b, toByteOffset: i * 4, as: SIMD16<Float>.self)
-            i += 16
+        while i &+ 16 <= n {
+            var b = yr.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
+            b += a * Stored.load16(row, i)
+            yr.storeBytes(of: b, toByteOffset: i &* 4, as: SIMD16<Float>.self)
+            i &+= 16
         }
         while i < n {
-            y[i] += alpha * x[i]
-            i += 1
+            y[i] += alpha * Stored.load(row, i)
+            i &+= 1
         }
     }
 }
