@@ -504,13 +504,14 @@ do {
 }
 print("")
 
-// Both prefill paths for each quantized type: dequantized tiles through OpenBLAS sgemm, and
-// the 8-bit integer matmul (activations quantized once per batch and weights packed per
-// call, both inside the time). 1T: one thread (OpenBLAS too), CPU time; 2T: wall time.
+// The prefill paths for each quantized type: dequantized tiles through OpenBLAS sgemm, the
+// 8-bit integer matmul and (Q8_0) the matmul with 16-bit activations (activations quantized
+// once per batch and weights packed per call, both inside the time). 1T: one thread
+// (OpenBLAS too), CPU time; 2T: wall time.
 print("## Prefill products, 512 tokens (GFLOP/s: 2 per multiply-add)")
 print("")
-print("| type | rows x cols | dequantize + sgemm 1T | int8 1T | dequantize + sgemm 2T | int8 2T |")
-print("|---|---|---:|---:|---:|---:|")
+print("| type | rows x cols | dequantize + sgemm 1T | int8 1T | int16 1T | dequantize + sgemm 2T | int8 2T | int16 2T |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
 for type in [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K] where types.contains(type) {
     for (rows, cols) in [(1536, 576), (576, 1536), (640, 2048), (4608, 1024)] where cols % type.blockSize == 0 {
         let tokens = 512
@@ -520,8 +521,8 @@ for type in [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K] whe
         for k in 0..<(tokens * cols) { x[k] = Float(k % 23) * 0.1 - 1 }
         let y = UnsafeMutablePointer<Float>.allocate(capacity: tokens * rows)
         let tile = UnsafeMutablePointer<Float>.allocate(capacity: rows * cols)
-        let acts = QuantizedActivations(capacity: tokens * cols)
-        let bytes = m.integerMatmulScratchBytes(rows: tokens)
+        let acts = QuantizedActivations(capacity: tokens * cols), wide = WideActivations(capacity: tokens * cols)
+        let bytes = max(m.integerMatmulScratchBytes(rows: tokens), m.wideMatmulScratchBytes)
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
         var cells: [String] = []
         for threads in [1, 2] {
@@ -537,6 +538,15 @@ for type in [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K, .q5_K, .q6_K] whe
                     m.matmul(acts, rows: tokens, into: y, scratch: scratch, scratchBytes: bytes, pool: pool)
                 }
                 cells.append(fmt(2 * Double(rows * cols * tokens) / tInt / 1e9))
+            } else {
+                cells.append("n/a")
+            }
+            if m.hasWideIntegerMatmul {
+                let tWide = bestTime(runs: 3, cpuTime: threads == 1 && singleThreadCPUTime) {
+                    wide.quantizeRows(x, rows: tokens, cols: cols, pool: pool)
+                    m.matmul(wide, rows: 0..<tokens, into: y, scratch: scratch, scratchBytes: bytes, pool: pool)
+                }
+                cells.append(fmt(2 * Double(rows * cols * tokens) / tWide / 1e9))
             } else {
                 cells.append("n/a")
             }

@@ -451,21 +451,9 @@ extension WeightMatrix {
             }
             offsets = UnsafePointer(o)
         }
-        let t = type, base = data, stride = rowBytes, weightRows = self.rows, offs = offsets
-        let interleaved = self.interleaved, interleavedGroups = interleaved?.groups ?? 0
+        let t = type, weightRows = self.rows, offs = offsets
         let body: (Range<Int>) -> Void = { range in
-            for g in range {
-                let r0 = g * IntegerMatmul.groupRows
-                // Groups the decode copy holds are packed from it (the pages of `data` may
-                // have been released).
-                if let interleaved, g < interleavedGroups {
-                    interleaved.packForMatmul(g, into: packed + g * nb * IntegerMatmul.groupBlockBytes)
-                    continue
-                }
-                IntegerMatmul.packGroup(
-                    t, base, rowBytes: stride, rows: r0..<Swift.min(weightRows, r0 + IntegerMatmul.groupRows),
-                    nb: nb, packed + g * nb * IntegerMatmul.groupBlockBytes)
-            }
+            for g in range { self.packIntegerGroup(g, nb: nb, into: packed + g * nb * IntegerMatmul.groupBlockBytes) }
             IntegerMatmul.multiply(
                 t, UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, a,
                 rows: 0..<count, offs, y, ldy: weightRows)
@@ -478,3 +466,19 @@ extension WeightMatrix {
         #endif
     }
 }
+
+#if LEAP_X86_AVX2
+extension WeightMatrix {
+    /// Packs group `g` (rows `8g..<8g + 8`; missing rows zero) in the 8-bit matmul's layout:
+    /// from the decode copy when it holds the group (the pages of `data` may have been
+    /// released), else from the stored rows. `nb` is the blocks of 32 per row.
+    func packIntegerGroup(_ g: Int, nb: Int, into dst: UnsafeMutableRawPointer) {
+        if let interleaved, g < interleaved.groups {
+            interleaved.packForMatmul(g, into: dst)
+            return
+        }
+        let r0 = g * IntegerMatmul.groupRows
+        IntegerMatmul.packGroup(type, data, rowBytes: rowBytes, rows: r0..<Swift.min(rows, r0 + IntegerMatmul.groupRows), nb: nb, dst)
+    }
+}
+#endif

@@ -52,7 +52,8 @@ struct PassInput {
 ///   four rows);
 /// - each chunk goes through the prefill product on its own rows: the 8-bit integer
 ///   matmul where the matrix has it (`Linear.hasIntegerMatmul`: Q4_0, Q5_0 and the
-///   K-quants on AVX2 builds, Q8_0 too with VNNI), else OpenBLAS sgemm over the weights
+///   K-quants on AVX2 builds), the matmul with 16-bit activations for Q8_0 on AVX2 builds
+///   (`Linear.hasWideIntegerMatmul`), else OpenBLAS sgemm over the weights
 ///   dequantized to F32: the whole matrix at once, or, for a chunk of at most
 ///   `Linear.shortChunkRows` rows, tile by tile in each thread's cache.
 ///
@@ -144,9 +145,14 @@ final class ForwardPass {
     let floatTileCapacity: Int
     /// One tile per thread for short chunks' F32 products (`Linear.apply(shortBatch:...)`).
     let cachedTiles: UnsafeMutablePointer<Float>?
-    /// Packed weights of the integer matmul (the largest matrix that uses it).
+    /// Packed weights of the integer matmuls (the largest matrix that uses one).
     let packedWeights: UnsafeMutableRawPointer?
     let packedWeightsBytes: Int
+    /// The 16-bit form of the input of chunks' products with `Linear.hasWideIntegerMatmul`
+    /// matrices (nil when the model has none or a pass has one row).
+    private let wideActivations: WideActivations?
+    /// Counts `quantize` calls; `wideInput` is the call whose rows `wideActivations` holds.
+    private var inputSerial = 0, wideInput = -1
     /// The buffers of the mixture-of-experts products (nil for a model without experts).
     let experts: ExpertBuffers?
 
@@ -192,12 +198,16 @@ final class ForwardPass {
         let products = model.linears.filter { !heads.contains($0.name) }
         let widest = products.map(\.cols).max() ?? d
         activations = QuantizedActivations(capacity: max(n, maxSequences) * max(widest, d))
-        let floatProducts = products.filter { !$0.hasIntegerMatmul }
+        let floatProducts = products.filter { !$0.hasIntegerMatmul && !$0.hasWideIntegerMatmul }
         floatTileCapacity = floatProducts.isEmpty ? 0 : max(1 << 20, floatProducts.map(\.elementCount).max()!)
         floatTile = floatTileCapacity > 0 ? .allocate(capacity: floatTileCapacity) : nil
         let tilesCount = floatProducts.map { WeightMatrix.cachedTilesScratchCount(cols: $0.cols, threads: model.pool.threads) }.max() ?? 0
         cachedTiles = tilesCount > 0 ? .allocate(capacity: tilesCount) : nil
-        packedWeightsBytes = products.filter(\.hasIntegerMatmul).map { $0.integerScratchBytes(rows: n) }.max() ?? 0
+        let wideProducts = n > 1 ? products.filter(\.hasWideIntegerMatmul) : []
+        wideActivations = wideProducts.isEmpty ? nil : WideActivations(capacity: n * (wideProducts.map(\.cols).max() ?? d))
+        packedWeightsBytes = max(
+            products.filter(\.hasIntegerMatmul).map { $0.integerScratchBytes(rows: n) }.max() ?? 0,
+            wideProducts.map(\.matrix.wideMatmulScratchBytes).max() ?? 0)
         packedWeights = packedWeightsBytes > 0 ? .allocate(byteCount: packedWeightsBytes, alignment: 64) : nil
         // An expert's rows in a pass are at most the pass's rows (a row picks an expert
         // once), so the scratch above serves the expert products too.
@@ -335,6 +345,8 @@ final class ForwardPass {
         let matvecRows: Int
         let quantizedRows: Int
         let stamp: Int
+        /// Which `quantize` call made this input (for the 16-bit rows made from it).
+        let serial: Int
     }
 
     /// Prepares `x` as the input of products with `a` (and `b`, `c`, which read the same
@@ -352,10 +364,11 @@ final class ForwardPass {
         let floats =
             !a.type.usesQuantizedActivations || b?.type.usesQuantizedActivations == false || c?.type.usesQuantizedActivations == false
         let count = integerRows ? x.count : k
-        guard count > 0 else { return ProductInput(rows: x, matvecRows: 0, quantizedRows: 0, stamp: 0) }
+        inputSerial += 1
+        guard count > 0 else { return ProductInput(rows: x, matvecRows: 0, quantizedRows: 0, stamp: 0, serial: inputSerial) }
         activationsStamp += 1
         activations.quantizeRows(x.base, rows: count, cols: x.width, keepingFloats: floats && k > 0, pool: pool)
-        return ProductInput(rows: x, matvecRows: k, quantizedRows: count, stamp: activationsStamp)
+        return ProductInput(rows: x, matvecRows: k, quantizedRows: count, stamp: activationsStamp, serial: inputSerial)
     }
 
     /// `out = input · Wᵀ` (`[n, w.cols]` to `[n, w.rows]`): the one-token rows through the
@@ -400,6 +413,13 @@ final class ForwardPass {
             if w.hasIntegerMatmul {
                 precondition(input.quantizedRows >= rows.upperBound)
                 w.apply(batch: activations, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+            } else if w.hasWideIntegerMatmul, let wide = wideActivations {
+                // The pass's rows in 16 bits, once per input (q/k/v and gate/up share it).
+                if wideInput != input.serial {
+                    wide.quantizeRows(input.rows.base, rows: input.rows.count, cols: input.rows.width, pool: pool)
+                    wideInput = input.serial
+                }
+                w.apply(wideBatch: wide, rows: rows, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
             } else if rows.count <= Linear.shortChunkRows {
                 w.apply(
                     shortBatch: input.rows[rows.lowerBound], count: rows.count, out + rows.lowerBound * w.rows, tiles: cachedTiles!,

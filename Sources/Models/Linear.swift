@@ -131,6 +131,13 @@ public struct Linear: Sendable {
     /// Formats whose batches are multiplied in F32 even where the integer matmul exists.
     static let floatPrefillTypes: Set<GGMLType> = [.q4_1, .q5_1, .q8_0]
 
+    /// Whether chunks go through the matmul with 16-bit activations
+    /// (`WeightMatrix.hasWideIntegerMatmul`: Q8_0 on x86 builds with AVX2) instead of the
+    /// F32 path: its activations are rounded 258 times finer than the 8-bit ones, so the
+    /// products are nearly those of the F32 path (docs/numerics.md), at about twice its
+    /// multiplications per instruction and without dequantizing the weights to floats.
+    var hasWideIntegerMatmul: Bool { !hasIntegerMatmul && matrix.hasWideIntegerMatmul }
+
     /// Bytes of scratch the integer matmul needs for `n` rows.
     func integerScratchBytes(rows n: Int) -> Int { matrix.integerMatmulScratchBytes(rows: n) }
 
@@ -139,6 +146,15 @@ public struct Linear: Sendable {
     /// prefill path for the integer formats, 8-bit products with the weights' levels.
     func apply(
         batch x: QuantizedActivations, rows: Range<Int>, _ y: UnsafeMutablePointer<Float>,
+        scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool
+    ) {
+        matrix.matmul(x, rows: rows, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
+    }
+
+    /// `Y = X Wᵀ` for activation rows `rows` of `x` (rounded to 16 bits,
+    /// `WideActivations.quantizeRows`; row `t`'s output at `y + t * rows`).
+    func apply(
+        wideBatch x: WideActivations, rows: Range<Int>, _ y: UnsafeMutablePointer<Float>,
         scratch: UnsafeMutableRawPointer, scratchBytes: Int, pool: ThreadPool
     ) {
         matrix.matmul(x, rows: rows, into: y, scratch: scratch, scratchBytes: scratchBytes, pool: pool)
