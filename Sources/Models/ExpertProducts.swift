@@ -170,6 +170,13 @@ extension ForwardPass {
                         precondition(input.quantized)
                         matrix.apply(
                             batch: b.pairs, rows: j..<k, out, scratch: packedWeights!, scratchBytes: packedWeightsBytes, pool: pool)
+                    } else if matrix.hasWideIntegerMatmul, let wide = wideActivations {
+                        // The expert's rows of this chunk in 16 bits (they are its rows alone).
+                        wide.quantizeRows(input.rows[j], rows: k - j, cols: input.rows.width, pool: pool)
+                        wideInput = -1
+                        matrix.apply(
+                            wideBatch: wide, rows: 0..<(k - j), out + j * outputs, scratch: packedWeights!,
+                            scratchBytes: packedWeightsBytes, pool: pool)
                     } else {
                         matrix.apply(
                             batch: input.rows[j], count: k - j, out + j * outputs, tile: floatTile!, tileCapacity: floatTileCapacity,

@@ -150,9 +150,11 @@ final class ForwardPass {
     let packedWeightsBytes: Int
     /// The 16-bit form of the input of chunks' products with `Linear.hasWideIntegerMatmul`
     /// matrices (nil when the model has none or a pass has one row).
-    private let wideActivations: WideActivations?
-    /// Counts `quantize` calls; `wideInput` is the call whose rows `wideActivations` holds.
-    private var inputSerial = 0, wideInput = -1
+    let wideActivations: WideActivations?
+    /// Counts `quantize` calls; `wideInput` is the call whose rows `wideActivations` holds
+    /// (-1 after other rows were put there).
+    private var inputSerial = 0
+    var wideInput = -1
     /// The buffers of the mixture-of-experts products (nil for a model without experts).
     let experts: ExpertBuffers?
 

@@ -131,11 +131,12 @@ public struct Linear: Sendable {
     /// Formats whose batches are multiplied in F32 even where the integer matmul exists.
     static let floatPrefillTypes: Set<GGMLType> = [.q4_1, .q5_1, .q8_0]
 
-    /// Whether chunks go through the matmul with 16-bit activations
-    /// (`WeightMatrix.hasWideIntegerMatmul`: Q8_0 on x86 builds with AVX2) instead of the
-    /// F32 path: its activations are rounded 258 times finer than the 8-bit ones, so the
-    /// products are nearly those of the F32 path (docs/numerics.md), at about twice its
-    /// multiplications per instruction and without dequantizing the weights to floats.
+    /// Whether chunks (and a mixture's experts' rows of a chunk) go through the matmul
+    /// with 16-bit activations (`WeightMatrix.hasWideIntegerMatmul`: Q8_0 on x86 builds
+    /// with AVX2) instead of the F32 path: its activations are rounded 258 times finer than
+    /// the 8-bit ones, so the products are nearly those of the F32 path (docs/numerics.md),
+    /// at about twice its multiplications per instruction and without dequantizing the
+    /// weights to floats.
     var hasWideIntegerMatmul: Bool { !hasIntegerMatmul && matrix.hasWideIntegerMatmul }
 
     /// Bytes of scratch the integer matmul needs for `n` rows.
