@@ -116,20 +116,22 @@ public struct Linear: Sendable {
     static let shortChunkRows = 64
 
     /// Whether batches go through the 8-bit integer matmul: every format this build
-    /// multiplies so (`WeightMatrix.hasIntegerMatmul`) except Q4_1, Q5_1 and Q8_0, which
-    /// stay on the exact F32 path (dequantized weights, OpenBLAS sgemm). Rounding a prompt's
-    /// activations to 8 bits puts the shipped SmolLM2 Q4_1 file 1.05-1.36 times as far from
-    /// its stored weights' logits as llama.cpp, against 0.36-0.44 times in F32
-    /// (docs/numerics.md), and prompt processing stays well ahead of llama.cpp either way.
-    /// Q8_0 has an integer matmul only on VNNI builds; there it put the LFM2-MoE fixture
-    /// 1.02 times as far as llama.cpp (one router's near tie flips) and Gemma 3 4.8% of
-    /// range from the reference past the window (2.7% in F32). In F32 on every x86 build,
-    /// a VNNI build computes the bits of an AVX2 build (the decode kernels too: see Q8_0's
-    /// `accumulate`).
-    var hasIntegerMatmul: Bool { matrix.hasIntegerMatmul && !Self.floatPrefillTypes.contains(matrix.type) }
+    /// multiplies so (`WeightMatrix.hasIntegerMatmul`) except Q4_1, Q5_1 and Q8_0
+    /// (`noEightBitPrefillTypes`). Q4_1 and Q5_1 stay on the exact F32 path (dequantized
+    /// weights, OpenBLAS sgemm): rounding a prompt's activations to 8 bits puts the shipped
+    /// SmolLM2 Q4_1 file 1.05-1.36 times as far from its stored weights' logits as
+    /// llama.cpp, against 0.36-0.44 times in F32 (docs/numerics.md), and prompt processing
+    /// stays well ahead of llama.cpp either way. Q8_0 has an 8-bit matmul only on VNNI
+    /// builds; there it put the LFM2-MoE fixture 1.02 times as far as llama.cpp (one
+    /// router's near tie flips) and Gemma 3 4.8% of range from the reference past the
+    /// window (2.7% in F32), so Q8_0 batches take 16-bit activations instead
+    /// (`hasWideIntegerMatmul`), the same bits on AVX2 and VNNI builds (the decode kernels
+    /// too: see Q8_0's `accumulate`).
+    var hasIntegerMatmul: Bool { matrix.hasIntegerMatmul && !Self.noEightBitPrefillTypes.contains(matrix.type) }
 
-    /// Formats whose batches are multiplied in F32 even where the integer matmul exists.
-    static let floatPrefillTypes: Set<GGMLType> = [.q4_1, .q5_1, .q8_0]
+    /// Formats whose batches never take the 8-bit integer matmul, for accuracy: F32 for
+    /// Q4_1 and Q5_1, 16-bit activations for Q8_0 where the build has them.
+    static let noEightBitPrefillTypes: Set<GGMLType> = [.q4_1, .q5_1, .q8_0]
 
     /// Whether chunks (and a mixture's experts' rows of a chunk) go through the matmul
     /// with 16-bit activations (`WeightMatrix.hasWideIntegerMatmul`: Q8_0 on x86 builds
