@@ -221,15 +221,7 @@ public final class QuantizedActivations {
     #if LEAP_X86_AVX2
     @inline(__always)
     static func quantizeBlockAVX2(_ x: UnsafePointer<Float>, _ i: Int, _ a: QuantizedActivations) {
-        let raw = UnsafeRawPointer(x)
-        let v0 = raw.loadUnaligned(fromByteOffset: 0, as: __m256.self)
-        let v1 = raw.loadUnaligned(fromByteOffset: 32, as: __m256.self)
-        let v2 = raw.loadUnaligned(fromByteOffset: 64, as: __m256.self)
-        let v3 = raw.loadUnaligned(fromByteOffset: 96, as: __m256.self)
-        let signBit = _mm256_set1_ps(-0.0)
-        var m = _mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1))
-        m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)))
-        let amax = hmax(m)
+        let (v0, v1, v2, v3, amax) = loadBlockOf32(x)
         let d = amax / 127
         let id: Float = d != 0 ? 1 / d : 0
         let vid = _mm256_set1_ps(id)

@@ -277,6 +277,16 @@ enum IntegerMatmul {
             if rowsHere > 2 { row(2, &acc2) }
             if rowsHere > 3 { row(3, &acc3) }
         }
+        storeRows(rowsHere, acc0, acc1, acc2, acc3, out, ldy: ldy, valid: valid)
+    }
+
+    /// Stores the first `rowsHere` of four accumulators (one activation row each) at `out`,
+    /// rows `ldy` apart, each the group's `valid` lanes.
+    @inline(__always)
+    static func storeRows(
+        _ rowsHere: Int, _ acc0: __m256, _ acc1: __m256, _ acc2: __m256, _ acc3: __m256, _ out: UnsafeMutablePointer<Float>,
+        ldy: Int, valid: Int
+    ) {
         @inline(__always) func store(_ t: Int, _ acc: __m256) {
             let y = out + t * ldy
             if valid == 8 {
@@ -290,6 +300,33 @@ enum IntegerMatmul {
         if rowsHere > 1 { store(1, acc1) }
         if rowsHere > 2 { store(2, acc2) }
         if rowsHere > 3 { store(3, acc3) }
+    }
+
+    /// The order both integer matmuls walk a call in: activation rows `rows` in chunks of
+    /// `activationChunk` (in cache while every group of `groups` goes through them), each
+    /// chunk through each group 4 rows at a time, then one at a time. `tile(group, t, n)`
+    /// multiplies rows `t..<t + n` with `group`, whose `valid` rows of `weightRows` it is given.
+    @inline(__always)
+    static func forEachTile(
+        rows: Range<Int>, groups: Range<Int>, weightRows: Int, _ tile: (_ group: Int, _ t: Int, _ n: Int, _ valid: Int) -> Void
+    ) {
+        var t0 = rows.lowerBound
+        while t0 < rows.upperBound {
+            let t1 = Swift.min(rows.upperBound, t0 + activationChunk)
+            for group in groups {
+                let valid = Swift.min(groupRows, weightRows - group * groupRows)
+                var t = t0
+                while t + 4 <= t1 {
+                    tile(group, t, 4, valid)
+                    t += 4
+                }
+                while t < t1 {
+                    tile(group, t, 1, valid)
+                    t += 1
+                }
+            }
+            t0 = t1
+        }
     }
 
     /// Activation rows `rows` times packed groups `groups` (each `nb` group blocks at
@@ -316,29 +353,11 @@ enum IntegerMatmul {
         _ a: ActivationView, _ rows: Range<Int>, _ offsets: UnsafePointer<Int32>?, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
     ) {
         let perBlock = Kind.layout.offsetsPerBlock
-        var t0 = rows.lowerBound
-        while t0 < rows.upperBound {
-            let t1 = Swift.min(rows.upperBound, t0 + activationChunk)
-            for group in groups {
-                let p = packed + group * nb * groupBlockBytes
-                let valid = Swift.min(groupRows, weightRows - group * groupRows)
-                var t = t0
-                @inline(__always) func run(_ n: Int) {
-                    multiplyGroup(
-                        p, nb: nb, rowsHere: n, layout: Kind.layout, maxLevel: Kind.maxLevel, UnsafeRawPointer(a.qs + t * nb * 32),
-                        a.d + t * nb, a.s + t * nb, offsets.map { $0 + t * nb * perBlock }, y + t * ldy + group * groupRows,
-                        ldy: ldy, valid: valid)
-                }
-                while t + 4 <= t1 {
-                    run(4)
-                    t += 4
-                }
-                while t < t1 {
-                    run(1)
-                    t += 1
-                }
-            }
-            t0 = t1
+        forEachTile(rows: rows, groups: groups, weightRows: weightRows) { group, t, n, valid in
+            multiplyGroup(
+                packed + group * nb * groupBlockBytes, nb: nb, rowsHere: n, layout: Kind.layout, maxLevel: Kind.maxLevel,
+                UnsafeRawPointer(a.qs + t * nb * 32), a.d + t * nb, a.s + t * nb, offsets.map { $0 + t * nb * perBlock },
+                y + t * ldy + group * groupRows, ldy: ldy, valid: valid)
         }
     }
     #endif

@@ -52,6 +52,21 @@ func expandBitsToBytes(_ bits: UInt32) -> __m256i {
     return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit)
 }
 
+/// The 32 floats at `x` as four vectors, and their largest absolute value (the scale of
+/// an activation block, 8-bit or 16-bit).
+@inline(__always)
+func loadBlockOf32(_ x: UnsafePointer<Float>) -> (__m256, __m256, __m256, __m256, Float) {
+    let raw = UnsafeRawPointer(x)
+    let v0 = raw.loadUnaligned(fromByteOffset: 0, as: __m256.self)
+    let v1 = raw.loadUnaligned(fromByteOffset: 32, as: __m256.self)
+    let v2 = raw.loadUnaligned(fromByteOffset: 64, as: __m256.self)
+    let v3 = raw.loadUnaligned(fromByteOffset: 96, as: __m256.self)
+    let signBit = _mm256_set1_ps(-0.0)
+    var m = _mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1))
+    m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)))
+    return (v0, v1, v2, v3, hmax(m))
+}
+
 /// Loads 32 bytes.
 @inline(__always)
 func load256(_ p: UnsafeRawPointer, _ offset: Int = 0) -> __m256i {

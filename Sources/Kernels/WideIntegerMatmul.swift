@@ -114,15 +114,8 @@ public final class WideActivations {
     #if LEAP_X86_AVX2
     @inline(__always)
     static func quantizeBlockAVX2(_ x: UnsafePointer<Float>, _ i: Int, _ a: WideActivations) {
-        let raw = UnsafeRawPointer(x)
-        let v0 = raw.loadUnaligned(fromByteOffset: 0, as: __m256.self)
-        let v1 = raw.loadUnaligned(fromByteOffset: 32, as: __m256.self)
-        let v2 = raw.loadUnaligned(fromByteOffset: 64, as: __m256.self)
-        let v3 = raw.loadUnaligned(fromByteOffset: 96, as: __m256.self)
-        let signBit = _mm256_set1_ps(-0.0)
-        var m = _mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1))
-        m = _mm256_max_ps(m, _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)))
-        let d = hmax(m) / 32767
+        let (v0, v1, v2, v3, amax) = loadBlockOf32(x)
+        let d = amax / 32767
         let id: Float = d != 0 ? 1 / d : 0
         let vid = _mm256_set1_ps(id)
         // cvtps rounds to nearest even (the default MXCSR mode), packs saturates; the
@@ -283,51 +276,20 @@ enum WideIntegerMatmul {
             if rowsHere > 2 { add(2, e2, o2, &acc2) }
             if rowsHere > 3 { add(3, e3, o3, &acc3) }
         }
-        @inline(__always) func store(_ t: Int, _ acc: __m256) {
-            let y = out + t * ldy
-            if valid == 8 {
-                UnsafeMutableRawPointer(y).storeBytes(of: acc, as: __m256.self)
-            } else {
-                let v = acc
-                for lane in 0..<valid { y[lane] = v[lane] }
-            }
-        }
-        store(0, acc0)
-        if rowsHere > 1 { store(1, acc1) }
-        if rowsHere > 2 { store(2, acc2) }
-        if rowsHere > 3 { store(3, acc3) }
+        IntegerMatmul.storeRows(rowsHere, acc0, acc1, acc2, acc3, out, ldy: ldy, valid: valid)
     }
 
     /// Activation rows `rows` of `a` times packed groups `groups` (each `nb` group blocks at
     /// `packed + group * nb * groupBlockBytes`) of a matrix of `weightRows` rows, into `y`
-    /// (`ldy` floats per row), 64 activation rows at a time (in cache while every group of
-    /// the range goes through them), 4 at a time through a group.
+    /// (`ldy` floats per row), in the 8-bit matmul's order (`IntegerMatmul.forEachTile`).
     static func multiply(
         _ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int, _ a: WideActivations, rows: Range<Int>,
         _ y: UnsafeMutablePointer<Float>, ldy: Int
     ) {
-        var t0 = rows.lowerBound
-        while t0 < rows.upperBound {
-            let t1 = Swift.min(rows.upperBound, t0 + IntegerMatmul.activationChunk)
-            for group in groups {
-                let p = packed + group * nb * groupBlockBytes
-                let valid = Swift.min(IntegerMatmul.groupRows, weightRows - group * IntegerMatmul.groupRows)
-                var t = t0
-                @inline(__always) func run(_ n: Int) {
-                    multiplyGroup(
-                        p, nb: nb, rowsHere: n, a.levels + t * a.cols, a.scales + t * nb, y + t * ldy + group * IntegerMatmul.groupRows,
-                        ldy: ldy, valid: valid)
-                }
-                while t + 4 <= t1 {
-                    run(4)
-                    t += 4
-                }
-                while t < t1 {
-                    run(1)
-                    t += 1
-                }
-            }
-            t0 = t1
+        IntegerMatmul.forEachTile(rows: rows, groups: groups, weightRows: weightRows) { group, t, n, valid in
+            multiplyGroup(
+                packed + group * nb * groupBlockBytes, nb: nb, rowsHere: n, a.levels + t * a.cols, a.scales + t * nb,
+                y + t * ldy + group * IntegerMatmul.groupRows, ldy: ldy, valid: valid)
         }
     }
     #endif
