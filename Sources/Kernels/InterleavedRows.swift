@@ -86,7 +86,9 @@ public final class InterleavedRows: @unchecked Sendable {
     let groupBytes: Int
     /// Bytes of one row in the stored format.
     let rowBytes: Int
-    let storage: UnsafeMutableRawPointer
+    /// The groups, in large pages (LargePages.swift).
+    let memory: LargePageMemory
+    var storage: UnsafeMutableRawPointer { memory.pointer }
 
     /// How far ahead of the chunk it works on the kernel prefetches (bytes). Measured on
     /// this project's machine: 1-2 KiB stream at the read loop's speed, no prefetch at
@@ -105,8 +107,8 @@ public final class InterleavedRows: @unchecked Sendable {
         chunkBytes = scaleBytes + 2 * levelBytes
         groupBytes = (nb + 1) / 2 * chunkBytes
         rowBytes = matrix.rowBytes
-        storage = UnsafeMutableRawPointer.allocate(byteCount: max(1, groups * groupBytes), alignment: 64)
-        storage.initializeMemory(as: UInt8.self, repeating: 0, count: max(1, groups * groupBytes))
+        memory = LargePages.allocate(byteCount: groups * groupBytes)
+        let storage = memory.pointer
         let levelsOffset = hasMin ? 4 : 2  // in a block, after d (and m)
         let words = levelBytes / 32  // 4-byte words of a row's block
         for g in 0..<groups {
@@ -129,8 +131,6 @@ public final class InterleavedRows: @unchecked Sendable {
             }
         }
     }
-
-    deinit { storage.deallocate() }
 
     /// Bytes this copy takes: the size of the rows it holds, plus 144 (Q4_0), 160 (Q4_1)
     /// or 272 (Q8_0) bytes per group when a row has an odd number of blocks.

@@ -118,9 +118,11 @@ public struct WeightMatrix: @unchecked Sendable {
     /// Bytes per row.
     public let rowBytes: Int
     /// The first byte of row 0.
-    public let data: UnsafeRawPointer
+    public private(set) var data: UnsafeRawPointer
     /// The decode kernels' copy of the rows, when ``interleavedForDecode()`` made one.
     private(set) var interleaved: InterleavedRows?
+    /// The memory `data` points into when ``copiedForDecode()`` copied the rows.
+    private var ownRows: LargePageMemory?
 
     /// Describes a matrix, checking that the kernels support its type and shape.
     public init(type: GGMLType, rows: Int, cols: Int, data: UnsafeRawPointer) throws(KernelError) {
@@ -157,6 +159,28 @@ public struct WeightMatrix: @unchecked Sendable {
 
     /// Bytes of the decode copy made by ``interleavedForDecode()`` (0 without one).
     public var interleavedByteCount: Int { interleaved?.byteCount ?? 0 }
+
+    /// This matrix with its rows in memory of its own, in large pages (LargePages.swift),
+    /// for the decode step that streams them once a token: ``interleavedForDecode()`` where
+    /// this build has interleaved kernels for the type (rows past the last whole group of
+    /// 8 stay in `data`), else a plain copy of the rows, which `data` then points to. Either
+    /// way the owner of the original bytes may release their pages
+    /// (`GGUFFile.releaseResidentPages(of:)`). Products of the plain copy are those of the
+    /// original, bit for bit (the same bytes).
+    public func copiedForDecode() -> WeightMatrix {
+        let interleavedCopy = interleavedForDecode()
+        guard interleavedCopy.interleaved == nil, ownRows == nil, byteCount > 0 else { return interleavedCopy }
+        let memory = LargePages.allocate(byteCount: byteCount)
+        memory.pointer.copyMemory(from: data, byteCount: byteCount)
+        var copy = self
+        copy.data = UnsafeRawPointer(memory.pointer)
+        copy.ownRows = memory
+        return copy
+    }
+
+    /// Bytes of the rows held by this matrix in memory of its own (``copiedForDecode()``):
+    /// its interleaved copy or its plain copy, 0 for a view of the original bytes.
+    public var decodeCopyByteCount: Int { interleaved?.byteCount ?? ownRows?.byteCount ?? 0 }
 
     /// The first byte of row `r` in `data`. (With an interleaved copy whose owner released
     /// the pages of `data`, reading a row brings its pages back; ``dequantize(rows:into:)``

@@ -3,14 +3,15 @@ import Kernels
 
 /// A weight matrix `W` of `rows x cols` (`y = W x` maps `cols` inputs to `rows` outputs),
 /// viewed in place in the mapped file in its stored type. GGUF's shape is `[cols, rows]`.
-/// Q4_0, Q4_1 and Q8_0 matrices also get the decode kernels' interleaved copy of their rows
-/// (`WeightMatrix.interleavedForDecode()`), made once when the model loads; it then serves
-/// every read of those rows, and the file's pages of the tensor leave resident memory.
+/// When the model loads, the rows are copied once into large pages for the decode step
+/// (`WeightMatrix.copiedForDecode()`): Q4_0, Q4_1 and Q8_0 matrices into the decode
+/// kernels' interleaved layout, others as they are. The copy then serves every read of
+/// those rows, and the file's pages of the tensor leave resident memory.
 public struct Linear: Sendable {
     public let name: String
     let matrix: WeightMatrix
 
-    /// `forDecode: false` skips the interleaved copy (for a token embedding that is not
+    /// `forDecode: false` skips the copy (for a token embedding that is not
     /// also the output head: it is only read row by row).
     init(file: GGUFFile, name: String, rows: Int, cols: Int, forDecode: Bool = true) throws(ModelError) {
         let t: GGUFTensorInfo
@@ -21,12 +22,12 @@ public struct Linear: Sendable {
         guard t.type.hasKernels else { throw .unsupportedTensorType(name: name, type: t.type) }
         do {
             let stored = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: file.data(for: t).baseAddress!)
-            matrix = forDecode ? stored.interleavedForDecode() : stored
+            matrix = forDecode ? stored.copiedForDecode() : stored
         } catch {
             throw .unsupportedTensorType(name: name, type: t.type)
         }
         self.name = name
-        if matrix.interleavedByteCount > 0 { file.releaseResidentPages(of: t) }
+        if matrix.decodeCopyByteCount > 0 { file.releaseResidentPages(of: t) }
     }
 
     /// A view of `matrix` (one expert's slice of a 3-D tensor) named `name`.
@@ -47,13 +48,13 @@ public struct Linear: Sendable {
         var slices: [Linear] = []
         for e in 0..<count {
             do {
-                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes).interleavedForDecode()
+                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes).copiedForDecode()
                 slices.append(Linear(name: "\(name)[\(e)]", matrix: matrix))
             } catch {
                 throw .unsupportedTensorType(name: name, type: t.type)
             }
         }
-        if slices.allSatisfy({ $0.matrix.interleavedByteCount > 0 }) { file.releaseResidentPages(of: t) }
+        if slices.allSatisfy({ $0.matrix.decodeCopyByteCount > 0 }) { file.releaseResidentPages(of: t) }
         return slices
     }
 
