@@ -1,4 +1,4 @@
-// Decode's layout for Q4_0, Q4_1 and Q8_0: the rows of a matrix repacked once, at load,
+// Decode's layout for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0: the rows of a matrix repacked once, at load,
 // into groups of 8 rows whose blocks are interleaved, so that one instruction works on 8
 // rows at once and no horizontal sums are needed.
 //
@@ -15,17 +15,22 @@
 // the scales of its two blocks followed by their levels, so that the kernel reads one
 // sequential stream:
 //
-//   chunk of blocks 2c, 2c+1   (288 bytes for Q4_0, 320 for Q4_1, 544 for Q8_0)
+//   chunk of blocks 2c, 2c+1   (288 bytes for Q4_0, 320 for Q4_1, 352 for Q5_0, 384 for
+//                               Q5_1, 544 for Q8_0)
 //     d        2 x 16 bytes    block 2c+k: the fp16 scales d of rows 0...7
-//     m        2 x 16 bytes    (Q4_1 only) the fp16 minimums m of rows 0...7
-//     levels   2 x L bytes     block 2c+k: L/32 vectors of 32 bytes; in vector j, bytes
+//     m        2 x 16 bytes    (Q4_1, Q5_1) the fp16 minimums m of rows 0...7
+//     levels   2 x L bytes     block 2c+k: vectors of 32 bytes; in vector j, bytes
 //                              4r..<4r+4 are row r's qs[4j..<4j+4]
 //
 // Q4_0 and Q4_1 (L = 128): vector j holds the nibbles of values 4j..<4j+4 in its low
 // halves and of values 16+4j..<20+4j in its high ones, so that
 // `vpmaddubsw(levels[j] & 0x0F, broadcast(activations 4j..<4j+4))` puts row r's products
-// in the 32-bit lane r. Q8_0 (L = 256): vector j holds values 4j..<4j+4. Either way the
-// 8 rows' block sums come out in the 8 lanes of one register. A row of an odd number of
+// in the 32-bit lane r. Q5_0 and Q5_1 (L = 160): the same 4 vectors of nibbles, then one
+// vector of fifth bits whose byte 4r+j holds row r's qh bits 4j..<4j+4 (the low values of
+// vector j) in its low half and 16+4j..<20+4j in its high half; the kernel spreads each
+// bit to its byte (a shuffle and a compare) and ORs it in as 0x10. Q8_0 (L = 256): vector
+// j holds values 4j..<4j+4. Either way the 8 rows' block sums come out in the 8 lanes of
+// one register. A row of an odd number of
 // blocks ends with a chunk of one block, which keeps the full chunk's offsets (so a group
 // takes up to 272 bytes more than its 8 rows). Rows past the last whole group stay in the original layout and go
 // through the row-major kernel.
@@ -38,7 +43,8 @@
 //
 // Numbers. Per (row, block) the integer sum is exact, as in every kernel; each row's
 // float sum runs over the blocks in order in one lane: acc += (d * da) * sum, then
-// acc - 8 * Σ d * sa (Q4_0), acc + Σ m * sa (Q4_1) or acc (Q8_0, whose integer
+// acc - 8 * Σ d * sa (Q4_0), acc - 16 * Σ d * sa (Q5_0), acc + Σ m * sa (Q4_1, Q5_1)
+// or acc (Q8_0, whose integer
 // sums are the exact Σ w·a on every build). That is a different (equally
 // accurate) order than the row-major kernel's, so a matrix's results depend on its
 // layout, and only on it: the one-row, multi-row and threaded products of one matrix
@@ -60,11 +66,11 @@ public final class InterleavedRows: @unchecked Sendable {
     /// Rows per group.
     public static let groupRows = 8
 
-    /// Whether this build has interleaved kernels for `type` (Q4_0, Q4_1 and Q8_0 on x86
-    /// with AVX2; no type in portable builds).
+    /// Whether this build has interleaved kernels for `type` (Q4_0, Q4_1, Q5_0, Q5_1 and
+    /// Q8_0 on x86 with AVX2; no type in portable builds).
     public static func supports(_ type: GGMLType) -> Bool {
         #if LEAP_X86_AVX2
-        return type == .q4_0 || type == .q4_1 || type == .q8_0
+        return [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0].contains(type)
         #else
         return false
         #endif
@@ -78,8 +84,13 @@ public final class InterleavedRows: @unchecked Sendable {
     let nb: Int
     /// Bytes of the scales at the start of a chunk: d (and m) of 2 blocks x 8 rows.
     let scaleBytes: Int
-    /// Bytes of one block's levels for the 8 rows (`L` in the file header).
+    /// Bytes of one block's levels for the 8 rows (`L` in the file header), with their
+    /// fifth bits for Q5_0 and Q5_1.
     let levelBytes: Int
+    /// Whether the format has a min per block (Q4_1, Q5_1).
+    let hasMin: Bool
+    /// Whether the levels have a fifth bit (Q5_0, Q5_1).
+    let hasFifthBit: Bool
     /// Bytes of a chunk of two blocks.
     let chunkBytes: Int
     /// Bytes per group: its chunks.
@@ -101,16 +112,18 @@ public final class InterleavedRows: @unchecked Sendable {
         type = matrix.type
         groups = matrix.rows / Self.groupRows
         nb = matrix.cols / 32
-        let hasMin = type == .q4_1
+        let hasMin = type == .q4_1 || type == .q5_1, hasFifthBit = type == .q5_0 || type == .q5_1
+        self.hasMin = hasMin
+        self.hasFifthBit = hasFifthBit
         scaleBytes = hasMin ? 64 : 32
-        levelBytes = type == .q8_0 ? 256 : 128
+        levelBytes = type == .q8_0 ? 256 : hasFifthBit ? 160 : 128
         chunkBytes = scaleBytes + 2 * levelBytes
         groupBytes = (nb + 1) / 2 * chunkBytes
         rowBytes = matrix.rowBytes
         memory = LargePages.allocate(byteCount: groups * groupBytes)
         let storage = memory.pointer
-        let levelsOffset = hasMin ? 4 : 2  // in a block, after d (and m)
-        let words = levelBytes / 32  // 4-byte words of a row's block
+        let (levelsOffset, fifthBitsOffset) = blockOffsets
+        let words = type == .q8_0 ? 8 : 4  // 4-byte words of a row's block
         for g in 0..<groups {
             let dst = storage + g * groupBytes
             for r in 0..<Self.groupRows {
@@ -127,14 +140,33 @@ public final class InterleavedRows: @unchecked Sendable {
                         chunk.storeBytes(
                             of: block.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 16 * k + 2 * r, as: UInt16.self)
                     }
+                    if hasFifthBit {
+                        let qh = block.loadUnaligned(fromByteOffset: fifthBitsOffset, as: UInt32.self)
+                        for j in 0..<4 {
+                            let bits = UInt8(truncatingIfNeeded: (qh >> (4 * j)) & 0xF | ((qh >> (16 + 4 * j)) & 0xF) << 4)
+                            chunk.storeBytes(of: bits, toByteOffset: scaleBytes + levelBytes * k + 128 + 4 * r + j, as: UInt8.self)
+                        }
+                    }
                 }
             }
         }
     }
 
-    /// Bytes this copy takes: the size of the rows it holds, plus 144 (Q4_0), 160 (Q4_1)
-    /// or 272 (Q8_0) bytes per group when a row has an odd number of blocks.
+    /// Bytes this copy takes: the size of the rows it holds, plus 144 (Q4_0), 160 (Q4_1),
+    /// 176 (Q5_0), 192 (Q5_1) or 272 (Q8_0) bytes per group when a row has an odd number
+    /// of blocks.
     public var byteCount: Int { groups * groupBytes }
+
+    /// Where a stored block's levels start (after d, m and qh) and where its fifth bits
+    /// `qh` are (Q5_0, Q5_1; 0 otherwise).
+    var blockOffsets: (levels: Int, fifthBits: Int) {
+        switch type {
+        case .q4_1: return (4, 0)
+        case .q5_0: return (6, 2)
+        case .q5_1: return (8, 4)
+        default: return (2, 0)
+        }
+    }
 
     /// Group `g`'s first byte.
     @inline(__always)
@@ -145,7 +177,7 @@ public final class InterleavedRows: @unchecked Sendable {
     func copyRow(_ r: Int, into dst: UnsafeMutableRawPointer) {
         precondition(r >= 0 && r < groups * Self.groupRows, "copyRow: row \(r) is not in a whole group")
         let src = group(r / Self.groupRows), lane = r % Self.groupRows
-        let hasMin = type == .q4_1, levelsOffset = hasMin ? 4 : 2, blockBytes = type.typeSize
+        let (levelsOffset, fifthBitsOffset) = blockOffsets, blockBytes = type.typeSize
         for i in 0..<nb {
             let chunk = src + chunkBytes * (i / 2), k = i % 2
             let block = dst + blockBytes * i
@@ -154,9 +186,17 @@ public final class InterleavedRows: @unchecked Sendable {
                 block.storeBytes(
                     of: chunk.loadUnaligned(fromByteOffset: 32 + 16 * k + 2 * lane, as: UInt16.self), toByteOffset: 2, as: UInt16.self)
             }
-            for j in 0..<(levelBytes / 32) {
+            for j in 0..<(type == .q8_0 ? 8 : 4) {
                 let word = chunk.loadUnaligned(fromByteOffset: scaleBytes + levelBytes * k + 32 * j + 4 * lane, as: UInt32.self)
                 block.storeBytes(of: word, toByteOffset: levelsOffset + 4 * j, as: UInt32.self)
+            }
+            if hasFifthBit {
+                var qh: UInt32 = 0
+                for j in 0..<4 {
+                    let bits = UInt32(chunk.load(fromByteOffset: scaleBytes + levelBytes * k + 128 + 4 * lane + j, as: UInt8.self))
+                    qh |= (bits & 0xF) << (4 * j) | (bits >> 4) << (16 + 4 * j)
+                }
+                block.storeBytes(of: qh, toByteOffset: fifthBitsOffset, as: UInt32.self)
             }
         }
     }
@@ -187,6 +227,58 @@ extension InterleavedRows {
             s = _mm256_add_epi16(s, _mm256_add_epi16(lo, hi))
         }
         return _mm256_madd_epi16(s, _mm256_set1_epi16(1))
+        #endif
+    }
+
+    /// Values 4j..<4j+4 (`low`) and 16+4j..<20+4j (`high`) of the 8 rows of a Q5_0/Q5_1
+    /// block at `w` as bytes 0...31, in 4-byte row lanes: the nibbles of vector j with the
+    /// fifth bits put back from byte 4r+j of the bit vector at `w + 128` (its low half the
+    /// low values' bits, its high half the high values').
+    @inline(__always)
+    static func fiveBitLevels(_ w: UnsafeRawPointer, _ j: Int) -> (low: __m256i, high: __m256i) {
+        let m4 = _mm256_set1_epi8(0x0F), bit4 = _mm256_set1_epi8(0x10)
+        let t = load256(w, 32 * j)
+        // Byte 4r+b of each half takes byte 4r+j: the row's bits of vector j in all four.
+        let select = _mm256_add_epi8(
+            _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+            _mm256_set1_epi8(Int8(j)))
+        let bits = _mm256_shuffle_epi8(load256(w, 128), select)
+        // Byte b tests bit b (the low value 4j+b) or bit 4+b (the high value 16+4j+b).
+        let lowBit = _mm256_set1_epi32(0x0804_0201), highBit = _mm256_set1_epi32(Int32(bitPattern: 0x8040_2010))
+        let lowSet = _mm256_cmpeq_epi8(_mm256_and_si256(bits, lowBit), lowBit)
+        let highSet = _mm256_cmpeq_epi8(_mm256_and_si256(bits, highBit), highBit)
+        return (
+            _mm256_or_si256(_mm256_and_si256(t, m4), _mm256_and_si256(lowSet, bit4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(t, 4), m4), _mm256_and_si256(highSet, bit4))
+        )
+    }
+
+    /// The 8 rows' integer sums of one Q5_0/Q5_1 block's levels at `w` with the
+    /// activation block at `a` (lane r: row r).
+    @inline(__always)
+    static func fiveBitSums(_ w: UnsafeRawPointer, _ a: UnsafeRawPointer) -> __m256i {
+        #if LEAP_X86_AVX512VNNI
+        var p = _mm256_setzero_si256()
+        for j in 0..<4 {
+            let (low, high) = fiveBitLevels(w, j)
+            p = mulSumU8S8(p, low, broadcastWord(a, j))
+            p = mulSumU8S8(p, high, broadcastWord(a, 4 + j))
+        }
+        return p
+        #else
+        // A vpmaddubsw lane is at most 2 * 31 * 128 = 7,936: four of them fit in Int16.
+        var p = _mm256_setzero_si256()
+        for half in 0..<2 {
+            var s = _mm256_setzero_si256()
+            for j in (2 * half)..<(2 * half + 2) {
+                let (low, high) = fiveBitLevels(w, j)
+                s = _mm256_add_epi16(
+                    s, _mm256_add_epi16(_mm256_maddubs_epi16(low, broadcastWord(a, j)), _mm256_maddubs_epi16(high, broadcastWord(a, 4 + j)))
+                )
+            }
+            p = _mm256_add_epi32(p, _mm256_madd_epi16(s, _mm256_set1_epi16(1)))
+        }
+        return p
         #endif
     }
 
@@ -223,9 +315,9 @@ extension InterleavedRows {
 
     /// How a format turns the running sums into dot products.
     enum Offset {
-        /// acc - factor * Σ d sa (Q4_0: 8).
+        /// acc - factor * Σ d sa (Q4_0: 8, Q5_0: 16).
         case minus(Float)
-        /// acc + Σ m sa (Q4_1).
+        /// acc + Σ m sa (Q4_1, Q5_1).
         case plusMin
         /// acc (Q8_0, by the sign trick).
         case none
@@ -263,7 +355,7 @@ extension InterleavedRows {
         _ g: Int, _ a0: ActivationView, _ y0: UnsafeMutablePointer<Float>, _ a1: ActivationView, _ y1: UnsafeMutablePointer<Float>,
         pair: Bool, kind: Offset, blockSums: (UnsafeRawPointer, UnsafeRawPointer) -> __m256i
     ) {
-        let p = group(g), hasMin = type == .q4_1
+        let p = group(g)
         var s0 = Sums(), s1 = Sums()
         let q0 = UnsafeRawPointer(a0.qs), q1 = UnsafeRawPointer(a1.qs)
         for i in 0..<nb {
@@ -288,6 +380,8 @@ extension InterleavedRows {
         switch type {
         case .q4_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(8), blockSums: Self.nibbleSums)
         case .q4_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.nibbleSums)
+        case .q5_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(16), blockSums: Self.fiveBitSums)
+        case .q5_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.fiveBitSums)
         default: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
         }
     }
@@ -295,8 +389,8 @@ extension InterleavedRows {
     /// Writes group `g` in the integer matmul's packed layout (`nb` group blocks of
     /// `IntegerMatmul.groupBlockBytes` at `dst`): the same bytes `IntegerMatmul.packGroup`
     /// makes from the stored rows. The levels are already in 4-byte row lanes here, so
-    /// packing is a mask (nibbles) or a bias (Q8_0's + 128) per vector, with no
-    /// transposition.
+    /// packing is a mask (nibbles, with the fifth bits put back for Q5_0 and Q5_1) or a
+    /// bias (Q8_0's + 128) per vector, with no transposition.
     func packForMatmul(_ g: Int, into dst: UnsafeMutableRawPointer) {
         let p = group(g), m4 = _mm256_set1_epi8(0x0F)
         for i in 0..<nb {
@@ -316,6 +410,16 @@ extension InterleavedRows {
                     type == .q4_1
                     ? _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 32 + 16 * k, as: __m128i.self))
                     : _mm256_mul_ps(_mm256_set1_ps(-8), d)
+            case .q5_0, .q5_1:
+                for j in 0..<4 {
+                    let (low, high) = Self.fiveBitLevels(w, j)
+                    out.storeBytes(of: low, toByteOffset: 32 * j, as: __m256i.self)
+                    out.storeBytes(of: high, toByteOffset: 32 * (4 + j), as: __m256i.self)
+                }
+                m =
+                    type == .q5_1
+                    ? _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 32 + 16 * k, as: __m128i.self))
+                    : _mm256_mul_ps(_mm256_set1_ps(-16), d)
             default:
                 for j in 0..<8 {
                     out.storeBytes(of: _mm256_xor_si256(load256(w, 32 * j), _mm256_set1_epi8(-128)), toByteOffset: 32 * j, as: __m256i.self)
@@ -358,21 +462,40 @@ extension InterleavedRows {
     /// the prompt path needs no row-by-row copy into the stored format.
     func dequantize(group g: Int, into dst: UnsafeMutablePointer<Float>, stride: Int) {
         let src = group(g)
-        let hasMin = type == .q4_1
+        // Q5_0/Q5_1: each block's levels as Q8_0 lays them out (vector j: values 4j..<4j+4
+        // of every row), made from the nibbles and fifth bits (Q5_0's less 16).
+        withUnsafeTemporaryAllocation(byteCount: 256, alignment: 32) { buffer in
+            dequantize(src, fiveBitLevels: buffer.baseAddress!, into: dst, stride: stride)
+        }
+    }
+
+    private func dequantize(
+        _ src: UnsafeRawPointer, fiveBitLevels: UnsafeMutableRawPointer, into dst: UnsafeMutablePointer<Float>, stride: Int
+    ) {
         for i in 0..<nb {
             let chunk = src + chunkBytes * (i / 2), k = i % 2
-            let levels = chunk + scaleBytes + levelBytes * k
+            var levels = chunk + scaleBytes + levelBytes * k
             let d = chunk + 16 * k, m = chunk + 32 + 16 * k
-            if type == .q8_0 {
+            if hasFifthBit {
+                let offset = _mm256_set1_epi8(hasMin ? 0 : 16)
+                for j in 0..<4 {
+                    let (low, high) = Self.fiveBitLevels(levels, j)
+                    fiveBitLevels.storeBytes(of: _mm256_sub_epi8(low, offset), toByteOffset: 32 * j, as: __m256i.self)
+                    fiveBitLevels.storeBytes(of: _mm256_sub_epi8(high, offset), toByteOffset: 32 * (4 + j), as: __m256i.self)
+                }
+                levels = UnsafeRawPointer(fiveBitLevels)
+            }
+            if type == .q8_0 || hasFifthBit {
                 // Vector j holds values 4j..<4j+4 of every row: rows' bytes 0..<16 from
                 // vectors 0...3, bytes 16..<32 from vectors 4...7.
                 let low = Self.transpose(levels, 0), high = Self.transpose(levels, 4)
                 func emit(_ lo: __m256i, _ hi: __m256i, _ r: Int) {
                     for h in 0..<2 {
                         let row = r + 4 * h, upper = h == 1
-                        let scale = loadHalf(d, 2 * row), y = dst + row * stride + 32 * i
-                        storeLevels16(Self.half(lo, upper: upper), scale: scale, add: nil, y)
-                        storeLevels16(Self.half(hi, upper: upper), scale: scale, add: nil, y + 16)
+                        let scale = loadHalf(d, 2 * row), add: Float? = hasMin ? loadHalf(m, 2 * row) : nil
+                        let y = dst + row * stride + 32 * i
+                        storeLevels16(Self.half(lo, upper: upper), scale: scale, add: add, y)
+                        storeLevels16(Self.half(hi, upper: upper), scale: scale, add: add, y + 16)
                     }
                 }
                 emit(low.0, high.0, 0)

@@ -143,7 +143,7 @@ public struct WeightMatrix: @unchecked Sendable {
     /// This matrix with its matrix-vector products (``matvec(_:into:pool:)`` and the
     /// multi-row ``matvec(_:rows:into:pool:)``) reading a copy of its rows repacked once,
     /// now, into groups of 8 interleaved rows with their scales inline, streamed with
-    /// software prefetch (InterleavedRows.swift): for Q4_0, Q4_1 and Q8_0 on x86 with AVX2,
+    /// software prefetch (InterleavedRows.swift): for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on x86 with AVX2,
     /// where it takes decode from ~60% to ~85% of the machine's read bandwidth. The copy
     /// takes about as many bytes as the rows (``interleavedByteCount``). Dequantized rows
     /// and the prompt matmuls then read the copy too, so the owner of `data` may release

@@ -66,7 +66,7 @@ import Testing
 extension CachedTilesTests {
     /// A row's result does not depend on how many rows the chunk has (a prompt split into
     /// pieces must give the logits of the whole prompt, ConsistencyTests).
-    @Test(arguments: [GGMLType.q4_0, .q4_1, .q8_0])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0])
     func aRowsResultDoesNotDependOnTheChunk(_ type: GGMLType) throws {
         let rows = 128, cols = 384, pool = ThreadPool(threads: 2)
         let bytes = randomWeights(type, rows: rows, cols: cols, seed: 5)

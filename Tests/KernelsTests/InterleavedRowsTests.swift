@@ -5,12 +5,12 @@ import Testing
 
 @testable import Kernels
 
-/// Decode's interleaved copy of Q4_0, Q4_1 and Q8_0 rows (InterleavedRows.swift) serves
+/// Decode's interleaved copy of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 rows (InterleavedRows.swift) serves
 /// every read of the rows it holds, so it must give back the stored bytes exactly, and
 /// everything that reads rows must get from it what it gets from the stored bytes. (Its
 /// products: MatvecTests and MultiRowTests, which run both layouts.)
 @Suite struct InterleavedRowsTests {
-    static let types: [GGMLType] = [.q4_0, .q4_1, .q8_0]
+    static let types: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]
 
     /// Odd and even block counts (an odd one ends in a half chunk), 5 tail rows.
     static let shapes = [(rows: 37, cols: 32 * 7), (rows: 37, cols: 32 * 8), (rows: 8, cols: 32)]

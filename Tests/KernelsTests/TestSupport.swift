@@ -105,7 +105,7 @@ func firstDifference(_ a: [Float], _ b: [Float]) -> String {
 }
 
 /// The layouts the decode kernels can read `m` in: its rows as stored, and the interleaved
-/// copy where this build has one for its type (Q4_0, Q4_1 and Q8_0 on AVX2).
+/// copy where this build has one for its type (Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 on AVX2).
 func decodeLayouts(_ m: WeightMatrix) -> [(name: String, matrix: WeightMatrix)] {
     let interleaved = m.interleavedForDecode()
     return interleaved.interleavedByteCount > 0 ? [("row-major", m), ("interleaved", interleaved)] : [("row-major", m)]
