@@ -347,43 +347,55 @@ extension InterleavedRows {
         }
     }
 
-    /// The dot products of group `g`'s 8 rows with the activation rows `a0` (and `a1`
-    /// when `pair`), stored at `y0 + 8 * g` (and `y1 + 8 * g`): every chunk is loaded once
-    /// for both rows, and each row gets the float operations it gets alone.
+    /// The dot products of group `g`'s 8 rows with the first `count` (1, 2 or 4) of the
+    /// activation rows `a`, stored at `y.k + 8 * g` for row k: every chunk is loaded and
+    /// unpacked once for all of them, and each row gets the float operations it gets alone.
     @inline(__always)
     func dotGroup(
-        _ g: Int, _ a0: ActivationView, _ y0: UnsafeMutablePointer<Float>, _ a1: ActivationView, _ y1: UnsafeMutablePointer<Float>,
-        pair: Bool, kind: Offset, blockSums: (UnsafeRawPointer, UnsafeRawPointer) -> __m256i
+        _ g: Int, _ a: ActivationRows, count: Int, kind: Offset, blockSums: (UnsafeRawPointer, UnsafeRawPointer) -> __m256i
     ) {
         let p = group(g)
-        var s0 = Sums(), s1 = Sums()
-        let q0 = UnsafeRawPointer(a0.qs), q1 = UnsafeRawPointer(a1.qs)
+        var s0 = Sums(), s1 = Sums(), s2 = Sums(), s3 = Sums()
+        let q0 = UnsafeRawPointer(a.views.0.qs), q1 = UnsafeRawPointer(a.views.1.qs)
+        let q2 = UnsafeRawPointer(a.views.2.qs), q3 = UnsafeRawPointer(a.views.3.qs)
         for i in 0..<nb {
             let chunk = p + chunkBytes * (i >> 1), k = i & 1
             if k == 0 { prefetchAhead(chunk) }
             let d = _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 16 * k, as: __m128i.self))
             let second = hasMin ? _mm256_cvtph_ps(chunk.loadUnaligned(fromByteOffset: 32 + 16 * k, as: __m128i.self)) : d
             let w = chunk + scaleBytes + levelBytes * k
-            s0.add(blockSums(w, q0 + 32 * i), d: d, second: second, a0, i, kind)
-            if pair { s1.add(blockSums(w, q1 + 32 * i), d: d, second: second, a1, i, kind) }
+            s0.add(blockSums(w, q0 + 32 * i), d: d, second: second, a.views.0, i, kind)
+            if count > 1 { s1.add(blockSums(w, q1 + 32 * i), d: d, second: second, a.views.1, i, kind) }
+            if count > 2 {
+                s2.add(blockSums(w, q2 + 32 * i), d: d, second: second, a.views.2, i, kind)
+                s3.add(blockSums(w, q3 + 32 * i), d: d, second: second, a.views.3, i, kind)
+            }
         }
-        UnsafeMutableRawPointer(y0 + 8 * g).storeBytes(of: s0.result(kind), as: __m256.self)
-        if pair { UnsafeMutableRawPointer(y1 + 8 * g).storeBytes(of: s1.result(kind), as: __m256.self) }
+        UnsafeMutableRawPointer(a.outputs.0 + 8 * g).storeBytes(of: s0.result(kind), as: __m256.self)
+        if count > 1 { UnsafeMutableRawPointer(a.outputs.1 + 8 * g).storeBytes(of: s1.result(kind), as: __m256.self) }
+        if count > 2 {
+            UnsafeMutableRawPointer(a.outputs.2 + 8 * g).storeBytes(of: s2.result(kind), as: __m256.self)
+            UnsafeMutableRawPointer(a.outputs.3 + 8 * g).storeBytes(of: s3.result(kind), as: __m256.self)
+        }
     }
 
     /// `dotGroup` for this matrix's format.
     @inline(__always)
-    func dotGroup(
-        _ g: Int, _ a0: ActivationView, _ y0: UnsafeMutablePointer<Float>, _ a1: ActivationView, _ y1: UnsafeMutablePointer<Float>,
-        pair: Bool
-    ) {
+    func dotGroup(_ g: Int, _ a: ActivationRows, count: Int) {
         switch type {
-        case .q4_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(8), blockSums: Self.nibbleSums)
-        case .q4_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.nibbleSums)
-        case .q5_0: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .minus(16), blockSums: Self.fiveBitSums)
-        case .q5_1: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .plusMin, blockSums: Self.fiveBitSums)
-        default: dotGroup(g, a0, y0, a1, y1, pair: pair, kind: .none, blockSums: Self.byteSums)
+        case .q4_0: dotGroup(g, a, count: count, kind: .minus(8), blockSums: Self.nibbleSums)
+        case .q4_1: dotGroup(g, a, count: count, kind: .plusMin, blockSums: Self.nibbleSums)
+        case .q5_0: dotGroup(g, a, count: count, kind: .minus(16), blockSums: Self.fiveBitSums)
+        case .q5_1: dotGroup(g, a, count: count, kind: .plusMin, blockSums: Self.fiveBitSums)
+        default: dotGroup(g, a, count: count, kind: .none, blockSums: Self.byteSums)
         }
+    }
+
+    /// Up to four activation rows of one pass over a group and where each row's 8 products
+    /// go (unused places repeat the first row).
+    struct ActivationRows {
+        var views: (ActivationView, ActivationView, ActivationView, ActivationView)
+        var outputs: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
     }
 
     /// Writes group `g` in the integer matmul's packed layout (`nb` group blocks of
@@ -432,22 +444,32 @@ extension InterleavedRows {
     }
 
     /// Groups `groups` times activation rows `activationRows` of `a` (rows of `cols`; row
-    /// `t`'s results at `y + t * outputs`), two activation rows at a time.
+    /// `t`'s results at `y + t * outputs`), four activation rows at a time, then two, then one.
     func dotGroups(
         _ groups: Range<Int>, _ a: ActivationView, cols: Int, activationRows: Range<Int>, _ y: UnsafeMutablePointer<Float>,
         outputs: Int
     ) {
-        for g in groups {
-            var t = activationRows.lowerBound
-            while t + 2 <= activationRows.upperBound {
-                let a0 = a.row(t, cols: cols), a1 = a.row(t + 1, cols: cols)
-                dotGroup(g, a0, y + t * outputs, a1, y + (t + 1) * outputs, pair: true)
-                t += 2
-            }
-            if t < activationRows.upperBound {
-                let a0 = a.row(t, cols: cols)
-                dotGroup(g, a0, y + t * outputs, a0, y + t * outputs, pair: false)
-            }
+        @inline(__always) func rows(_ t: Int, _ count: Int) -> ActivationRows {
+            func view(_ k: Int) -> ActivationView { a.row(t + (k < count ? k : 0), cols: cols) }
+            func output(_ k: Int) -> UnsafeMutablePointer<Float> { y + (t + (k < count ? k : 0)) * outputs }
+            return ActivationRows(views: (view(0), view(1), view(2), view(3)), outputs: (output(0), output(1), output(2), output(3)))
+        }
+        // Batches outside, groups inside: a batch's rows are set up once, and a thread's
+        // range of groups (tens to hundreds of KiB) stays in its caches for the next batch.
+        var t = activationRows.lowerBound
+        while t + 4 <= activationRows.upperBound {
+            let batch = rows(t, 4)
+            for g in groups { dotGroup(g, batch, count: 4) }
+            t += 4
+        }
+        if t + 2 <= activationRows.upperBound {
+            let batch = rows(t, 2)
+            for g in groups { dotGroup(g, batch, count: 2) }
+            t += 2
+        }
+        if t < activationRows.upperBound {
+            let batch = rows(t, 1)
+            for g in groups { dotGroup(g, batch, count: 1) }
         }
     }
 }
