@@ -308,7 +308,8 @@ enum IntegerMatmul {
     /// multiplies rows `t..<t + n` with `group`, whose `valid` rows of `weightRows` it is given.
     @inline(__always)
     static func forEachTile(
-        rows: Range<Int>, groups: Range<Int>, weightRows: Int, _ tile: (_ group: Int, _ t: Int, _ n: Int, _ valid: Int) -> Void
+        rows: Range<Int>, groups: Range<Int>, weightRows: Int, groupRows: Int = groupRows,
+        _ tile: (_ group: Int, _ t: Int, _ n: Int, _ valid: Int) -> Void
     ) {
         var t0 = rows.lowerBound
         while t0 < rows.upperBound {

@@ -138,6 +138,16 @@ enum WideIntegerMatmul {
 
     /// Whether this build multiplies `type` with 16-bit activations: Q8_0 on x86 builds
     /// with AVX2 (VNNI or not); nothing else, and nothing on portable builds.
+    /// Groups of 8 weight rows the kernel multiplies in one pass: 2 on VNNI builds
+    /// (512-bit registers), else 1.
+    static var groupsPerPass: Int {
+        #if LEAP_X86_AVX512VNNI
+        return 2
+        #else
+        return 1
+        #endif
+    }
+
     static func supports(_ type: GGMLType) -> Bool {
         #if LEAP_X86_AVX2
         return type == .q8_0
@@ -279,18 +289,99 @@ enum WideIntegerMatmul {
         IntegerMatmul.storeRows(rowsHere, acc0, acc1, acc2, acc3, out, ldy: ldy, valid: valid)
     }
 
+    #if LEAP_X86_AVX512VNNI
+    /// `multiplyGroup` of two neighbouring packed groups at once, `first` in the low and
+    /// `second` in the high halves of 512-bit registers: 16 weight rows per activation
+    /// broadcast instead of 8. Each lane gets the same integer sums and float steps as in
+    /// `multiplyGroup`, so the same bits; `valid` counts the lanes (up to 16) to store.
+    @inline(__always)
+    static func multiplyGroupPair(
+        _ first: UnsafeRawPointer, _ second: UnsafeRawPointer, nb: Int, rowsHere: Int, _ levels: UnsafePointer<Int16>,
+        _ scales: UnsafePointer<Float>, _ out: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+    ) {
+        let cols = 32 * nb
+        var acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps()
+        var acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps()
+        for i in 0..<nb {
+            let g0 = first + i * groupBlockBytes, g1 = second + i * groupBlockBytes
+            @inline(__always) func both(_ offset: Int) -> __m512i {
+                _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(g0, offset)), 0xF0, load256(g1, offset))
+            }
+            let dw = _mm512_castsi512_ps(both(512))
+            var e0 = _mm512_setzero_si512(), o0 = _mm512_setzero_si512(), e1 = _mm512_setzero_si512(), o1 = _mm512_setzero_si512()
+            var e2 = _mm512_setzero_si512(), o2 = _mm512_setzero_si512(), e3 = _mm512_setzero_si512(), o3 = _mm512_setzero_si512()
+            let a = UnsafeRawPointer(levels + 32 * i)
+            @inline(__always) func word(_ t: Int, _ j: Int) -> __m512i {
+                _mm512_set1_epi32(a.loadUnaligned(fromByteOffset: 2 * t * cols + 4 * j, as: Int32.self))
+            }
+            for j in stride(from: 0, to: 16, by: 2) {
+                let we = both(32 * j), wo = both(32 * j + 32)
+                e0 = _mm512_dpwssd_epi32(e0, we, word(0, j))
+                o0 = _mm512_dpwssd_epi32(o0, wo, word(0, j + 1))
+                if rowsHere > 1 {
+                    e1 = _mm512_dpwssd_epi32(e1, we, word(1, j))
+                    o1 = _mm512_dpwssd_epi32(o1, wo, word(1, j + 1))
+                }
+                if rowsHere > 2 {
+                    e2 = _mm512_dpwssd_epi32(e2, we, word(2, j))
+                    o2 = _mm512_dpwssd_epi32(o2, wo, word(2, j + 1))
+                }
+                if rowsHere > 3 {
+                    e3 = _mm512_dpwssd_epi32(e3, we, word(3, j))
+                    o3 = _mm512_dpwssd_epi32(o3, wo, word(3, j + 1))
+                }
+            }
+            @inline(__always) func add(_ t: Int, _ e: __m512i, _ o: __m512i, _ acc: inout __m512) {
+                let scale = _mm512_mul_ps(dw, _mm512_set1_ps(scales[t * nb + i]))
+                acc = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(_mm512_add_epi32(e, o)), acc)
+            }
+            add(0, e0, o0, &acc0)
+            if rowsHere > 1 { add(1, e1, o1, &acc1) }
+            if rowsHere > 2 { add(2, e2, o2, &acc2) }
+            if rowsHere > 3 { add(3, e3, o3, &acc3) }
+        }
+        @inline(__always) func store(_ t: Int, _ acc: __m512) {
+            let y = out + t * ldy
+            if valid == 16 {
+                UnsafeMutableRawPointer(y).storeBytes(of: acc, as: __m512.self)
+            } else {
+                let v = unsafeBitCast(acc, to: SIMD16<Float>.self)
+                for lane in 0..<valid { y[lane] = v[lane] }
+            }
+        }
+        store(0, acc0)
+        if rowsHere > 1 { store(1, acc1) }
+        if rowsHere > 2 { store(2, acc2) }
+        if rowsHere > 3 { store(3, acc3) }
+    }
+    #endif
+
     /// Activation rows `rows` of `a` times packed groups `groups` (each `nb` group blocks at
     /// `packed + group * nb * groupBlockBytes`) of a matrix of `weightRows` rows, into `y`
-    /// (`ldy` floats per row), in the 8-bit matmul's order (`IntegerMatmul.forEachTile`).
+    /// (`ldy` floats per row), in the 8-bit matmul's order (`IntegerMatmul.forEachTile`);
+    /// on VNNI builds two groups at a time (`multiplyGroupPair`).
     static func multiply(
         _ packed: UnsafeRawPointer, groups: Range<Int>, weightRows: Int, nb: Int, _ a: WideActivations, rows: Range<Int>,
         _ y: UnsafeMutablePointer<Float>, ldy: Int
     ) {
+        #if LEAP_X86_AVX512VNNI
+        let pairs = (groups.lowerBound / 2)..<((groups.upperBound + 1) / 2)
+        precondition(groups.lowerBound % 2 == 0, "multiply: groups must start at an even group on VNNI builds")
+        IntegerMatmul.forEachTile(rows: rows, groups: pairs, weightRows: weightRows, groupRows: 16) { pair, t, n, valid in
+            let group = 2 * pair
+            let first = packed + group * nb * groupBlockBytes
+            let second = group + 1 < groups.upperBound ? first + nb * groupBlockBytes : first
+            multiplyGroupPair(
+                first, second, nb: nb, rowsHere: n, a.levels + t * a.cols, a.scales + t * nb,
+                y + t * ldy + group * IntegerMatmul.groupRows, ldy: ldy, valid: group + 1 < groups.upperBound ? valid : Swift.min(valid, 8))
+        }
+        #else
         IntegerMatmul.forEachTile(rows: rows, groups: groups, weightRows: weightRows) { group, t, n, valid in
             multiplyGroup(
                 packed + group * nb * groupBlockBytes, nb: nb, rowsHere: n, a.levels + t * a.cols, a.scales + t * nb,
                 y + t * ldy + group * IntegerMatmul.groupRows, ldy: ldy, valid: valid)
         }
+        #endif
     }
     #endif
 }
@@ -332,10 +423,13 @@ extension WeightMatrix {
         let body: (Range<Int>) -> Void = { range in
             if rows.count <= IntegerMatmul.activationChunk {
                 // One pass over the rows: each group is multiplied while its packing is in cache.
-                for g in range {
-                    self.packWideGroup(g, into: packed + g * nb * WideIntegerMatmul.groupBlockBytes)
+                var g = range.lowerBound
+                while g < range.upperBound {
+                    let next = Swift.min(range.upperBound, g + WideIntegerMatmul.groupsPerPass)
+                    for h in g..<next { self.packWideGroup(h, into: packed + h * nb * WideIntegerMatmul.groupBlockBytes) }
                     WideIntegerMatmul.multiply(
-                        UnsafeRawPointer(packed), groups: g..<(g + 1), weightRows: weightRows, nb: nb, x, rows: rows, y, ldy: weightRows)
+                        UnsafeRawPointer(packed), groups: g..<next, weightRows: weightRows, nb: nb, x, rows: rows, y, ldy: weightRows)
+                    g = next
                 }
                 return
             }
@@ -343,10 +437,17 @@ extension WeightMatrix {
             WideIntegerMatmul.multiply(
                 UnsafeRawPointer(packed), groups: range, weightRows: weightRows, nb: nb, x, rows: rows, y, ldy: weightRows)
         }
-        if let pool, pool.threads > 1, groups > 1 {
-            pool.parallelFor(count: groups, minChunk: 2, body)
+        // Threads take whole passes (pairs of groups on VNNI builds).
+        let passes = (groups + WideIntegerMatmul.groupsPerPass - 1) / WideIntegerMatmul.groupsPerPass
+        let passBody: (Range<Int>) -> Void = { range in
+            body(
+                (range.lowerBound * WideIntegerMatmul.groupsPerPass)..<Swift.min(groups, range.upperBound * WideIntegerMatmul.groupsPerPass)
+            )
+        }
+        if let pool, pool.threads > 1, passes > 1 {
+            pool.parallelFor(count: passes, minChunk: Swift.max(1, 2 / WideIntegerMatmul.groupsPerPass), passBody)
         } else {
-            body(0..<groups)
+            passBody(0..<passes)
         }
         #endif
     }
