@@ -10,15 +10,13 @@ public enum MemoryBandwidth {
     /// than the caches: 256 MiB by default) with ``sumFloats(_:count:)``, each thread
     /// taking chunks; wall time, best of `runs` passes after one that touches every page.
     /// The buffer is in large pages, as the weights' decode copies are
-    /// (``LargePages/allocate(byteCount:)``), unless `largePages` is false.
-    public static func measureRead(bytes: Int = 256 << 20, pool: ThreadPool, runs: Int = 3, largePages: Bool = true) -> Double {
+    /// (``LargePages/allocate(byteCount:)``).
+    public static func measureRead(bytes: Int = 256 << 20, pool: ThreadPool, runs: Int = 3) -> Double {
         let chunks = 64
         let per = max(64, bytes / 4 / chunks / 64 * 64)
         let count = per * chunks
-        let memory = largePages ? LargePages.allocate(byteCount: 4 * count) : nil
-        let raw = memory?.pointer ?? UnsafeMutableRawPointer.allocate(byteCount: 4 * count, alignment: 4096)
-        defer { if memory == nil { raw.deallocate() } }
-        let buffer = raw.initializeMemory(as: Float.self, repeating: 1, count: count)
+        let memory = LargePages.allocate(byteCount: 4 * count)
+        let buffer = memory.pointer.initializeMemory(as: Float.self, repeating: 1, count: count)
         let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
         defer { partial.deallocate() }
         var best = Double.infinity

@@ -228,18 +228,15 @@ enum WideIntegerMatmul {
         }
     }
 
-    /// `acc + Σ pairs of products` of Int16 lanes: `vpdpwssd`, or `vpmaddwd` + `vpaddd`
-    /// (the same exact sums).
+    #if !LEAP_X86_AVX512VNNI
+    /// `acc + Σ pairs of products` of Int16 lanes: `vpmaddwd` + `vpaddd` (the exact sums
+    /// `vpdpwssd` gives on VNNI builds).
     @inline(__always)
     static func mulSum(_ acc: __m256i, _ w: __m256i, _ a: __m256i) -> __m256i {
-        #if LEAP_X86_AVX512VNNI
-        return _mm256_mask_dpwssd_epi32(acc, 0xFF, w, a)
-        #else
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(w, a))
-        #endif
+        _mm256_add_epi32(acc, _mm256_madd_epi16(w, a))
     }
 
-    /// Activation rows `0..<rowsHere` (1...4) times one packed group: `out[t * ldy + lane]`
+    /// AVX2 builds' kernel. Activation rows `0..<rowsHere` (1...4) times one packed group: `out[t * ldy + lane]`
     /// for the group's `valid` lanes. `levels` is the first row's levels (rows `cols`
     /// apart), `scales` its block scales (rows `nb` apart).
     @inline(__always)
@@ -288,12 +285,13 @@ enum WideIntegerMatmul {
         }
         IntegerMatmul.storeRows(rowsHere, acc0, acc1, acc2, acc3, out, ldy: ldy, valid: valid)
     }
-
-    #if LEAP_X86_AVX512VNNI
-    /// `multiplyGroup` of two neighbouring packed groups at once, `first` in the low and
-    /// `second` in the high halves of 512-bit registers: 16 weight rows per activation
-    /// broadcast instead of 8. Each lane gets the same integer sums and float steps as in
-    /// `multiplyGroup`, so the same bits; `valid` counts the lanes (up to 16) to store.
+    #else
+    /// VNNI builds' kernel: `multiplyGroup` (the AVX2 builds') of two neighbouring packed
+    /// groups at once, `first` in the low and `second` in the high halves of 512-bit
+    /// registers: 16 weight rows per activation broadcast instead of 8. Each lane gets the
+    /// same integer sums (`vpdpwssd`) and float steps as there, so both builds give the
+    /// same bits; `valid` counts the lanes (up to 16) to store. A last odd group passes
+    /// itself as `second` (its high half is computed and not stored).
     @inline(__always)
     static func multiplyGroupPair(
         _ first: UnsafeRawPointer, _ second: UnsafeRawPointer, nb: Int, rowsHere: Int, _ levels: UnsafePointer<Int16>,
