@@ -109,6 +109,22 @@ public enum Elementwise {
         var clamped = x
         clamped.replace(with: SIMD16(repeating: 88.72), where: x .> 88.72)
         clamped.replace(with: SIMD16(repeating: -87.33), where: x .< -87.33)
+        let (p, ki) = reduced(clamped)
+        // 2^k as 2^(k/2)·2^(k-k/2): each factor a normal float for every k in -126...128,
+        // so results near FLT_MAX stay finite and those near FLT_MIN stay normal.
+        let half = ki &>> 1
+        let scaleA = unsafeBitCast((half &+ 127) &<< 23, to: SIMD16<Float>.self)
+        let scaleB = unsafeBitCast((ki &- half &+ 127) &<< 23, to: SIMD16<Float>.self)
+        var result = p * scaleA * scaleB
+        result.replace(with: 0, where: x .< -87.33)
+        result.replace(with: Float.infinity, where: x .> 88.72)
+        return result
+    }
+
+    /// The common part of ``exp(_:)`` and ``expOfNonPositive(_:)`` for clamped inputs:
+    /// `x = k·ln2 + r` and `p ≈ e^r`, so that `e^x = p · 2^k`.
+    @usableFromInline @inline(__always)
+    static func reduced(_ clamped: SIMD16<Float>) -> (p: SIMD16<Float>, k: SIMD16<Int32>) {
         // k = round(x / ln2) by the shifter trick: adding 1.5·2^23 rounds to an integer
         // (to nearest even) and leaves it in the low mantissa bits, so both the float and
         // the integer k come without a conversion instruction.
@@ -126,14 +142,20 @@ public enum Elementwise {
         p = SIMD16(repeating: 0.5).addingProduct(p, r)
         p = SIMD16(repeating: 1).addingProduct(p, r)
         p = SIMD16(repeating: 1).addingProduct(p, r)
-        // 2^k as 2^(k/2)·2^(k-k/2): each factor a normal float for every k in -126...128,
-        // so results near FLT_MAX stay finite and those near FLT_MIN stay normal.
-        let half = ki &>> 1
-        let scaleA = unsafeBitCast((half &+ 127) &<< 23, to: SIMD16<Float>.self)
-        let scaleB = unsafeBitCast((ki &- half &+ 127) &<< 23, to: SIMD16<Float>.self)
-        var result = p * scaleA * scaleB
+        return (p, ki)
+    }
+
+    /// ``exp(_:)`` of inputs at most 0 (a softmax's `x - max`), bit for bit, with less work:
+    /// no overflow guard, and `2^k` as one factor, since `k` is in -126...0 there and
+    /// `2^k` is a normal float (multiplying by a power of two rounds once either way).
+    /// Inputs above 0 are outside its range.
+    @inlinable
+    public static func expOfNonPositive(_ x: SIMD16<Float>) -> SIMD16<Float> {
+        var clamped = x
+        clamped.replace(with: SIMD16(repeating: -87.33), where: x .< -87.33)
+        let (p, ki) = reduced(clamped)
+        var result = p * unsafeBitCast((ki &+ 127) &<< 23, to: SIMD16<Float>.self)
         result.replace(with: 0, where: x .< -87.33)
-        result.replace(with: Float.infinity, where: x .> 88.72)
         return result
     }
 
@@ -166,7 +188,7 @@ public enum Elementwise {
         let xr = UnsafeMutableRawPointer(x)
         let m = SIMD16<Float>(repeating: maxValue)
         while i + 16 <= n {
-            let e = exp(xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m)
+            let e = expOfNonPositive(xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m)
             xr.storeBytes(of: e, toByteOffset: i * 4, as: SIMD16<Float>.self)
             acc += e
             i += 16

@@ -1,4 +1,5 @@
 import Kernels
+import Synchronization
 
 /// Rotary position embedding (Su et al., 2021): the first `dimensions` dimensions of each
 /// query and key head, taken in pairs, are rotated by `θ_i = position · base^(-2i/dims)`.
@@ -179,23 +180,37 @@ struct Attention: Sendable {
                 }
             }
         }
-        // Our threads run one head each: OpenBLAS must not start its own threads inside.
+        // Tasks of one head and one block of `queryBlock` queries, handed out one at a
+        // time: 9 heads of 8 blocks balance over 2 threads where 9 whole heads would not
+        // (one thread running 5, the other 4). Each thread keeps one region of `scores`
+        // (a head's region: there are at least as many as threads here), and the blocks
+        // run exactly as `causal` runs them for a whole head, so the results do not
+        // depend on who ran what.
+        let blockQueries = CausalAttention.queryBlock, blocks = (n + blockQueries - 1) / blockQueries, tasks = heads * blocks
+        let regions = Swift.min(f.pool.threads, heads, tasks)
+        let nextTask = Atomic<Int>(0)
+        // Our threads run one task each: OpenBLAS must not start its own threads inside.
         BLAS.withOneThread(when: f.pool.threads > 1) {
-            f.pool.parallelFor(count: heads) { range in
-                for h in range {
-                    let g = h / group
-                    let keys =
-                        cache.type == .f32
-                        ? cache.rows(keys: true, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
-                        : UnsafePointer(scratch + 2 * g * ctxFloats)
-                    let values =
-                        cache.type == .f32
-                        ? cache.rows(keys: false, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
-                        : UnsafePointer(scratch + (2 * g + 1) * ctxFloats)
-                    CausalAttention.causal(
-                        queries: q[first] + h * hd, queryStride: q.width, count: n, start: start,
-                        keys: keys, values: values, keyStart: keyStart, window: window, headDim: hd, scale: scale,
-                        scores: scores + h * scoreStride, out: o[first] + h * hd, outStride: o.width)
+            f.pool.parallelFor(count: regions) { range in
+                for region in range {
+                    while true {
+                        let task = nextTask.add(1, ordering: .relaxed).oldValue
+                        guard task < tasks else { break }
+                        let h = task / blocks, i0 = task % blocks * blockQueries, m = Swift.min(blockQueries, n - i0)
+                        let g = h / group
+                        let keys =
+                            cache.type == .f32
+                            ? cache.rows(keys: true, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
+                            : UnsafePointer(scratch + 2 * g * ctxFloats)
+                        let values =
+                            cache.type == .f32
+                            ? cache.rows(keys: false, layer: layer, head: g, from: keyStart, count: keyCount, scratch: scratch)
+                            : UnsafePointer(scratch + (2 * g + 1) * ctxFloats)
+                        CausalAttention.causal(
+                            queries: q[first + i0] + h * hd, queryStride: q.width, count: m, start: start + i0,
+                            keys: keys, values: values, keyStart: keyStart, window: window, headDim: hd, scale: scale,
+                            scores: scores + region * scoreStride, out: o[first + i0] + h * hd, outStride: o.width)
+                    }
                 }
             }
         }

@@ -19,6 +19,31 @@ import Testing
         #expect(Elementwise.exp(SIMD16(repeating: 0))[0] == 1)
     }
 
+    /// Softmax's exp gives `exp`'s bits for every input at most 0: a sweep, the edges of the
+    /// clamp, results that are subnormal or 0, and every float in a few narrow ranges.
+    @Test func expOfNonPositiveIsExpBitForBit() {
+        var inputs: [Float] = [0, -0.0, -Float.leastNonzeroMagnitude, -1e-30, -87.3, -88, -103, -104, -200]
+        inputs += [-87.33, Float(-87.33).nextUp, Float(-87.33).nextDown]
+        var x: Float = -90
+        while x <= 0 {
+            inputs.append(x)
+            x += 0.000_731
+        }
+        for start: Float in [-87.4, -0.35, -0.346_573_6] {
+            var v = start
+            for _ in 0..<20_000 {
+                inputs.append(v)
+                v = v.nextUp
+            }
+        }
+        var mismatches = 0
+        for x in inputs {
+            let fast = Elementwise.expOfNonPositive(SIMD16<Float>(repeating: x))[0], exact = Elementwise.exp(SIMD16<Float>(repeating: x))[0]
+            if fast.bitPattern != exact.bitPattern { mismatches += 1 }
+        }
+        #expect(mismatches == 0, "\(mismatches) of \(inputs.count) inputs differ")
+    }
+
     @Test(arguments: [1, 15, 16, 17, 100])
     func softmaxSumsToOneAndMatchesDouble(_ n: Int) {
         var x = (0..<n).map { Float(sin(Double($0) * 1.3) * 20) }

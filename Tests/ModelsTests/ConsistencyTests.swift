@@ -66,6 +66,21 @@ import Testing
         for (a, b) in zip(resumed, reference[8...]) { #expect(Self.relativeError(a, b) < Self.splitTolerance) }
     }
 
+    /// A prompt of three blocks of queries (64, 64 and 22: the prefill's attention runs each
+    /// head's blocks as separate tasks on the threads) against the same prompt in pieces of
+    /// 50 (one block each): every row's logits agree, so each block's queries met their
+    /// own keys and wrote their own rows.
+    @Test func longPromptBlocksMatchShortPieces() throws {
+        let model = try TransformerModel(path: TestFixtures.path("models/lfm2-tiny.gguf"))
+        let tokens = (0..<150).map { ($0 * 7919 + 13) % 1000 + 2 }
+        let reference = try InferenceSession(model: model, contextLength: 160).evaluateAllLogits(tokens)
+        let split = try InferenceSession(model: model, contextLength: 160, maxBatch: 50).evaluateAllLogits(tokens)
+        var worst: Float = 0
+        for (a, b) in zip(split, reference) { worst = max(worst, Self.relativeError(a, b)) }
+        #expect(split.count == 150)
+        #expect(worst < Self.splitTolerance, "pieces vs whole: \(worst * 100)% of range")
+    }
+
     @Test func cacheSizesFollowTheLayersAndTheCacheType() throws {
         let model = try TransformerModel(path: TestFixtures.path("models/lfm2-tiny.gguf"))
         // lfm2-tiny: 2 attention layers x 2 KV heads x 32 dims, K and V; 4 conv layers x 128.
