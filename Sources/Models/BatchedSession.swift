@@ -95,6 +95,15 @@ public final class BatchedSession: @unchecked Sendable {
     private var lastStep: [Int]
     private var stepCount = 0
 
+    /// Whether decode steps (one token per sequence) measure their own times and run on
+    /// the calling thread alone while that is faster than the model's threads, as when
+    /// another process keeps the cores busy (`DecodeThreading`). Default true; results
+    /// are the same bits either way.
+    public var adaptsDecodeThreads: Bool {
+        get { forward.adaptsDecodeThreads }
+        set { forward.adaptsDecodeThreads = newValue }
+    }
+
     /// Creates `slots` slots of caches for `contextLength` tokens each (default: the
     /// model's trained context, capped at 4096) and the buffers of a step of up to
     /// `maxStepTokens` tokens. `kvCacheType` `.f16` halves the attention caches.

@@ -1,3 +1,4 @@
+import Dispatch
 import Kernels
 
 #if canImport(Glibc)
@@ -66,7 +67,15 @@ struct PassInput {
 final class ForwardPass {
     let model: TransformerModel
     let hp: Hyperparameters
-    let pool: ThreadPool
+    /// The threads of the current pass: the model's pool, or for a decode step that
+    /// `decodeThreading` runs alone, a pool of the calling thread only.
+    private(set) var pool: ThreadPool
+    /// Whether decode steps choose between the model's threads and the calling thread
+    /// alone by their measured times (`DecodeThreading`); when false, every pass runs on
+    /// the model's pool.
+    var adaptsDecodeThreads = true
+    private let soloPool = ThreadPool(threads: 1)
+    private var decodeThreading = DecodeThreading()
     /// Most tokens in one pass.
     let maxRows: Int
     /// Positions the caches hold (sizes the attention scratch).
@@ -240,6 +249,18 @@ final class ForwardPass {
         layOut(inputs)
         precondition(allLogits == nil || inputs.count == 1, "every row's logits: one sequence per pass")
         let n = rowCount
+        // A decode step (one row per sequence) on the threads DecodeThreading chooses, timed.
+        let decodeStep = adaptsDecodeThreads && model.pool.threads > 1 && n == inputs.count
+        pool = decodeStep && decodeThreading.alone ? soloPool : model.pool
+        // Alone, the workers must not spin beside the calling thread for its share of the CPU.
+        if pool !== model.pool { model.pool.sleepWorkers() }
+        let started = decodeStep ? DispatchTime.now().uptimeNanoseconds : 0
+        defer {
+            if decodeStep {
+                decodeThreading.record(seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9, rows: n)
+            }
+            pool = model.pool
+        }
 
         // x = embed(tokens) · embeddingScale
         // (a given embedding is taken as it is: the projector already maps into this space)

@@ -34,6 +34,15 @@ public final class InferenceSession: @unchecked Sendable {
         input = [PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: nil, count: 0))]
     }
 
+    /// Whether decode steps (one token per sequence) measure their own times and run on
+    /// the calling thread alone while that is faster than the model's threads, as when
+    /// another process keeps the cores busy (`DecodeThreading`). Default true; results
+    /// are the same bits either way.
+    public var adaptsDecodeThreads: Bool {
+        get { forward.adaptsDecodeThreads }
+        set { forward.adaptsDecodeThreads = newValue }
+    }
+
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
     /// next evaluation.
     public var logits: UnsafeBufferPointer<Float> {
