@@ -258,13 +258,16 @@ extension InterleavedRows {
     @inline(__always)
     static func fiveBitSums(_ w: UnsafeRawPointer, _ a: UnsafeRawPointer) -> __m256i {
         #if LEAP_X86_AVX512VNNI
-        var p = _mm256_setzero_si256()
+        // Two chains of 4 dependent vpdpbusd rather than one of 8: the bit spreading before
+        // them makes the block's latency, not its instructions, the limit (KernelBench
+        // --count, hot: 8-10% less time; integer sums, so the same bits in any order).
+        var lowSums = _mm256_setzero_si256(), highSums = _mm256_setzero_si256()
         for j in 0..<4 {
             let (low, high) = fiveBitLevels(w, j)
-            p = mulSumU8S8(p, low, broadcastWord(a, j))
-            p = mulSumU8S8(p, high, broadcastWord(a, 4 + j))
+            lowSums = mulSumU8S8(lowSums, low, broadcastWord(a, j))
+            highSums = mulSumU8S8(highSums, high, broadcastWord(a, 4 + j))
         }
-        return p
+        return _mm256_add_epi32(lowSums, highSums)
         #else
         // A vpmaddubsw lane is at most 2 * 31 * 128 = 7,936: four of them fit in Int16.
         var p = _mm256_setzero_si256()
