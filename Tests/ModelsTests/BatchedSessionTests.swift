@@ -45,9 +45,11 @@ import Testing
     /// sequence closes as soon as it has generated its tokens. Returns each plan's trace
     /// and the slots the sequences were given.
     static func together(
-        _ model: TransformerModel, _ plans: [Plan], slots: Int, kvCacheType: KVCacheType = .f32, contextLength: Int = 64
+        _ model: TransformerModel, _ plans: [Plan], slots: Int, kvCacheType: KVCacheType = .f32, contextLength: Int = 64,
+        maxStepTokens: Int = 32
     ) throws -> ([Trace], [Int]) {
-        let batch = BatchedSession(model: model, slots: slots, contextLength: contextLength, maxStepTokens: 32, kvCacheType: kvCacheType)
+        let batch = BatchedSession(
+            model: model, slots: slots, contextLength: contextLength, maxStepTokens: maxStepTokens, kvCacheType: kvCacheType)
         var traces = [Trace](repeating: Trace(), count: plans.count)
         var open: [Int: BatchedSession.Sequence] = [:]
         var fed = [Int](repeating: 0, count: plans.count)  // chunks fed
@@ -172,6 +174,25 @@ import Testing
             let alone = try Self.alone(model, plan, kvCacheType: type, contextLength: context)
             #expect(traces[i].tokens == alone.tokens, "sequence \(i): tokens")
             #expect(traces[i].logits.map { $0.map(\.bitPattern) } == alone.logits.map { $0.map(\.bitPattern) }, "sequence \(i): logits")
+        }
+    }
+
+    /// Decode attention runs each sequence as a task of its own, its scores in a row of
+    /// their own, while the pass has room for that (up to 64 one-token sequences), and every
+    /// sequence in turn per task past it: 3 and 66 sequences decoding together (two tokens
+    /// of prompt each, joining at different steps) each get what they get alone.
+    @Test(arguments: [3, 66])
+    func manyDecodingSequencesMatchEachAlone(_ count: Int) throws {
+        let model = try TransformerModel(path: Self.modelPath("lfm2-tiny"))
+        let plans = (0..<count).map { i in
+            Plan(chunks: [[200 + i * 53 % 3000, 300 + i * 97 % 3000]], generate: 3 + i % 3, joins: i % 2)
+        }
+        let (traces, _) = try Self.together(model, plans, slots: count, maxStepTokens: 2 * count)
+        for (i, plan) in plans.enumerated() {
+            let alone = try Self.alone(model, plan)
+            #expect(traces[i].tokens == alone.tokens, "\(count) sequences, sequence \(i): tokens")
+            let sameLogits = traces[i].logits.map { $0.map(\.bitPattern) } == alone.logits.map { $0.map(\.bitPattern) }
+            #expect(sameLogits, "\(count) sequences, sequence \(i): logits")
         }
     }
 
