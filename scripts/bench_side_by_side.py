@@ -17,6 +17,13 @@ refuses `-ctk f32`, so an F32-against-F32 run is not offered).
     scripts/bench_side_by_side.py --llama-bin DIR [--rounds 3] [-p 512] [-n 128] [-t 2]
         [-d 0] [-r 3] [--load 0] [--baseline BIN] [--cache-type f16] MODEL.gguf...
 
+`--streams 1,4` measures batched decoding instead: B sequences each prefill a -p token
+prompt and generate -n tokens together, `leap-ref bench --parallel 1,4 -p P -n N -t T -r 1`
+against `llama-batched-bench -m M -c C -b 512 -ub 512 -npp P -ntg N -npl 1,4 -t T` (its
+S_TG, the generation phase's tokens per second; C is 4096 or what the largest B needs),
+alternated the same way; the table adds each engine's aggregate at B over its own at the
+first B (the "four streams against one" figures of docs/performance.md).
+
 `--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
 the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
 table and the commands it ran. Not part of the test suite: speed is never asserted.
@@ -31,6 +38,7 @@ import subprocess
 import sys
 import time
 
+STREAMS_ROW = re.compile(r"^\|[^|]*\|[^|]*\|[^|]*\|[^|]*\|\s*\d+\s*\|\s*(?P<b>\d+)\s*\|\s*(?P<agg>[\d.]+)\s*±")
 ROW = re.compile(r"^\|\s*(?P<model>[^|]+?)\s*\|.*\|\s*(?P<test>(?:pp|tg)\d+(?:\s*@\s*d\d+)?)\s*\|\s*(?P<mean>[\d.]+)\s*±\s*(?P<sd>[\d.]+)\s*\|$")
 
 
@@ -44,11 +52,27 @@ def parse(output: str) -> dict:
     return found
 
 
-def run(cmd: list) -> dict:
+def parse_streams(output: str) -> dict:
+    """Batch size -> aggregate generated tokens/s, from `leap-ref bench --parallel` (its
+    table's parallel and aggregate columns) or `llama-batched-bench` (B and S_TG)."""
+    found = {}
+    for line in output.splitlines():
+        line = line.strip()
+        m = STREAMS_ROW.match(line)
+        if m:
+            found[f"B={m.group('b')}"] = float(m.group("agg"))
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")] if line.startswith("|") else []
+        if len(cells) == 10 and all(re.fullmatch(r"[\d.]+", c) for c in cells):
+            found[f"B={cells[2]}"] = float(cells[7])  # PP TG B N_KV T_PP S_PP T_TG S_TG T S
+    return found
+
+
+def run(cmd: list, parser=parse) -> dict:
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-2000:]}")
-    result = parse(done.stdout)
+    result = parser(done.stdout)
     if not result:
         sys.exit(f"no results in the output of: {' '.join(cmd)}\n{done.stdout[-2000:]}")
     return result
@@ -69,14 +93,19 @@ def main() -> None:
     ap.add_argument("--baseline", default=None, help="an earlier leap-ref binary, measured in the same rounds")
     ap.add_argument("--cache-type", choices=["f16"], default=None,
                     help="an F16 attention cache for both engines (default: each engine's own, leap-ref F32)")
+    ap.add_argument("--streams", default=None, metavar="B1,B2,...",
+                    help="batched decoding at these batch sizes against llama-batched-bench (see above)")
     args = ap.parse_args()
+    streams = [int(b) for b in args.streams.split(",")] if args.streams else None
+    if streams and (args.d or args.cache_type or min(streams) < 1):
+        sys.exit("--streams takes batch sizes of at least 1, and no -d or --cache-type")
 
     leap = args.leap_ref
     if leap is None:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=root, capture_output=True, text=True)
         leap = os.path.join(out.stdout.strip(), "leap-ref")
-    llama = os.path.join(args.llama_bin, "llama-bench")
+    llama = os.path.join(args.llama_bin, "llama-batched-bench" if streams else "llama-bench")
     for exe in (leap, llama) + ((args.baseline,) if args.baseline else ()):
         if not os.access(exe, os.X_OK):
             sys.exit(f"not executable: {exe}")
@@ -97,6 +126,13 @@ def main() -> None:
         for model in args.models:
             leap_cmd = [leap, "bench", "--model", model] + flags
             llama_cmd = [llama, "-m", model, "-o", "md"] + flags
+            if streams:
+                batches = ",".join(map(str, streams))
+                context = max(4096, max(streams) * (args.p + args.n))
+                leap_cmd = [leap, "bench", "--model", model, "--parallel", batches,
+                            "-p", str(args.p), "-n", str(args.n), "-t", str(args.t), "-r", "1"]
+                llama_cmd = [llama, "-m", model, "-c", str(context), "-b", "512", "-ub", "512",
+                             "-npp", str(args.p), "-ntg", str(args.n), "-npl", batches, "-t", str(args.t)]
             if args.cache_type:
                 leap_cmd += ["--cache-type", args.cache_type]
                 llama_cmd += ["-ctk", args.cache_type, "-ctv", args.cache_type]
@@ -108,8 +144,11 @@ def main() -> None:
                 if r % 2:
                     order.reverse()
                 for name, cmd in order:
-                    samples[name].append(run(cmd))
-            tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys(), key=lambda t: (t[:2] != "pp", t))
+                    samples[name].append(run(cmd, parse_streams if streams else parse))
+            if streams:
+                tests = [f"B={b}" for b in streams if all(f"B={b}" in s for s in samples["leap-ref"] + samples["llama.cpp"])]
+            else:
+                tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys(), key=lambda t: (t[:2] != "pp", t))
             for test in tests:
                 ours = [s[test] for s in samples["leap-ref"]]
                 theirs = [s[test] for s in samples["llama.cpp"]]
@@ -117,7 +156,19 @@ def main() -> None:
                 rows.append((os.path.basename(model), test, ours, theirs, before))
             print(f"  {' '.join(leap_cmd)}\n  {' '.join(llama_cmd)}", file=sys.stderr)
         fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
-        if args.baseline:
+        if streams:
+            # Each engine's aggregate at B over its own at the first B, round by round.
+            first = {model: (ours, theirs) for model, test, ours, theirs, _ in rows if test == f"B={streams[0]}"}
+            scaling = lambda xs, base: ", ".join(f"{x / y:.2f}x" for x, y in zip(xs, base))
+            before_head = " leap-ref before (rounds) |" if args.baseline else ""
+            print(f"\n| model file | B | leap-ref aggregate t/s (median of {args.rounds}) | llama.cpp S_TG t/s | ratio | leap-ref rounds | llama.cpp rounds | leap-ref / its B={streams[0]} | llama.cpp / its B={streams[0]} |{before_head}")
+            print("|---|---:|---:|---:|---:|---|---|---|---|" + ("---|" if args.baseline else ""))
+            for model, test, ours, theirs, before in rows:
+                a, b = statistics.median(ours), statistics.median(theirs)
+                base_ours, base_theirs = first.get(model, (ours, theirs))
+                before_cell = f" {statistics.median(before):.1f} ({fmt(before)}) |" if args.baseline else ""
+                print(f"| {model} | {test[2:]} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {fmt(ours)} | {fmt(theirs)} | {scaling(ours, base_ours)} | {scaling(theirs, base_theirs)} |{before_cell}")
+        elif args.baseline:
             print(f"\nbaseline: {args.baseline}")
             print(f"\n| model file | test | leap-ref before | leap-ref now (median of {args.rounds}) | llama.cpp t/s | now / before | now / llama.cpp | before rounds | now rounds | llama.cpp rounds |")
             print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
