@@ -15,9 +15,9 @@
 // going to sleep or waking up) and costs them in the slower way; after a trial that does
 // not switch, the next waits twice as long (up to `longestPeriod` steps), so a quiet
 // machine pays about two slower steps in 256, and a change of conditions is noticed
-// within that many steps. Steps
-// are compared only with steps of the same number of rows (a batched session's steps of
-// three sequences take longer than those of two); a change of row count starts over.
+// within that many steps. Steps are compared only with steps of the same number of rows
+// (a batched session's steps of three sequences take longer than those of two); a change
+// of row count starts over.
 // Results never depend on the choice: every kernel gives the same bits on any number of
 // threads.
 

@@ -86,7 +86,7 @@ struct Attention: Sendable {
 
     /// The one-token sequences of the pass (rows `0..<singleRows`), each over its cache.
     /// A task on the pool is one KV head (and the query heads of its group) and one block of
-    /// `CausalAttention.decodeKeyBlock` keys of one sequence (of every sequence, past 64): a long
+    /// `CausalAttention.decodeKeyBlock` keys of one sequence: a long
     /// cache is split over the threads even when the model has fewer KV heads than threads
     /// (Gemma 3 270M has one). The keys and values are read where the cache stores them, F32
     /// or F16 (widened in registers: an F16 cache reads half the bytes). When that gives
@@ -110,49 +110,46 @@ struct Attention: Sendable {
         for s in 0..<sequences { blocks = max(blocks, CausalAttention.decodeBlocks(span: span(s).count)) }
         // Query head h of sequence s: block b's output, then every block's maximum and sum.
         func part(_ s: Int, _ h: Int) -> UnsafeMutablePointer<Float> { partials + (s * heads + h) * contextBlocks * (hd + 2) }
-        // With several sequences, each is a task of its own (SmolLM2's 3 groups are 12 tasks
-        // for 4 sequences, where whole groups ran 2 against 1 on two threads), its scores in
-        // a row of its own of each head's `scoreRowsPerHead` (the pass's rows, up to 64);
-        // past that, a task runs every sequence in turn in row 0.
-        let scoreRows = f.scoreRowsPerHead, ownTasks = sequences <= scoreRows
-        let sequenceTasks = ownTasks ? sequences : 1
-        let threads = f.pool.threads, wholeTasks = kvHeads * blocks * sequenceTasks
+        // Each sequence is a task of its own (SmolLM2's 3 groups are 12 tasks for 4
+        // sequences, where whole groups ran 2 against 1 on two threads), its scores in row s
+        // of each head's `scoreRowsPerHead` (one per sequence the pass can hold).
+        let scoreRows = f.scoreRowsPerHead
+        precondition(sequences <= scoreRows, "\(sequences) sequences, \(scoreRows) score rows")
+        let threads = f.pool.threads, wholeTasks = kvHeads * blocks * sequences
         let parts = wholeTasks < threads ? min(group, (threads + wholeTasks - 1) / wholeTasks) : 1
-        f.pool.parallelFor(count: kvHeads * blocks * parts * sequenceTasks) { range in
+        f.pool.parallelFor(count: wholeTasks * parts) { range in
             for task in range {
-                let groupTask = task / sequenceTasks
+                let s = task % sequences, groupTask = task / sequences
                 let g = groupTask / (blocks * parts), b = groupTask / parts % blocks, p = groupTask % parts
                 // Query heads lower..<upper of the group.
                 let lower = p * group / parts, upper = (p + 1) * group / parts
-                for s in ownTasks ? task % sequences..<task % sequences + 1 : 0..<sequences {
-                    let (first, count) = span(s), n = CausalAttention.decodeBlocks(span: count)
-                    guard b < n else { continue }
-                    let from = b * blockKeys, length = min(blockKeys, count - from)
-                    let cache = segments[s].sequence.kv
-                    let keys = cache.storedRows(keys: true, layer: layer, head: g, from: first + from, count: length)
-                    let values = cache.storedRows(keys: false, layer: layer, head: g, from: first + from, count: length)
-                    // The group's query heads together: each key and value row read once.
-                    let h0 = g * group + lower, groupHeads = upper - lower, split = n > 1
-                    let scoreBase = scores + (h0 * scoreRows + (ownTasks ? s : 0)) * context
-                    let target = split ? part(s, h0) + b * hd : o[s] + h0 * hd, stride = split ? contextBlocks * (hd + 2) : hd
-                    let record = { (h: Int, top: Float, sum: Float) in
-                        let p = part(s, h0 + h)
-                        p[contextBlocks * hd + b] = top
-                        p[contextBlocks * hd + contextBlocks + b] = sum
-                    }
-                    switch cache.type {
-                    case .f32:
-                        CausalAttention.queryGroup(
-                            q[s] + h0 * hd, heads: groupHeads, keys: FloatRows(keys.assumingMemoryBound(to: Float.self), width: hd),
-                            values: FloatRows(values.assumingMemoryBound(to: Float.self), width: hd), span: length, headDim: hd,
-                            scale: scale, scores: scoreBase + from, scoreStride: scoreRows * context, out: target,
-                            outStride: stride, record: record)
-                    case .f16:
-                        CausalAttention.queryGroup(
-                            q[s] + h0 * hd, heads: groupHeads, keys: HalfRows(keys, width: hd), values: HalfRows(values, width: hd),
-                            span: length, headDim: hd, scale: scale, scores: scoreBase + from, scoreStride: scoreRows * context,
-                            out: target, outStride: stride, record: record)
-                    }
+                let (first, count) = span(s), n = CausalAttention.decodeBlocks(span: count)
+                guard b < n else { continue }
+                let from = b * blockKeys, length = min(blockKeys, count - from)
+                let cache = segments[s].sequence.kv
+                let keys = cache.storedRows(keys: true, layer: layer, head: g, from: first + from, count: length)
+                let values = cache.storedRows(keys: false, layer: layer, head: g, from: first + from, count: length)
+                // The group's query heads together: each key and value row read once.
+                let h0 = g * group + lower, groupHeads = upper - lower, split = n > 1
+                let scoreBase = scores + (h0 * scoreRows + s) * context
+                let target = split ? part(s, h0) + b * hd : o[s] + h0 * hd, stride = split ? contextBlocks * (hd + 2) : hd
+                let record = { (h: Int, top: Float, sum: Float) in
+                    let p = part(s, h0 + h)
+                    p[contextBlocks * hd + b] = top
+                    p[contextBlocks * hd + contextBlocks + b] = sum
+                }
+                switch cache.type {
+                case .f32:
+                    CausalAttention.queryGroup(
+                        q[s] + h0 * hd, heads: groupHeads, keys: FloatRows(keys.assumingMemoryBound(to: Float.self), width: hd),
+                        values: FloatRows(values.assumingMemoryBound(to: Float.self), width: hd), span: length, headDim: hd,
+                        scale: scale, scores: scoreBase + from, scoreStride: scoreRows * context, out: target,
+                        outStride: stride, record: record)
+                case .f16:
+                    CausalAttention.queryGroup(
+                        q[s] + h0 * hd, heads: groupHeads, keys: HalfRows(keys, width: hd), values: HalfRows(values, width: hd),
+                        span: length, headDim: hd, scale: scale, scores: scoreBase + from, scoreStride: scoreRows * context,
+                        out: target, outStride: stride, record: record)
                 }
             }
         }

@@ -126,7 +126,8 @@ final class ForwardPass {
     let logits: UnsafeMutablePointer<Float>  // [maxSequences][vocab]
 
     // Attention.
-    /// Query rows per head in `scores`: a query block in a batch, one row in decode.
+    /// Query rows per head in `scores`: a query block of a prompt chunk, or in decode one
+    /// row per sequence (each sequence's attention is a task of its own).
     let scoreRowsPerHead: Int
     let scores: UnsafeMutablePointer<Float>  // [heads][scoreRowsPerHead][context]
     /// F32 copies of cached keys and values when the cache stores F16: room for every KV
@@ -195,7 +196,7 @@ final class ForwardPass {
         scratch = .allocate(capacity: max(1, n * scratchWidth))
         logits = .allocate(capacity: maxSequences * hp.vocabularySize)
 
-        scoreRowsPerHead = max(1, min(n, CausalAttention.queryBlock))
+        scoreRowsPerHead = max(1, min(n, max(CausalAttention.queryBlock, maxSequences)))
         scores = .allocate(capacity: hp.headCount * scoreRowsPerHead * contextLength)
         kvScratch = .allocate(capacity: kvCacheType == .f32 ? 1 : 2 * max(1, hp.headCountKV.max()!) * contextLength * hp.headDim)
         decodeBlocksPerQuery = CausalAttention.decodeBlocks(span: contextLength)

@@ -178,9 +178,9 @@ import Testing
     }
 
     /// Decode attention runs each sequence as a task of its own, its scores in a row of
-    /// their own, while the pass has room for that (up to 64 one-token sequences), and every
-    /// sequence in turn per task past it: 3 and 66 sequences decoding together (two tokens
-    /// of prompt each, joining at different steps) each get what they get alone.
+    /// their own (more rows than a prompt's query block, 64, when the session has more
+    /// slots): 3 and 66 sequences decoding together (two tokens of prompt each, joining at
+    /// different steps) each get what they get alone.
     @Test(arguments: [3, 66])
     func manyDecodingSequencesMatchEachAlone(_ count: Int) throws {
         let model = try TransformerModel(path: Self.modelPath("lfm2-tiny"))
