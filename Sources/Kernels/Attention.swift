@@ -20,6 +20,8 @@
 // on the threads or on other sequences, so a token's output does not either; a span of one
 // block is exactly `query`.
 
+import CPUHints
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -37,6 +39,8 @@ public protocol AttentionRows {
     func row(_ j: Int) -> UnsafeRawPointer
     /// Values `i ..< i + 16` of the row at `row`, as floats.
     static func load16(_ row: UnsafeRawPointer, _ i: Int) -> SIMD16<Float>
+    /// Values `i ..< i + 8` of the row at `row`, as floats.
+    static func load8(_ row: UnsafeRawPointer, _ i: Int) -> SIMD8<Float>
     /// Value `i` of the row at `row`, as a float.
     static func load(_ row: UnsafeRawPointer, _ i: Int) -> Float
 }
@@ -57,6 +61,11 @@ public protocol AttentionRows {
     @inlinable @inline(__always)
     public static func load16(_ row: UnsafeRawPointer, _ i: Int) -> SIMD16<Float> {
         row.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
+    }
+
+    @inlinable @inline(__always)
+    public static func load8(_ row: UnsafeRawPointer, _ i: Int) -> SIMD8<Float> {
+        row.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<Float>.self)
     }
 
     @inlinable @inline(__always)
@@ -93,6 +102,18 @@ public protocol AttentionRows {
     }
 
     @inlinable @inline(__always)
+    public static func load8(_ row: UnsafeRawPointer, _ i: Int) -> SIMD8<Float> {
+        let p = row + i &* 2
+        #if LEAP_X86_AVX2
+        return _mm256_cvtph_ps(p.loadUnaligned(as: __m128i.self))
+        #else
+        var v = SIMD8<Float>()
+        for k in 0..<8 { v[k] = FloatBits.halfToFloat(p.loadUnaligned(fromByteOffset: 2 * k, as: UInt16.self)) }
+        return v
+        #endif
+    }
+
+    @inlinable @inline(__always)
     public static func load(_ row: UnsafeRawPointer, _ i: Int) -> Float {
         FloatBits.halfToFloat(row.loadUnaligned(fromByteOffset: i &* 2, as: UInt16.self))
     }
@@ -109,12 +130,12 @@ public enum CausalAttention {
     /// `out = Σ_j softmax_j(q·k_j · scale) v_j`. `scores` is scratch for `span` floats (left
     /// holding the probabilities). Returns the largest scaled score and the softmax's sum
     /// of exponentials, for ``mergeBlocks(_:maxima:sums:count:headDim:out:)``.
-    @inlinable @discardableResult
+    @discardableResult
     public static func query(
         _ q: UnsafePointer<Float>, keys: UnsafePointer<Float>, values: UnsafePointer<Float>, span: Int, headDim hd: Int,
         scale: Float, scores: UnsafeMutablePointer<Float>, out: UnsafeMutablePointer<Float>
     ) -> (max: Float, sum: Float) {
-        for j in 0..<span { scores[j] = Elementwise.dot(q, keys + j * hd, count: hd) * scale }
+        scoreKeys(q, 1, FloatRows(keys, width: hd), span, hd, scale, scores, span)
         let statistics = Elementwise.softmax(scores, count: span)
         out.update(repeating: 0, count: hd)
         for j in 0..<span { Elementwise.axpy(scores[j], values + j * hd, out, count: hd) }
@@ -192,10 +213,7 @@ public enum CausalAttention {
         _ scores: UnsafeMutablePointer<Float>, _ scoreStride: Int, _ out: UnsafeMutablePointer<Float>, _ outStride: Int,
         _ record: (Int, Float, Float) -> Void
     ) {
-        for j in 0..<span {
-            let k = keys.row(j)
-            for h in 0..<g { scores[h &* scoreStride &+ j] = Elementwise.dot(q + h &* hd, k, Stored.self, count: hd) * scale }
-        }
+        scoreKeys(q, g, keys, span, hd, scale, scores, scoreStride)
         for h in 0..<g {
             let (top, sum) = Elementwise.softmax(scores + h * scoreStride, count: span)
             record(h, top, sum)
@@ -206,6 +224,144 @@ public enum CausalAttention {
             for h in 0..<g { Elementwise.axpy(scores[h &* scoreStride &+ j], v, Stored.self, out + h &* outStride, count: hd) }
         }
     }
+
+    /// The widest head whose scores go through key tiles (see
+    /// `scoreKeys(_:_:_:_:_:_:_:_:)`).
+    static let tiledHeadWidth = 128
+
+    /// The scaled scores of `g` query heads (head `h`'s query at `q + h * hd`) against keys
+    /// `0 ..< span`: `scores[h * scoreStride + j] = (q_h · k_j) * scale`.
+    ///
+    /// Heads of up to ``tiledHeadWidth`` values: every dot product sums in one order,
+    /// whichever key it is and however many keys there are: eight running sums, sum `i`
+    /// over the columns `c ≡ i (mod 8)` in column order, then `((s0 + s2) + (s1 + s3)) +
+    /// ((s4 + s6) + (s5 + s7))`, then the columns past the last multiple of 8 one by one.
+    /// With AVX2 the keys go eight at a time: each key's eight sums are fused multiply-adds
+    /// in a register of its own, and the eight registers are folded into one register of
+    /// eight scores by unpacking pairs of keys (`foldEight`: 12 unpacks and 7 adds for 8
+    /// keys), where adding each key's lanes one after another cost 15 dependent scalar adds
+    /// a key and head, most of the kernel's time. The keys of a last, partial tile run as a
+    /// whole tile, the missing ones replaced by the tile's first key (their scores are not
+    /// stored), so they sum as every other key does. Portable builds take the keys one at a
+    /// time in the same order (multiplies and adds unfused). Wider heads (Gemma 3's 256)
+    /// take each key in turn, its 16 lanes of products added in order
+    /// (`Elementwise.dot`): there the tiles read an F32 cache from memory slower
+    /// (docs/performance.md, "Decode attention").
+    @inline(__always)
+    static func scoreKeys<Stored: AttentionRows>(
+        _ q: UnsafePointer<Float>, _ g: Int, _ keys: Stored, _ span: Int, _ hd: Int, _ scale: Float,
+        _ scores: UnsafeMutablePointer<Float>, _ scoreStride: Int
+    ) {
+        guard hd <= tiledHeadWidth else {
+            for j in 0..<span {
+                let k = keys.row(j)
+                for h in 0..<g { scores[h &* scoreStride &+ j] = Elementwise.dot(q + h &* hd, k, Stored.self, count: hd) * scale }
+            }
+            return
+        }
+        let whole = hd & ~7
+        #if LEAP_X86_AVX2
+        var j0 = 0
+        while j0 < span {
+            let n = min(8, span &- j0)
+            @inline(__always) func row(_ k: Int) -> UnsafeRawPointer { keys.row(k < n ? j0 &+ k : j0) }
+            let r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3), r4 = row(4), r5 = row(5), r6 = row(6), r7 = row(7)
+            // The next tile's rows (contiguous: 8 rows of `rowBytes`), read in order a
+            // little at a time while the first head reads this tile's in lockstep, eight
+            // rows apart (a pattern the hardware's stream prefetch does not follow).
+            let rowBytes = keys.row(1) - keys.row(0), next = r0 + 8 &* rowBytes
+            let prefetchStep = whole > 0 ? 8 &* rowBytes / (whole >> 3) : 0
+            for h in 0..<g {
+                let qh = UnsafeRawPointer(q + h &* hd)
+                var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
+                var a4 = SIMD8<Float>(), a5 = SIMD8<Float>(), a6 = SIMD8<Float>(), a7 = SIMD8<Float>()
+                var c = 0
+                while c < whole {
+                    if h == 0 {
+                        var line = next + (c >> 3) &* prefetchStep
+                        let end = line + prefetchStep
+                        while line < end {
+                            leap_prefetch(line)
+                            line += 64
+                        }
+                    }
+                    let qc = qh.loadUnaligned(fromByteOffset: c &* 4, as: SIMD8<Float>.self)
+                    a0 = _mm256_fmadd_ps(qc, Stored.load8(r0, c), a0)
+                    a1 = _mm256_fmadd_ps(qc, Stored.load8(r1, c), a1)
+                    a2 = _mm256_fmadd_ps(qc, Stored.load8(r2, c), a2)
+                    a3 = _mm256_fmadd_ps(qc, Stored.load8(r3, c), a3)
+                    a4 = _mm256_fmadd_ps(qc, Stored.load8(r4, c), a4)
+                    a5 = _mm256_fmadd_ps(qc, Stored.load8(r5, c), a5)
+                    a6 = _mm256_fmadd_ps(qc, Stored.load8(r6, c), a6)
+                    a7 = _mm256_fmadd_ps(qc, Stored.load8(r7, c), a7)
+                    c &+= 8
+                }
+                var sums = foldEight(a0, a1, a2, a3, a4, a5, a6, a7)
+                if whole < hd {
+                    for k in 0..<n { sums[k] = tailSum(sums[k], q + h &* hd, row(k), Stored.self, from: whole, to: hd) }
+                }
+                sums *= SIMD8(repeating: scale)
+                let out = scores + (h &* scoreStride &+ j0)
+                if n == 8 {
+                    UnsafeMutableRawPointer(out).storeBytes(of: sums, as: SIMD8<Float>.self)
+                } else {
+                    for k in 0..<n { out[k] = sums[k] }
+                }
+            }
+            j0 &+= 8
+        }
+        #else
+        for j in 0..<span {
+            let k = keys.row(j)
+            for h in 0..<g {
+                let qh = q + h &* hd
+                var acc = SIMD8<Float>()
+                var c = 0
+                while c < whole {
+                    acc += UnsafeRawPointer(qh).loadUnaligned(fromByteOffset: c &* 4, as: SIMD8<Float>.self) * Stored.load8(k, c)
+                    c &+= 8
+                }
+                let low = acc.lowHalf, high = acc.highHalf
+                let folded = ((low[0] + low[2]) + (low[1] + low[3])) + ((high[0] + high[2]) + (high[1] + high[3]))
+                scores[h &* scoreStride &+ j] = tailSum(folded, qh, k, Stored.self, from: whole, to: hd) * scale
+            }
+        }
+        #endif
+    }
+
+    /// `sum` plus `q[c] * row[c]` for the columns `from ..< to`, in order.
+    @inline(__always)
+    static func tailSum<Stored: AttentionRows>(
+        _ sum: Float, _ q: UnsafePointer<Float>, _ row: UnsafeRawPointer, _: Stored.Type, from: Int, to: Int
+    ) -> Float {
+        var sum = sum
+        for c in from..<to { sum += q[c] * Stored.load(row, c) }
+        return sum
+    }
+
+    #if LEAP_X86_AVX2
+    /// The lanes of each of eight registers added up, `((x0 + x2) + (x1 + x3)) + ((x4 + x6) +
+    /// (x5 + x7))`, as lane `k` of one register for register `k`: unpacking pairs adds lanes
+    /// 2 apart (`_mm256_unpacklo_ps`/`hi`), then pairs of pairs adds lanes 1 apart (the
+    /// 64-bit unpacks), then the 128-bit halves of two registers are added across.
+    @inline(__always)
+    static func foldEight(
+        _ a0: SIMD8<Float>, _ a1: SIMD8<Float>, _ a2: SIMD8<Float>, _ a3: SIMD8<Float>,
+        _ a4: SIMD8<Float>, _ a5: SIMD8<Float>, _ a6: SIMD8<Float>, _ a7: SIMD8<Float>
+    ) -> SIMD8<Float> {
+        // [x0+x2, y0+y2, x1+x3, y1+y3 | x4+x6, y4+y6, x5+x7, y5+y7]
+        @inline(__always) func pairs(_ x: SIMD8<Float>, _ y: SIMD8<Float>) -> SIMD8<Float> {
+            _mm256_unpacklo_ps(x, y) + _mm256_unpackhi_ps(x, y)
+        }
+        // [x, y, z, w of the low 128 bits | of the high 128 bits]
+        @inline(__always) func quads(_ xy: SIMD8<Float>, _ zw: SIMD8<Float>) -> SIMD8<Float> {
+            let a = _mm256_castps_pd(xy), b = _mm256_castps_pd(zw)
+            return _mm256_castpd_ps(_mm256_unpacklo_pd(a, b)) + _mm256_castpd_ps(_mm256_unpackhi_pd(a, b))
+        }
+        let first = quads(pairs(a0, a1), pairs(a2, a3)), second = quads(pairs(a4, a5), pairs(a6, a7))
+        return SIMD8(lowHalf: first.lowHalf, highHalf: second.lowHalf) + SIMD8(lowHalf: first.highHalf, highHalf: second.highHalf)
+    }
+    #endif
 
     /// Keys per block when one decoded query is split over threads (see the top of the file).
     public static let decodeKeyBlock = 512

@@ -105,6 +105,44 @@ import Testing
         }
     }
 
+    /// The decode scores (`scoreKeys`: eight keys a tile on x86, heads up to
+    /// `tiledHeadWidth` wide) are each key's scaled dot product, and a key's score is the
+    /// same bits whether it sits in a whole tile or in a last, partial one (the partial tile
+    /// runs as a whole one): every span from 1 to 19 keys against the scores of 24. Head
+    /// widths that are a multiple of 8, one with columns past it, and one wider than the
+    /// tiles (the per-key path).
+    @Test(arguments: [64, 36, 8, 256])
+    func scoresDoNotDependOnTheKeysAfterThem(_ hd: Int) {
+        let g = 2, longest = 24
+        var rng = SeededRandom(seed: UInt64(700 + hd))
+        let q = rng.normal(g * hd), k = rng.normal(longest * hd)
+        func scores(_ span: Int) -> [Float] {
+            var out = [Float](repeating: .nan, count: g * longest)
+            k.withUnsafeBufferPointer { kb in
+                CausalAttention.scoreKeys(
+                    q, g, FloatRows(kb.baseAddress!, width: hd), span, hd, 0.25, &out, longest)
+            }
+            return out
+        }
+        let all = scores(longest)
+        for h in 0..<g {
+            for j in 0..<longest {
+                var dot = 0.0
+                for c in 0..<hd { dot += Double(q[h * hd + c]) * Double(k[j * hd + c]) }
+                #expect(abs(Double(all[h * longest + j]) - 0.25 * dot) <= 1e-5 * Double(hd), "head \(h) key \(j)")
+            }
+        }
+        for span in 1..<20 {
+            let some = scores(span)
+            for h in 0..<g {
+                let row = h * longest
+                #expect(some[row..<(row + span)].map(\.bitPattern) == all[row..<(row + span)].map(\.bitPattern), "span \(span) head \(h)")
+                let past = Array(some[(row + span)..<(row + longest)])
+                #expect(past.allSatisfy { $0.isNaN }, "span \(span) head \(h): nothing past the span")
+            }
+        }
+    }
+
     /// An F16 cache read in place (`HalfRows`, widened in registers) gives the bits of the
     /// same keys and values widened into an F32 copy first (`FloatRows`): scores, outputs
     /// and statistics. Head widths with and without a tail past the last 16 columns.
