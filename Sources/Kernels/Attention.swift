@@ -205,7 +205,7 @@ public enum CausalAttention {
         }
     }
 
-    /// The kernel's loops: every head's scores key by key, the softmax per head, then every
+    /// The kernel's loops: every head's scores (`scoreKeys`), the softmax per head, then every
     /// head's weighted sum of the value rows.
     @inline(__always)
     static func groupLoops<Stored: AttentionRows>(
