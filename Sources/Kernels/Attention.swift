@@ -261,16 +261,17 @@ public enum CausalAttention {
         }
         let whole = hd & ~7
         #if LEAP_X86_AVX2
+        // The next tile's rows (contiguous: 8 rows of `rowBytes`) are prefetched in order,
+        // `prefetchStep` bytes per 8 columns, while the first head reads this tile's in
+        // lockstep, eight rows apart (a pattern the hardware's stream prefetch does not
+        // follow).
+        let rowBytes = keys.row(1) - keys.row(0), prefetchStep = whole > 0 ? 8 &* rowBytes / (whole >> 3) : 0
         var j0 = 0
         while j0 < span {
             let n = min(8, span &- j0)
             @inline(__always) func row(_ k: Int) -> UnsafeRawPointer { keys.row(k < n ? j0 &+ k : j0) }
             let r0 = row(0), r1 = row(1), r2 = row(2), r3 = row(3), r4 = row(4), r5 = row(5), r6 = row(6), r7 = row(7)
-            // The next tile's rows (contiguous: 8 rows of `rowBytes`), read in order a
-            // little at a time while the first head reads this tile's in lockstep, eight
-            // rows apart (a pattern the hardware's stream prefetch does not follow).
-            let rowBytes = keys.row(1) - keys.row(0), next = r0 + 8 &* rowBytes
-            let prefetchStep = whole > 0 ? 8 &* rowBytes / (whole >> 3) : 0
+            let next = r0 + 8 &* rowBytes
             for h in 0..<g {
                 let qh = UnsafeRawPointer(q + h &* hd)
                 var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), a2 = SIMD8<Float>(), a3 = SIMD8<Float>()
