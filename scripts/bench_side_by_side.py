@@ -24,6 +24,18 @@ S_TG, the generation phase's tokens per second; C is 4096 or what the largest B 
 alternated the same way; the table adds each engine's aggregate at B over its own at the
 first B (the "four streams against one" figures of docs/performance.md).
 
+For a decode test, `leap-ref bench` also prints the bytes of weights one token reads and
+the machine's read speed measured right after its run (`MemoryBandwidth.measureRead`:
+the best of three passes of a SIMD sum over 256 MiB on the same threads). The script then
+adds a memory-roof table: both engines' tg rates as GB/s of weights (the same bytes for
+both: the same file), the read speed of each round, each engine's share of it, and the
+read speed over llama.cpp's GB/s: the largest decode ratio a kernel that reads exactly at
+the read loop's speed could reach in that round. A row whose weights stream near that
+speed cannot go faster by any change that reads the same bytes. The attention cache's
+reads are not counted: after -d 0 with -n 128 they are a few percent of the weights'
+(SmolLM2-135M's F32 cache: 2.8 MiB a token on average, 4% of its 72 MiB), so the
+shares are a little low for both engines.
+
 `--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
 the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
 table and the commands it ran. Not part of the test suite: speed is never asserted.
@@ -39,6 +51,8 @@ import sys
 import time
 
 STREAMS_ROW = re.compile(r"^\|[^|]*\|[^|]*\|[^|]*\|[^|]*\|\s*\d+\s*\|\s*(?P<b>\d+)\s*\|\s*(?P<agg>[\d.]+)\s*±")
+TRAFFIC = re.compile(r"weights read per decoded token: (?P<size>[\d.]+) (?P<unit>B|KiB|MiB|GiB) of .*"
+                     r"ceiling measured now on \d+ threads \((?P<ceiling>[\d.]+) GB/s\)")
 ROW = re.compile(r"^\|\s*(?P<model>[^|]+?)\s*\|.*\|\s*(?P<test>(?:pp|tg)\d+(?:\s*@\s*d\d+)?)\s*\|\s*(?P<mean>[\d.]+)\s*±\s*(?P<sd>[\d.]+)\s*\|$")
 
 
@@ -49,7 +63,16 @@ def parse(output: str) -> dict:
         m = ROW.match(line.strip())
         if m:
             found[re.sub(r"\s+", "", m.group("test"))] = float(m.group("mean"))
+    traffic = TRAFFIC.search(output)
+    if traffic and found:
+        scale = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[traffic.group("unit")]
+        found[ROOF] = (float(traffic.group("size")) * scale, float(traffic.group("ceiling")) * 1e9)
     return found
+
+
+# The key of `parse`'s result that holds leap-ref's (weight bytes per decoded token, read
+# ceiling in bytes/s) when its output has them.
+ROOF = "roof"
 
 
 def parse_streams(output: str) -> dict:
@@ -76,6 +99,27 @@ def run(cmd: list, parser=parse) -> dict:
     if not result:
         sys.exit(f"no results in the output of: {' '.join(cmd)}\n{done.stdout[-2000:]}")
     return result
+
+
+def print_roof(roofs: list, rounds: int) -> None:
+    """The memory-roof table: per decode row, each engine's tg rate as GB/s of weights
+    (leap-ref's bytes per token for both), the read ceiling leap-ref measured after each of
+    its rounds, and the ratios, all as medians of the per-round values."""
+    gb = lambda xs: ", ".join(f"{x / 1e9:.1f}" for x in xs)
+    print(f"\nMemory roof (GB/s of weights read, median of {rounds} rounds; the read ceiling measured after each leap-ref round):\n")
+    print("| model file | test | MiB per token | leap-ref GB/s | llama.cpp GB/s | read ceiling GB/s (rounds) "
+          "| leap-ref / ceiling | llama.cpp / ceiling | ceiling / llama.cpp |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|")
+    for model, test, ours, theirs, roof in roofs:
+        per_token = roof[0][0]
+        ceilings = [c for _, c in roof]
+        ours_bw = [t * per_token for t in ours]
+        theirs_bw = [t * per_token for t in theirs]
+        med = statistics.median
+        print(f"| {model} | {test} | {per_token / (1 << 20):.1f} | {med(ours_bw) / 1e9:.1f} | {med(theirs_bw) / 1e9:.1f} "
+              f"| {med(ceilings) / 1e9:.1f} ({gb(ceilings)}) | {med([o / c for o, c in zip(ours_bw, ceilings)]):.0%} "
+              f"| {med([t / c for t, c in zip(theirs_bw, ceilings)]):.0%} "
+              f"| {med([c / t for t, c in zip(theirs_bw, ceilings)]):.2f}x |")
 
 
 def main() -> None:
@@ -122,7 +166,7 @@ def main() -> None:
         time.sleep(2)
     try:
         print(f"load average before: {open('/proc/loadavg').read().split()[:3]}; competing workers: {args.load}")
-        rows = []
+        rows, roofs = [], []
         for model in args.models:
             leap_cmd = [leap, "bench", "--model", model] + flags
             llama_cmd = [llama, "-m", model, "-o", "md"] + flags
@@ -148,12 +192,15 @@ def main() -> None:
             if streams:
                 tests = [f"B={b}" for b in streams if all(f"B={b}" in s for s in samples["leap-ref"] + samples["llama.cpp"])]
             else:
-                tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys(), key=lambda t: (t[:2] != "pp", t))
+                tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys() - {ROOF},
+                               key=lambda t: (t[:2] != "pp", t))
             for test in tests:
                 ours = [s[test] for s in samples["leap-ref"]]
                 theirs = [s[test] for s in samples["llama.cpp"]]
                 before = [s[test] for s in samples["baseline"] if test in s]
                 rows.append((os.path.basename(model), test, ours, theirs, before))
+                if test.startswith("tg") and all(ROOF in s for s in samples["leap-ref"]):
+                    roofs.append((os.path.basename(model), test, ours, theirs, [s[ROOF] for s in samples["leap-ref"]]))
             print(f"  {' '.join(leap_cmd)}\n  {' '.join(llama_cmd)}", file=sys.stderr)
         fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
         if streams:
@@ -181,6 +228,8 @@ def main() -> None:
             for model, test, ours, theirs, _ in rows:
                 a, b = statistics.median(ours), statistics.median(theirs)
                 print(f"| {model} | {test} | {a:.1f} | {b:.1f} | {a / b:.2f}x | {fmt(ours)} | {fmt(theirs)} |")
+        if roofs:
+            print_roof(roofs, args.rounds)
         print(f"\nthreads {args.t}; {os.cpu_count()} cores; load average after: {open('/proc/loadavg').read().split()[:3]}")
     finally:
         if stress:
