@@ -5,7 +5,8 @@
 //
 // Measures, best of several timed runs each:
 //   1. the machine's memory read bandwidth (SIMD sum over a 512 MiB buffer, 1 and 2
-//      threads): the ceiling for a decode step that streams every weight once;
+//      threads; prefetching ahead as the decode kernels do, and without): the ceiling for
+//      a decode step that streams every weight once;
 //   2. matvec GB/s of weight bytes per type and shape, on 1 and 2 threads, "hot" (the same
 //      matrix again and again, cache-resident when it fits) and "cold" (cycling through
 //      copies totalling >= 256 MiB, as a decode step that touches every layer does); for
@@ -259,7 +260,9 @@ if attentionOnly {
 
 // MARK: - 1. Memory bandwidth
 
-@MainActor func memoryBandwidth(threads: Int, bytes: Int, largePages: Bool) -> Double {
+/// GB/s that `threads` threads read from a buffer of `bytes` with `MemoryBandwidth.sumFloats`,
+/// prefetching `prefetchDistance` bytes ahead (0: the hardware prefetchers alone).
+@MainActor func memoryBandwidth(threads: Int, bytes: Int, largePages: Bool, prefetchDistance: Int) -> Double {
     let count = bytes / 4
     let memory = largePages ? LargePages.allocate(byteCount: bytes) : nil
     let raw = memory?.pointer ?? UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 4096)
@@ -274,27 +277,34 @@ if attentionOnly {
     defer { partial.deallocate() }
     let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
         pool.parallelFor(count: chunks) { range in
-            for c in range { partial[c] = MemoryBandwidth.sumFloats(UnsafeRawPointer(buffer + c * per), count: per) }
+            for c in range {
+                partial[c] = MemoryBandwidth.sumFloats(UnsafeRawPointer(buffer + c * per), count: per, prefetchDistance: prefetchDistance)
+            }
         }
     }
     return Double(per * chunks * 4) / t / 1e9
 }
 
 let bandwidthBytes = quick ? 128 << 20 : 512 << 20
-let bw1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes, largePages: true)
-let bw2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes, largePages: true)
-let smallPages1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes, largePages: false)
-let smallPages2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes, largePages: false)
+// The ceiling (bw1, bw2) reads as the kernels do: large pages, prefetching ahead.
+let ahead = InterleavedRows.prefetchDistance
+let bw1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes, largePages: true, prefetchDistance: ahead)
+let bw2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes, largePages: true, prefetchDistance: ahead)
+let plain1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes, largePages: true, prefetchDistance: 0)
+let plain2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes, largePages: true, prefetchDistance: 0)
+let smallPages1 = memoryBandwidth(threads: 1, bytes: bandwidthBytes, largePages: false, prefetchDistance: 0)
+let smallPages2 = memoryBandwidth(threads: 2, bytes: bandwidthBytes, largePages: false, prefetchDistance: 0)
 print("## Memory read bandwidth (SIMD sum over \(bandwidthBytes >> 20) MiB)")
 print("")
 let hugePages = LargePages.areRequested ? "requested" : "not available"
 print("Large pages: LargePages.allocate, where the weights' decode copies live (huge pages \(hugePages));")
-print("4 KiB pages: an ordinary allocation.")
+print("4 KiB pages: an ordinary allocation. Prefetched: \(ahead) bytes ahead, as the decode kernels")
+print("read; the first column is the ceiling the cold matvec columns below are divided by.")
 print("")
-print("| threads | GB/s, large pages | GB/s, 4 KiB pages |")
-print("|---:|---:|---:|")
-print("| 1 | \(fmt(bw1)) | \(fmt(smallPages1)) |")
-print("| 2 | \(fmt(bw2)) | \(fmt(smallPages2)) |")
+print("| threads | GB/s, large pages, prefetched | GB/s, large pages | GB/s, 4 KiB pages |")
+print("|---:|---:|---:|---:|")
+print("| 1 | \(fmt(bw1)) | \(fmt(plain1)) | \(fmt(smallPages1)) |")
+print("| 2 | \(fmt(bw2)) | \(fmt(plain2)) | \(fmt(smallPages2)) |")
 print("")
 
 // MARK: - Weights

@@ -103,8 +103,8 @@ public final class InterleavedRows: @unchecked Sendable {
 
     /// How far ahead of the chunk it works on the kernel prefetches (bytes). Measured on
     /// this project's machine: 1-2 KiB stream at the read loop's speed, no prefetch at
-    /// 0.7 of it.
-    static let prefetchDistance = 2048
+    /// 0.7 of it. `MemoryBandwidth.measureRead` prefetches as far ahead.
+    public static let prefetchDistance = 2048
 
     /// Repacks the whole groups of `matrix`'s rows.
     init(_ matrix: WeightMatrix) {

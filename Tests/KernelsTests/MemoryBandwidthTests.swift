@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+
+@testable import Kernels
+
+/// The read loop behind the memory read ceiling (`MemoryBandwidth`, MemoryBandwidth.swift)
+/// that `leap-ref bench` and KernelBench print.
+@Suite struct MemoryBandwidthTests {
+    /// The loop sums every float it is given, in the same order with or without
+    /// prefetching, and prefetching past the end of the buffer (the last 256 bytes prefetch
+    /// up to 4 KiB beyond it) neither faults nor changes the sum.
+    @Test func sumsEveryFloatWithOrWithoutPrefetching() {
+        let count = 64 * 37
+        let values = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        defer { values.deallocate() }
+        var expected = 0.0
+        for i in 0..<count {
+            values[i] = Float(i % 97) - 48  // small integers: every partial sum is exact
+            expected += Double(values[i])
+        }
+        let p = UnsafeRawPointer(values)
+        let plain = MemoryBandwidth.sumFloats(p, count: count)
+        #expect(Double(plain) == expected)
+        for distance in [64, 2048, 4096] {
+            let prefetched = MemoryBandwidth.sumFloats(p, count: count, prefetchDistance: distance)
+            #expect(prefetched.bitPattern == plain.bitPattern, "prefetching \(distance) bytes ahead")
+        }
+        // A count under one 64-float step reads nothing.
+        #expect(MemoryBandwidth.sumFloats(p, count: 63, prefetchDistance: 2048) == 0)
+    }
+
+    /// The measured rate is a positive, finite number of bytes per second on one thread and
+    /// on two, with the kernels' prefetch distance and without.
+    @Test func measuresAFiniteRate() {
+        for threads in [1, 2] {
+            let pool = ThreadPool(threads: threads)
+            for distance in [0, InterleavedRows.prefetchDistance] {
+                let rate = MemoryBandwidth.measureRead(bytes: 4 << 20, pool: pool, runs: 1, prefetchDistance: distance)
+                #expect(rate.isFinite && rate > 1e6, "\(threads) threads, prefetch \(distance): \(rate) B/s")
+            }
+        }
+    }
+}
