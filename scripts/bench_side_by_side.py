@@ -26,7 +26,8 @@ first B (the "four streams against one" figures of docs/performance.md).
 
 For a decode test, `leap-ref bench` also prints the bytes of weights one token reads and
 the machine's read speed measured right after its run (`MemoryBandwidth.measureRead`:
-the best of three passes of a SIMD sum over 256 MiB on the same threads). The script then
+the best of three passes of a SIMD sum over 256 MiB on the same threads, prefetching 2 KiB
+ahead as the decode kernels do). The script then
 adds a memory-roof table: both engines' tg rates as GB/s of weights (the same bytes for
 both: the same file), the read speed of each round, each engine's share of it, and the
 read speed over llama.cpp's GB/s: the largest decode ratio a kernel that reads exactly at
