@@ -260,7 +260,7 @@ public struct WeightMatrix: @unchecked Sendable {
             body(0..<units)
             return
         }
-        pool.parallelFor(count: units, minChunk: minChunk, body)
+        pool.parallelFor(count: units, minChunk: minChunk, chunksPerThread: MatvecWork.chunksPerThread, body)
     }
 
     /// The products of one matvec as units of work for a parallel loop: whole groups of 8
@@ -389,6 +389,14 @@ private struct MatvecWork {
     let units: Int
     /// The fewest units worth handing to another thread (about 16 KiB of weights).
     let minChunk: Int
+    /// Sub-ranges per thread of a parallel matvec: one, so each thread streams one
+    /// contiguous run of the weights (a thread that finds the other's run untaken takes it
+    /// too). Every sub-range a thread starts restarts its stream: the hardware prefetchers
+    /// train again and the first lines arrive without the kernel's prefetch ahead. With
+    /// the pool's usual four per thread, SmolLM2-135M Q4_0 decoded 7-10% slower
+    /// (docs/performance.md, "One run of weights per thread"); a loop that waits on a
+    /// descheduled thread is `DecodeThreading`'s to notice.
+    static let chunksPerThread = 1
 
     func run(_ range: Range<Int>) {
         let m = matrix, nb = m.cols / m.type.blockSize
@@ -428,6 +436,6 @@ private struct MatvecWork {
             run(0..<units)
             return
         }
-        pool.parallelFor(count: units, minChunk: minChunk, run)
+        pool.parallelFor(count: units, minChunk: minChunk, chunksPerThread: Self.chunksPerThread, run)
     }
 }

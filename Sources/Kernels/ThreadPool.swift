@@ -79,12 +79,15 @@ public final class ThreadPool: @unchecked Sendable {
     /// - Parameters:
     ///   - count: number of indices.
     ///   - minChunk: the smallest range worth handing to a thread (default 1).
+    ///   - chunksPerThread: how many sub-ranges per thread the indices are cut into
+    ///     (default 4, so that a preempted thread holds up only a small part of the loop;
+    ///     fewer for work whose sub-ranges each restart a memory stream).
     ///   - body: work for one sub-range. It runs concurrently on several threads, so it
     ///     must only write to disjoint memory for disjoint ranges.
-    public func parallelFor(count: Int, minChunk: Int = 1, _ body: (Range<Int>) -> Void) {
+    public func parallelFor(count: Int, minChunk: Int = 1, chunksPerThread: Int = 4, _ body: (Range<Int>) -> Void) {
         guard count > 0 else { return }
-        // Aim for ~4 chunks per thread so a preempted thread does not stall the loop.
-        let chunk = max(minChunk, (count + 4 * threads - 1) / (4 * threads), 1)
+        let pieces = max(1, chunksPerThread) * threads
+        let chunk = max(minChunk, (count + pieces - 1) / pieces, 1)
         if threads == 1 || count <= chunk
             || !shared.busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         {

@@ -29,6 +29,33 @@ import Testing
         }
     }
 
+    /// `chunksPerThread` cuts the indices into that many sub-ranges per thread (a
+    /// matvec's one contiguous run per thread), each index still visited exactly once; no
+    /// sub-range is shorter than `minChunk` but the last.
+    @Test(arguments: [1, 2, 4, 0])
+    func chunksPerThreadSetsTheSubRanges(_ perThread: Int) {
+        let pool = ThreadPool(threads: 2)
+        let lock = NSLock()
+        for n in [1, 2, 9, 100, 1001] {
+            for minChunk in [1, 30] {
+                var ranges: [Range<Int>] = []
+                pool.parallelFor(count: n, minChunk: minChunk, chunksPerThread: perThread) { range in
+                    lock.withLock { ranges.append(range) }
+                }
+                ranges.sort { $0.lowerBound < $1.lowerBound }
+                #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == n, "n \(n)")
+                #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound }, "n \(n): \(ranges)")
+                // The pieces: ceil(n / (perThread x 2)) indices each (perThread 0 counts as 1),
+                // at least minChunk, and the whole loop on the caller when one piece covers it.
+                let pieces = max(1, perThread) * 2
+                let chunk = max(minChunk, (n + pieces - 1) / pieces)
+                let expected = chunk >= n ? 1 : (n + chunk - 1) / chunk
+                #expect(ranges.count == expected, "n \(n), minChunk \(minChunk): \(ranges)")
+                #expect(ranges.dropLast().allSatisfy { $0.count == chunk }, "n \(n), minChunk \(minChunk): \(ranges)")
+            }
+        }
+    }
+
     @Test func usesSeveralThreadsAndSurvivesNestedCalls() {
         let pool = ThreadPool(threads: 2)
         let inner = Atomic<Int>(0)
