@@ -24,18 +24,18 @@ S_TG, the generation phase's tokens per second; C is 4096 or what the largest B 
 alternated the same way; the table adds each engine's aggregate at B over its own at the
 first B (the "four streams against one" figures of docs/performance.md).
 
-For a decode test without -d, `leap-ref bench` also prints the bytes of weights one token reads and
-the machine's read speed measured right after its run (`MemoryBandwidth.measureRead`:
-the best of three passes of a SIMD sum over 256 MiB on the same threads, prefetching 2 KiB
-ahead as the decode kernels do). The script then
-adds a memory-roof table: both engines' tg rates as GB/s of weights (the same bytes for
-both: the same file), the read speed of each round, each engine's share of it, and the
-read speed over llama.cpp's GB/s: the largest decode ratio a kernel that reads exactly at
-the read loop's speed could reach in that round. A row whose weights stream near that
-speed cannot go faster by any change that reads the same bytes. The attention cache's
-reads are not counted: after -d 0 with -n 128 they are a few percent of the weights'
-(SmolLM2-135M's F32 cache: 2.8 MiB a token on average, 4% of its 72 MiB), so the
-shares are a little low for both engines.
+For a decode test without -d, `leap-ref bench` also prints the bytes of weights one
+token reads and the machine's read speed measured right after its run
+(`MemoryBandwidth.measureRead`: the best of three passes of a SIMD sum over 256 MiB on the
+same threads, prefetching 2 KiB ahead as the decode kernels do). The script then adds a
+memory-roof table: both engines' tg rates as GB/s of weights (the same bytes for both:
+the same file), the read speed of each round, each engine's share of it, and the read
+speed over llama.cpp's GB/s: the largest decode ratio a kernel that reads exactly at the
+read loop's speed could reach in that round. A row whose weights stream near that speed
+cannot go much faster by any change that reads the same bytes. The attention cache's
+reads are not counted: at -d 0 with -n 128 they are a few percent of the weights'
+(SmolLM2-135M's F32 cache: 2.8 MiB a token on average, 4% of its 72 MiB), so the shares
+are a little low for both engines; after -d they dominate, and the table is left out.
 
 `--llama-bin` is llama.cpp's build/bin (llama-bench), built outside the repository from
 the llama-cpp-python 0.3.36 sources (docs/performance.md says how). Prints a Markdown
