@@ -64,16 +64,17 @@ def parse(output: str) -> dict:
         m = ROW.match(line.strip())
         if m:
             found[re.sub(r"\s+", "", m.group("test"))] = float(m.group("mean"))
-    traffic = TRAFFIC.search(output)
-    if traffic and found:
-        scale = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[traffic.group("unit")]
-        found[ROOF] = (float(traffic.group("size")) * scale, float(traffic.group("ceiling")) * 1e9)
     return found
 
 
-# The key of `parse`'s result that holds leap-ref's (weight bytes per decoded token, read
-# ceiling in bytes/s) when its output has them.
-ROOF = "roof"
+def parse_roof(output: str):
+    """(weight bytes per decoded token, read ceiling in bytes/s) from `leap-ref bench`'s
+    traffic line, or None when it has none (no decode test)."""
+    traffic = TRAFFIC.search(output)
+    if not traffic:
+        return None
+    scale = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[traffic.group("unit")]
+    return float(traffic.group("size")) * scale, float(traffic.group("ceiling")) * 1e9
 
 
 def parse_streams(output: str) -> dict:
@@ -92,14 +93,15 @@ def parse_streams(output: str) -> dict:
     return found
 
 
-def run(cmd: list, parser=parse) -> dict:
+def run(cmd: list, parser=parse) -> tuple:
+    """The parsed results of `cmd`, and its output."""
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-2000:]}")
     result = parser(done.stdout)
     if not result:
         sys.exit(f"no results in the output of: {' '.join(cmd)}\n{done.stdout[-2000:]}")
-    return result
+    return result, done.stdout
 
 
 def print_roof(roofs: list, rounds: int) -> None:
@@ -182,6 +184,7 @@ def main() -> None:
                 leap_cmd += ["--cache-type", args.cache_type]
                 llama_cmd += ["-ctk", args.cache_type, "-ctv", args.cache_type]
             samples = {"leap-ref": [], "llama.cpp": [], "baseline": []}
+            roof = []  # leap-ref's parse_roof of each round
             for r in range(args.rounds):
                 order = [("leap-ref", leap_cmd), ("llama.cpp", llama_cmd)]
                 if args.baseline:
@@ -189,20 +192,22 @@ def main() -> None:
                 if r % 2:
                     order.reverse()
                 for name, cmd in order:
-                    samples[name].append(run(cmd, parse_streams if streams else parse))
+                    result, output = run(cmd, parse_streams if streams else parse)
+                    samples[name].append(result)
+                    if name == "leap-ref":
+                        roof.append(parse_roof(output))
             if streams:
                 tests = [f"B={b}" for b in streams if all(f"B={b}" in s for s in samples["leap-ref"] + samples["llama.cpp"])]
             else:
-                tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys() - {ROOF},
-                               key=lambda t: (t[:2] != "pp", t))
+                tests = sorted(samples["leap-ref"][0].keys() & samples["llama.cpp"][0].keys(), key=lambda t: (t[:2] != "pp", t))
             for test in tests:
                 ours = [s[test] for s in samples["leap-ref"]]
                 theirs = [s[test] for s in samples["llama.cpp"]]
                 before = [s[test] for s in samples["baseline"] if test in s]
                 rows.append((os.path.basename(model), test, ours, theirs, before))
                 # Only at -d 0: after a deep cache a token also reads the attention cache.
-                if test.startswith("tg") and "@d" not in test and all(ROOF in s for s in samples["leap-ref"]):
-                    roofs.append((os.path.basename(model), test, ours, theirs, [s[ROOF] for s in samples["leap-ref"]]))
+                if test.startswith("tg") and "@d" not in test and all(roof):
+                    roofs.append((os.path.basename(model), test, ours, theirs, roof))
             print(f"  {' '.join(leap_cmd)}\n  {' '.join(llama_cmd)}", file=sys.stderr)
         fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
         if streams:

@@ -260,29 +260,21 @@ if attentionOnly {
 
 // MARK: - 1. Memory bandwidth
 
-/// GB/s that `threads` threads read from a buffer of `bytes` with `MemoryBandwidth.sumFloats`,
+/// GB/s that `threads` threads read from a buffer of `bytes` in `MemoryBandwidth.readPass`,
 /// prefetching `prefetchDistance` bytes ahead (0: the hardware prefetchers alone).
 @MainActor func memoryBandwidth(threads: Int, bytes: Int, largePages: Bool, prefetchDistance: Int) -> Double {
-    let count = bytes / 4
-    let memory = largePages ? LargePages.allocate(byteCount: bytes) : nil
-    let raw = memory?.pointer ?? UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 4096)
+    let count = bytes / 4 / (64 * MemoryBandwidth.readChunks) * (64 * MemoryBandwidth.readChunks)
+    let memory = largePages ? LargePages.allocate(byteCount: 4 * count) : nil
+    let raw = memory?.pointer ?? UnsafeMutableRawPointer.allocate(byteCount: 4 * count, alignment: 4096)
     defer { if memory == nil { raw.deallocate() } }
     let buffer = raw.bindMemory(to: Float.self, capacity: count)
     // Touch every page first (and give it non-zero content).
     for i in stride(from: 0, to: count, by: 1024) { buffer[i] = 1 }
     let pool = pools[threads]!
-    let chunks = 64
-    let per = count / chunks
-    let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
-    defer { partial.deallocate() }
     let t = bestTime(runs: 3, seconds: quick ? 0.5 : 2, cpuTime: threads == 1 && singleThreadCPUTime) {
-        pool.parallelFor(count: chunks) { range in
-            for c in range {
-                partial[c] = MemoryBandwidth.sumFloats(UnsafeRawPointer(buffer + c * per), count: per, prefetchDistance: prefetchDistance)
-            }
-        }
+        _ = MemoryBandwidth.readPass(buffer, count: count, pool: pool, prefetchDistance: prefetchDistance)
     }
-    return Double(per * chunks * 4) / t / 1e9
+    return Double(4 * count) / t / 1e9
 }
 
 let bandwidthBytes = quick ? 128 << 20 : 512 << 20

@@ -13,32 +13,45 @@ import Foundation
 /// Measures how fast the machine reads memory.
 public enum MemoryBandwidth {
     /// Bytes per second that the pool's threads read from a buffer of `bytes` (larger
-    /// than the caches: 256 MiB by default) with ``sumFloats(_:count:prefetchDistance:)``,
-    /// each thread taking chunks; wall time, best of `runs` passes after one that touches
+    /// than the caches: 256 MiB by default) in ``readPass(_:count:pool:prefetchDistance:)``;
+    /// wall time, best of `runs` passes after one that touches
     /// every page. The buffer is in large pages, as the weights' decode copies are
     /// (``LargePages/allocate(byteCount:)``). `prefetchDistance` 0 measures the plain loop
     /// (the hardware prefetchers only).
     public static func measureRead(
         bytes: Int = 256 << 20, pool: ThreadPool, runs: Int = 3, prefetchDistance: Int = InterleavedRows.prefetchDistance
     ) -> Double {
-        let chunks = 64
-        let per = max(64, bytes / 4 / chunks / 64 * 64)
-        let count = per * chunks
+        let count = max(64 * readChunks, bytes / 4 / (64 * readChunks) * (64 * readChunks))
         let memory = LargePages.allocate(byteCount: 4 * count)
         let buffer = memory.pointer.initializeMemory(as: Float.self, repeating: 1, count: count)
-        let partial = UnsafeMutablePointer<Float>.allocate(capacity: chunks)
-        defer { partial.deallocate() }
         var best = Double.infinity
         for _ in 0...max(1, runs) {
             let start = DispatchTime.now().uptimeNanoseconds
-            pool.parallelFor(count: chunks) { range in
+            _ = readPass(buffer, count: count, pool: pool, prefetchDistance: prefetchDistance)
+            best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return Double(4 * count) / best
+    }
+
+    /// The chunks one ``readPass(_:count:pool:prefetchDistance:)`` cuts its buffer into.
+    public static let readChunks = 64
+
+    /// One read of `count` floats at `buffer` (a multiple of `64 * readChunks`) on the
+    /// pool's threads: `readChunks` equal chunks, taken in order, each summed by
+    /// ``sumFloats(_:count:prefetchDistance:)``. Returns the sum of the chunks' sums (so
+    /// that the reads cannot be optimized away). The pass behind ``measureRead`` and
+    /// KernelBench's bandwidth table.
+    public static func readPass(_ buffer: UnsafePointer<Float>, count: Int, pool: ThreadPool, prefetchDistance: Int) -> Float {
+        precondition(count % (64 * readChunks) == 0, "readPass: \(count) floats are not whole chunks")
+        let per = count / readChunks
+        return withUnsafeTemporaryAllocation(of: Float.self, capacity: readChunks) { partial in
+            pool.parallelFor(count: readChunks) { range in
                 for c in range {
                     partial[c] = sumFloats(UnsafeRawPointer(buffer + c * per), count: per, prefetchDistance: prefetchDistance)
                 }
             }
-            best = min(best, Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            return partial.reduce(0, +)
         }
-        return Double(4 * count) / best
     }
 
     /// The sum of `count` floats (a multiple of 64) at `p`, with eight independent 8-lane

@@ -29,6 +29,23 @@ import Testing
         #expect(MemoryBandwidth.sumFloats(p, count: 63, prefetchDistance: 2048) == 0)
     }
 
+    /// A read pass over the pool's threads sums every float of its chunks, on one thread
+    /// and on two, with prefetching and without.
+    @Test func aReadPassSumsEveryChunk() {
+        let count = 64 * MemoryBandwidth.readChunks * 3
+        let values = UnsafeMutablePointer<Float>.allocate(capacity: count)
+        defer { values.deallocate() }
+        for i in 0..<count { values[i] = Float(i % 5) }  // each chunk's and the total's sums exact
+        let expected = Float((0..<count).reduce(0) { $0 + $1 % 5 })
+        for threads in [1, 2] {
+            let pool = ThreadPool(threads: threads)
+            for distance in [0, InterleavedRows.prefetchDistance] {
+                let sum = MemoryBandwidth.readPass(values, count: count, pool: pool, prefetchDistance: distance)
+                #expect(sum == expected, "\(threads) threads, prefetch \(distance)")
+            }
+        }
+    }
+
     /// The measured rate is a positive, finite number of bytes per second on one thread and
     /// on two, with the kernels' prefetch distance and without.
     @Test func measuresAFiniteRate() {
