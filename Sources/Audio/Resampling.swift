@@ -50,9 +50,16 @@ extension WAVAudio {
     ///
     /// The one difference from miniaudio: Float32 samples outside [-1, 1] are clamped and NaN
     /// becomes 0 (miniaudio passes them through), so what reaches the model is always in range.
+    ///
+    /// A clip longer than `maximumSeconds` is refused from its header, before a sample is
+    /// decoded or resampled (`WAVError.tooLong`): a forged or hour-long file at a low rate
+    /// would otherwise grow 16-fold in memory before any later length check saw it.
     /// - Throws: the `WAVError` of `init(data:)`: not a WAV file, truncated, an unsupported
-    ///   encoding, bit depth or sample rate, more than one channel.
-    public static func decodeMono16kHz(_ data: Data) throws(WAVError) -> [Float] {
+    ///   encoding, bit depth or sample rate, more than one channel; `.tooLong` for a clip
+    ///   over `maximumSeconds`.
+    public static func decodeMono16kHz(_ data: Data, maximumSeconds: Double = .infinity) throws(WAVError) -> [Float] {
+        let header = try header(of: data)
+        if header.duration > maximumSeconds { throw .tooLong(seconds: header.duration, maximumSeconds: maximumSeconds) }
         let audio = try WAVAudio(data: data)
         return try resample(audio.samples, from: audio.sampleRate, to: modelSampleRate, method: .linear)
     }

@@ -21,6 +21,19 @@ public enum WAVSampleFormat: Sendable, Equatable, CaseIterable {
     }
 }
 
+/// What a mono WAV file's header declares: `WAVAudio.header(of:)`.
+public struct WAVHeader: Sendable, Equatable {
+    /// Frames per second.
+    public let sampleRate: Int
+    /// How the samples are stored.
+    public let sampleFormat: WAVSampleFormat
+    /// The samples of the `data` chunk (a trailing partial sample not counted).
+    public let sampleCount: Int
+
+    /// Length of the audio in seconds.
+    public var duration: Double { Double(sampleCount) / Double(sampleRate) }
+}
+
 /// Mono audio decoded from a RIFF/WAVE file: its sample rate and its samples as `Float`
 /// in [-1, 1].
 ///
@@ -62,6 +75,17 @@ public struct WAVAudio: Sendable, Equatable {
         self.samples = samples
         self.sampleRate = sampleRate
         self.sampleFormat = .float32
+    }
+
+    /// What the header of WAV bytes declares (rate, sample format, sample count), read and
+    /// checked as `init(data:)` reads it but without decoding a sample: how long a clip is
+    /// can be known, and refused, before its samples are allocated.
+    /// - Throws: the `WAVError`s of `init(data:)`.
+    public static func header(of data: Data) throws(WAVError) -> WAVHeader {
+        let format = try readFormatAndData([UInt8](data))
+        return WAVHeader(
+            sampleRate: format.sampleRate, sampleFormat: format.sampleFormat,
+            sampleCount: format.dataRange.count / format.sampleFormat.bytesPerSample)
     }
 
     /// Parses mono WAV bytes.

@@ -31,6 +31,9 @@ public enum WAVError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedSampleRate(Int)
     /// The message content is not `.audio`, so it has no samples.
     case notAudioContent
+    /// The clip lasts `seconds`, longer than the `maximumSeconds` accepted (read from the
+    /// header, before decoding: `WAVAudio.decodeMono16kHz(_:maximumSeconds:)`).
+    case tooLong(seconds: Double, maximumSeconds: Double)
 
     public var description: String {
         switch self {
@@ -66,6 +69,9 @@ public enum WAVError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "(16000 Hz is recommended)"
         case .notAudioContent:
             return "the message content is not audio (.audio with WAV bytes), so it has no samples"
+        case .tooLong(let seconds, let maximum):
+            return "the audio is too long: \(String(format: "%.1f", seconds)) s, more than the \(String(format: "%g", maximum)) s "
+                + "accepted: send a shorter clip (or raise the limit: MediaLimits.maxAudioSeconds, --max-audio-seconds)"
         }
     }
 }

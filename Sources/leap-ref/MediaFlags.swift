@@ -119,9 +119,9 @@ struct MediaAttachment: Sendable {
             return MediaAttachment(
                 kind: kind, path: path, content: .image(data), summary: "image \(header.width)x\(header.height) (\(header.format))")
         case .audio:
-            let wav: WAVAudio
+            let wav: WAVHeader
             do {
-                wav = try WAVAudio(data: data)
+                wav = try WAVAudio.header(of: data)
             } catch {
                 throw .notWAV(path: path, reason: error.description)
             }

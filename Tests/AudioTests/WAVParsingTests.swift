@@ -154,6 +154,47 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
         #expect(try WAVAudio(data: Data(bytes + [0xDE, 0xAD, 0xBE])).samples == [0.5])
     }
 
+    @Test func theHeaderDeclaresWhatDecodingGives() throws {
+        let cases: [(fmt: [UInt8], bytes: Int)] = [
+            (WAVBuilder.fmt(tag: 1, rate: 1000, bits: 16), 10),
+            (WAVBuilder.fmt(tag: 1, rate: 22050, bits: 24), 3 * 7 + 2),  // a partial sample at the end
+            (WAVBuilder.fmt(tag: 1, rate: 48000, bits: 32), 4 * 5),
+            (WAVBuilder.extensibleFmt(subformat: 3, rate: 44100, bits: 32, validBits: 32), 4 * 9 + 1)
+        ]
+        for (fmt, count) in cases {
+            let wav = WAVBuilder.simple(fmt: fmt, samples: (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+            let header = try WAVAudio.header(of: wav.data)
+            let audio = try WAVAudio(data: wav.data)
+            #expect(header.sampleRate == audio.sampleRate)
+            #expect(header.sampleFormat == audio.sampleFormat)
+            #expect(header.sampleCount == audio.samples.count)
+            #expect(header.duration == audio.duration)
+        }
+        // Its errors are those of decoding.
+        let stereo = WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, channels: 2, bits: 16), samples: [0, 0, 0, 0])
+        #expect(throws: WAVError.multiChannel(channelCount: 2)) { try WAVAudio.header(of: stereo.data) }
+        #expect(throws: WAVError.notWAV(detectedFormat: nil)) { try WAVAudio.header(of: Data("text".utf8)) }
+    }
+
+    /// A clip over the limit is refused from its header: a 1 kHz clip would grow 16-fold
+    /// when resampled before the spectrogram's own length check could see it (a 120 MB file
+    /// took 4 GB and 10 s to be refused that way).
+    @Test func aClipOverTheLimitIsRefusedBeforeItIsDecoded() throws {
+        func clip(_ samples: Int) -> Data {
+            WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, rate: 1000, bits: 16), samples: [UInt8](repeating: 3, count: 2 * samples)).data
+        }
+        #expect(throws: WAVError.tooLong(seconds: 3.001, maximumSeconds: 3)) {
+            try WAVAudio.decodeMono16kHz(clip(3001), maximumSeconds: 3)
+        }
+        let samples = try WAVAudio.decodeMono16kHz(clip(3000), maximumSeconds: 3)
+        #expect(samples.count == (try LinearResampler(from: 1000, to: 16000)).outputCount(forInputCount: 3000))
+        #expect(samples == (try WAVAudio.decodeMono16kHz(clip(3000))))
+        #expect(
+            WAVError.tooLong(seconds: 3.001, maximumSeconds: 3).description
+                == "the audio is too long: 3.0 s, more than the 3 s accepted: send a shorter clip "
+                + "(or raise the limit: MediaLimits.maxAudioSeconds, --max-audio-seconds)")
+    }
+
     @Test func stereoIsRejectedWithAClearMessage() {
         let stereo = WAVBuilder.simple(fmt: WAVBuilder.fmt(tag: 1, channels: 2, bits: 16), samples: [0, 0, 0, 0])
         #expect(parseError(stereo.data) == .multiChannel(channelCount: 2))

@@ -126,7 +126,11 @@ import Testing
         options.mediaLimits.maxAudioSeconds = 0.5
         let audio = try await Self.load(Self.audio, options)
         let clip = ChatMessage(role: .user, content: [.audio(try Self.file("audio/lfm2-audio-chirp-1s-16k.wav"))])
-        #expect(throws: LeapError.self) { try audio.getPromptTokensSize(messages: [clip]) }
+        // Refused from the WAV header, before the samples are decoded.
+        #expect(
+            throws: LeapError.unsupportedContent(
+                "the audio cannot be read: " + WAVError.tooLong(seconds: 1, maximumSeconds: 0.5).description)
+        ) { try audio.getPromptTokensSize(messages: [clip]) }
     }
 
     @Test func badAudioIsATypedError() async throws {

@@ -23,12 +23,15 @@ extension ChatMessageContent {
     /// accepts (mono; Int16, Int24, Int32 or Float32; a supported sample rate). The bytes are
     /// kept unchanged: `.audio(data)`.
     ///
+    /// The header is checked (`WAVAudio.header(of:)`); the samples are decoded when the
+    /// message reaches a model.
+    ///
     /// - Throws: the `WAVError` of `WAVAudio(data:)` (for example `.notWAV` for MP3 or M4A
     ///   bytes, `.multiChannel` for stereo). `WAVError` rather than
     ///   `LeapError.unsupportedContent` is thrown so callers can tell the problems apart;
     ///   its `description` is the message to show.
     public static func fromWAVData(_ data: Data) throws(WAVError) -> ChatMessageContent {
-        _ = try WAVAudio(data: data)
+        _ = try WAVAudio.header(of: data)
         return .audio(data)
     }
 

@@ -120,7 +120,7 @@ struct MediaReader: Sendable {
         }
         let samples: [Float]
         do {
-            samples = try WAVAudio.decodeMono16kHz(data)
+            samples = try WAVAudio.decodeMono16kHz(data, maximumSeconds: limits.maxAudioSeconds)
         } catch {
             throw .unsupportedContent("the audio cannot be read: \(error)")
         }
