@@ -157,20 +157,45 @@ struct Handlers: Sendable {
     }
 
     /// The body as JSON, within the size limit.
+    ///
+    /// A body over the limit is refused (413) after it has been read to its end and thrown
+    /// away, up to `maxDiscardedBodyBytes`: a client that sends its whole body before it
+    /// reads the answer (urllib, a raw socket with `Connection: close`) would otherwise block
+    /// forever on a server that stopped reading, and hold one of `maxConnections`. A client
+    /// that asked `Expect: 100-continue` has sent nothing yet and is answered at once.
     func body(_ request: Request) async throws -> JSONValue {
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
+        let limit = configuration.maxBodyBytes
+        let declared = request.headers[.contentLength].flatMap(Int.init)
+        if let declared, declared > limit {
+            let waitsForContinue = request.headers[.expect]?.lowercased() == "100-continue"
+            if !waitsForContinue && declared <= configuration.maxDiscardedBodyBytes { try await discard(request.body) }
             throw tooLarge()
         }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: configuration.maxBodyBytes)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw tooLarge()
+        // One pass over the body (it can be iterated once): kept up to the limit, then dropped.
+        var buffer = ByteBuffer()
+        var received = 0
+        for try await var part in request.body {
+            received += part.readableBytes
+            if received <= limit {
+                buffer.writeBuffer(&part)
+            } else if received > configuration.maxDiscardedBodyBytes {
+                break
+            }
         }
+        guard received <= limit else { throw tooLarge() }
         do {
             return try JSONValue.parseRequestBody(Array(buffer.readableBytesView))
         } catch {
             throw APIError(error)
+        }
+    }
+
+    /// Reads a refused body and drops it, up to `maxDiscardedBodyBytes`.
+    func discard(_ body: RequestBody) async throws {
+        var read = 0
+        for try await part in body {
+            read += part.readableBytes
+            if read > configuration.maxDiscardedBodyBytes { return }
         }
     }
 

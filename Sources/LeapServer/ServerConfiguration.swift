@@ -12,6 +12,10 @@ public struct ServerConfiguration: Sendable {
     public var apiKeys: Set<String>
     /// Largest request body in bytes; larger bodies get 413.
     public var maxBodyBytes: Int
+    /// How much of a refused (over `maxBodyBytes`) body is read and dropped before the 413,
+    /// so that a client sending all of it before reading gets its answer. A body declared
+    /// larger is answered at once, and such a client then waits until it gives up.
+    public var maxDiscardedBodyBytes: Int
     /// Largest `max_tokens` a request may ask for (and the default when it asks for none);
     /// nil: up to the context.
     public var maxTokensLimit: Int?
@@ -30,12 +34,13 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apiKeys: Set<String> = [], maxBodyBytes: Int = 8 << 20,
         maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10,
-        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling()
+        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling(), maxDiscardedBodyBytes: Int = 256 << 20
     ) {
         self.host = host
         self.port = port
         self.apiKeys = apiKeys
         self.maxBodyBytes = maxBodyBytes
+        self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
         self.maxTokensLimit = maxTokensLimit
         self.maxConnections = maxConnections
         self.metricsEnabled = metricsEnabled

@@ -59,6 +59,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest request body in bytes (413 beyond).")
     var maxBodyBytes = 8 << 20
 
+    @Option(help: "How much of a body over --max-body-bytes is read and dropped before its 413, for clients that send it all first.")
+    var maxDiscardedBodyBytes = 256 << 20
+
     @Option(help: "Largest max_tokens a request may ask for, and the default (default: up to the context).")
     var maxTokens: Int?
 
@@ -170,6 +173,7 @@ struct Serve: AsyncParsableCommand {
             guard parallel >= 1, parallel <= 64 else { throw CLIError("--parallel must be between 1 and 64") }
             guard queue >= 0 else { throw CLIError("--queue must not be negative") }
             guard maxBodyBytes >= 1024 else { throw CLIError("--max-body-bytes must be at least 1024") }
+            guard maxDiscardedBodyBytes >= 0 else { throw CLIError("--max-discarded-body-bytes must not be negative") }
             guard maxConnections >= 1 else { throw CLIError("--max-connections must be at least 1") }
             if let c = ctxSize, c < 16 { throw CLIError("--ctx-size must be at least 16") }
             if let m = maxTokens, m < 1 { throw CLIError("--max-tokens must be at least 1") }
@@ -195,7 +199,7 @@ struct Serve: AsyncParsableCommand {
             let configuration = ServerConfiguration(
                 host: host, port: port, apiKeys: keys, maxBodyBytes: maxBodyBytes, maxTokensLimit: maxTokens,
                 maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace,
-                webUI: !noWebUI, defaultSampling: sampling.servingDefaults)
+                webUI: !noWebUI, defaultSampling: sampling.servingDefaults, maxDiscardedBodyBytes: maxDiscardedBodyBytes)
             if !noWebUI, case .failure(let error) = WebUIAssets.bundled {
                 FileHandle.standardError.write(Data("leap-ref serve: warning: \(error.description)\n".utf8))
             }

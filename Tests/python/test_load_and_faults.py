@@ -98,3 +98,36 @@ def test_dropped_streams_are_cancelled_and_free_their_slots(tiny_server):
     # The server still answers, with the same text as before.
     reference = chat(url, PROMPTS[0], stream=False)[0]
     assert chat(url, PROMPTS[0], stream=True)[0] == reference
+
+
+def send_whole_body_then_read(url, headers, body, timeout=30):
+    """Sends a request and its whole body before reading anything, as urllib and many
+    simple clients do, and returns the response (the bytes up to the server's close)."""
+    parsed = urllib.parse.urlparse(url)
+    s = socket.create_connection((parsed.hostname, parsed.port), timeout=timeout)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers + b"\r\n")
+    s.sendall(body)
+    received = b""
+    while True:
+        data = s.recv(65536)
+        if not data:
+            break
+        received += data
+    s.close()
+    return received
+
+
+def test_an_oversize_body_sent_whole_gets_its_413(tiny_server):
+    # 12 MiB, over the 8 MiB limit and far over what the sockets buffer: a server that stops
+    # reading at the Content-Length would leave this client blocked in sendall, holding one
+    # of --max-connections, for as long as it waits.
+    body = b'{"messages": [{"role": "user", "content": "' + b"x" * (12 << 20) + b'"}]}'
+    declared = f"Content-Length: {len(body)}\r\nConnection: close\r\n".encode()
+    assert send_whole_body_then_read(tiny_server.url, declared, body).startswith(b"HTTP/1.1 413")
+    # Chunked, without a declared length: refused when the limit is crossed, read to its end.
+    chunks = b"".join(b"%x\r\n" % len(body[i:i + 65536]) + body[i:i + 65536] + b"\r\n" for i in range(0, len(body), 65536))
+    response = send_whole_body_then_read(tiny_server.url, b"Transfer-Encoding: chunked\r\nConnection: close\r\n", chunks + b"0\r\n\r\n")
+    assert response.startswith(b"HTTP/1.1 413")
+    assert b"--max-body-bytes" in response
+    # The server goes on serving.
+    assert chat(tiny_server.url, PROMPTS[1], stream=False)[1] in ("stop", "length")
