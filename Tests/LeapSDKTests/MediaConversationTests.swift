@@ -113,6 +113,56 @@ import Testing
         #expect(ok.completion != nil)
     }
 
+    /// What a part's header says it takes is what reading it gives, for every fixture image
+    /// (untiled and tiled) and clip (16 kHz, and 22.05 kHz resampled).
+    @Test func positionsFromTheHeaderAreThoseOfTheDecodedPart() async throws {
+        for (model, parts) in [
+            (Self.vision, ["images/small-40x30.png", "images/medium-500x375.jpg", "images/large-900x800.png", "images/tall-300x900.png"]),
+            (Self.audio, ["audio/lfm2-audio-chirp-1s-16k.wav", "audio/lfm2-audio-tones-22k-f32.wav"])
+        ] {
+            let runner = try await Self.load(model)
+            let reader = try #require(runner.engine.mediaReader)
+            for path in parts {
+                let content: ChatMessageContent = path.hasPrefix("images") ? .image(try Self.file(path)) : .audio(try Self.file(path))
+                let pieces = try reader.pieces(content)
+                let decoded = pieces.reduce(0) { total, piece in
+                    switch piece {
+                    case .tokens(let ids): return total + ids.count
+                    case .media(let chunk): return total + chunk.positions
+                    }
+                }
+                #expect(reader.positions(content) == decoded, "\(path)")
+                #expect(decoded > 10, "\(path)")
+            }
+        }
+    }
+
+    /// A prompt that cannot fit is refused from the parts' headers: the same count as the
+    /// decoded prompt's, and before decoding (a part whose pixel data is cut short, which
+    /// decoding would refuse as truncated, is counted from its header).
+    @Test func aPromptThatCannotFitIsRefusedBeforeItsImagesAreDecoded() async throws {
+        let runner = try await Self.load(Self.vision)
+        let engine = runner.engine
+        let large = try Self.file("images/large-900x800.png")
+        func prompt(_ image: Data, limit: Int?) throws(LeapError) -> PromptSequence {
+            let content: [ChatMessageContent] = [.image(image), .text("Compare."), .image(image)]
+            return try engine.prompt(
+                messages: [ChatMessage(role: .user, content: content)], tools: [], callFormat: runner.functionCallParser,
+                enableThinking: nil, positionLimit: limit)
+        }
+        let count = try prompt(large, limit: nil).count
+        #expect(try prompt(large, limit: count + 1).count == count)
+        #expect(throws: LeapError.promptExceedContextLengthFailure(tokens: count, limit: count)) { try prompt(large, limit: count) }
+        let cut = large.prefix(large.count / 2)
+        #expect(throws: LeapError.promptExceedContextLengthFailure(tokens: count, limit: count)) { try prompt(cut, limit: count) }
+        #expect {
+            try prompt(cut, limit: count + 1)
+        } throws: { error in
+            guard case LeapError.unsupportedContent(let message) = error else { return false }
+            return message.hasPrefix("the image cannot be read: truncated PNG")
+        }
+    }
+
     @Test func limitsAreConfigurable() async throws {
         var options = LiquidInferenceEngineOptions(contextSize: 2048)
         options.mediaLimits.maxImagePixels = 100_000  // the 500x375 image has 187,500

@@ -135,6 +135,11 @@ import Testing
             ("bad base64", Self.body([Self.imagePart("data:image/png;base64,iVBORw0K!!!")]), "base64 is not valid"),
             ("WebP", Self.body([Self.imagePart(png, "image/webp")]), "image/webp images are not supported"),
             ("truncated PNG", Self.body([Self.imagePart(png.prefix(png.count / 2))]), "the image cannot be read: truncated PNG"),
+            (
+                // Counted from their headers (72 positions each), refused before one is decoded.
+                "forty truncated PNGs", Self.body([JSONValue](repeating: Self.imagePart(png.prefix(png.count / 2)), count: 40)),
+                "which does not fit in the context of 2048 tokens"
+            ),
             ("GIF bytes", Self.body([Self.imagePart(gif)]), "GIF images are not supported: send a PNG or a JPEG"),
             (
                 "too many pixels", Self.body([Self.imagePart(try Self.file("images/medium-500x375.png"))]),

@@ -108,9 +108,12 @@ final class InferenceEngine: @unchecked Sendable {
     /// JSON the template receives; in LFM2's system-prompt form, written for `callFormat`,
     /// when the template ignores them) and the assistant's generation prompt, tokenized;
     /// each image or audio part is read by the media encoder's `MediaReader` and takes its
-    /// positions where the message has it.
+    /// positions where the message has it. With a `positionLimit`, a prompt of that many
+    /// positions or more is refused (`promptExceedContextLengthFailure`, the exact count)
+    /// from the text and the media parts' headers, before any part is decoded.
     func prompt(
-        messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?
+        messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?,
+        positionLimit: Int? = nil
     ) throws(LeapError) -> PromptSequence {
         let media = messages.flatMap { $0.content.filter { if case .text = $0 { return false } else { return true } } }
         let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
@@ -123,10 +126,16 @@ final class InferenceEngine: @unchecked Sendable {
                 "the chat template wrote \(parts.count - 1) of the conversation's \(media.count) image and audio parts; it must write each message's content once"
             )
         }
+        // The text before the first part starts the prompt (BOS as the tokenizer asks).
+        let texts = parts.enumerated().map { index, part in
+            index == 0 ? prompts.tokenize(part) : tokenizer.encode(part, addSpecial: false, parseSpecial: true).map(Int.init)
+        }
+        if let positionLimit {
+            let total = texts.reduce(0) { $0 + $1.count } + media.reduce(0) { $0 + (reader.positions($1) ?? 0) }
+            if total >= positionLimit { throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit) }
+        }
         var prompt = PromptSequence()
-        for (index, part) in parts.enumerated() {
-            // The text before the first part starts the prompt (BOS as the tokenizer asks).
-            let ids = index == 0 ? prompts.tokenize(part) : tokenizer.encode(part, addSpecial: false, parseSpecial: true).map(Int.init)
+        for (index, ids) in texts.enumerated() {
             prompt.append(.tokens(ids))
             if index < media.count {
                 for piece in try reader.pieces(media[index]) { prompt.append(piece) }

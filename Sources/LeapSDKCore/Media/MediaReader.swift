@@ -42,6 +42,40 @@ struct MediaReader: Sendable {
         }
     }
 
+    /// The positions `content` will take in the prompt, read from its header alone (an
+    /// image's size, a WAV file's rate and length; nothing is decoded), or nil when the header
+    /// cannot tell (the part is then refused when it is read, with the reason). A prompt
+    /// that cannot fit its context is refused from these counts before any image or clip in
+    /// it is decoded: a request of many small files that decode to large images would
+    /// otherwise cost a decode (seconds, hundreds of MB) for each.
+    func positions(_ content: ChatMessageContent) -> Int? {
+        switch content {
+        case .text(let t): return tokenizer.encode(t, addSpecial: false, parseSpecial: true).count
+        case .image(let data):
+            guard case .vision(let encoder) = projector, data.count <= limits.maxImageBytes,
+                let header = try? ImageDecoder.header(
+                    of: [UInt8](data), limits: ImageLimits(maxPixels: limits.maxImagePixels, maxInputBytes: limits.maxImageBytes)),
+                let preprocessor = try? LFM2VLImagePreprocessor(configuration: Self.configuration(encoder.preprocessing)),
+                let layout = try? preprocessor.layout(width: header.width, height: header.height)
+            else { return nil }
+            // <|image_start|>, each slice (a tile's or the thumbnail's marker before it), <|image_end|>.
+            return 2 + layout.slices.reduce(0) { $0 + $1.tokenCount + ($1.kind == .image ? 0 : 1) }
+        case .audio(let data):
+            guard case .audio(let encoder) = projector, let header = try? WAVAudio.header(of: data),
+                header.duration <= limits.maxAudioSeconds
+            else { return nil }
+            let rate = WAVAudio.modelSampleRate
+            let samples: Int
+            if header.sampleRate == rate {
+                samples = header.sampleCount
+            } else {
+                guard let resampler = try? LinearResampler(from: header.sampleRate, to: rate) else { return nil }
+                samples = resampler.outputCount(forInputCount: header.sampleCount)
+            }
+            return try? encoder.tokenCount(frames: LogMelExtractor.frameCount(forSampleCount: samples))
+        }
+    }
+
     // MARK: Images
 
     /// LFM2-VL's layout of an image: `<|image_start|>` and `<|image_end|>` around its

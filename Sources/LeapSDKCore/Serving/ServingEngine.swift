@@ -210,9 +210,11 @@ public final class ServingEngine: @unchecked Sendable {
     public var takesImages: Bool { if case .vision? = engine.projector { return true } else { return false } }
     public var takesAudio: Bool { if case .audio? = engine.projector { return true } else { return false } }
 
-    /// The prompt of `prompt`: tokens and media chunks.
+    /// The prompt of `prompt`: tokens and media chunks. A chat prompt of `positionLimit`
+    /// positions or more is refused before its images and clips are decoded.
     func promptSequence(
-        _ prompt: ServingPrompt, enableThinking: Bool?, callParser: (any LeapFunctionCallParserProtocol)?
+        _ prompt: ServingPrompt, enableThinking: Bool?, callParser: (any LeapFunctionCallParserProtocol)?,
+        positionLimit: Int? = nil
     ) throws(ServingError) -> PromptSequence {
         switch prompt {
         case .tokens(let ids):
@@ -227,9 +229,10 @@ public final class ServingEngine: @unchecked Sendable {
             do {
                 return try engine.prompt(
                     messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
-                    enableThinking: enableThinking)
+                    enableThinking: enableThinking, positionLimit: positionLimit)
             } catch {
                 if case .unsupportedContent(let message) = error { throw .unsupportedContent(message) }
+                if case .promptExceedContextLengthFailure(let tokens, let limit) = error { throw .promptTooLong(tokens: tokens, limit: limit) }
                 throw .invalidRequest(error.description)
             }
         }
@@ -252,11 +255,12 @@ public final class ServingEngine: @unchecked Sendable {
     /// the stream (or calling `cancel()`) cancels the completion within one token.
     public func submit(_ request: ServingRequest) throws(ServingError) -> ServingCompletion {
         let parser = request.callParser ?? callParser
-        let prompt = try promptSequence(request.prompt, enableThinking: request.enableThinking, callParser: parser)
-        let tokens = prompt.keys
-        guard !tokens.isEmpty else { throw .invalidRequest("the prompt is empty") }
         if let limit = request.contextLimit, limit < 1 { throw .invalidRequest("the context limit must be positive, not \(limit)") }
         let lengthLimit = min(request.contextLimit ?? contextSize, contextSize)
+        let prompt = try promptSequence(
+            request.prompt, enableThinking: request.enableThinking, callParser: parser, positionLimit: lengthLimit)
+        let tokens = prompt.keys
+        guard !tokens.isEmpty else { throw .invalidRequest("the prompt is empty") }
         guard tokens.count < lengthLimit else { throw .promptTooLong(tokens: tokens.count, limit: lengthLimit) }
         if let max = request.maxTokens, max < 0 { throw .invalidRequest("max_tokens must not be negative, not \(max)") }
         if let n = request.logprobs, n < 0 || n > 20 { throw .invalidRequest("top_logprobs must be between 0 and 20, not \(n)") }
