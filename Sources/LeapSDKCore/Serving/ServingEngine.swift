@@ -232,7 +232,9 @@ public final class ServingEngine: @unchecked Sendable {
                     enableThinking: enableThinking, positionLimit: positionLimit)
             } catch {
                 if case .unsupportedContent(let message) = error { throw .unsupportedContent(message) }
-                if case .promptExceedContextLengthFailure(let tokens, let limit) = error { throw .promptTooLong(tokens: tokens, limit: limit) }
+                if case .promptExceedContextLengthFailure(let tokens, let limit) = error {
+                    throw .promptTooLong(tokens: tokens, limit: limit)
+                }
                 throw .invalidRequest(error.description)
             }
         }
