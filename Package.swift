@@ -157,6 +157,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["Images", "Sampling"], path: "Tests/TestSupport"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
+        .executableTarget(name: "MediaFuzz", dependencies: ["Images", "Audio"], path: "Fuzz/MediaFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
