@@ -25,6 +25,9 @@ public enum LeapHTTPServer {
         let router = ServerRoutes.router(state: state, configuration: configuration, metrics: metrics)
         let app = Application(
             router: router,
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    idleTimeout: configuration.idleTimeoutSeconds.map { .nanoseconds(Int64($0 * 1e9)) })),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "leap-ref",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),

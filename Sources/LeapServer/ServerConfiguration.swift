@@ -21,6 +21,12 @@ public struct ServerConfiguration: Sendable {
     public var maxTokensLimit: Int?
     /// Most open connections; further connections wait in the listen backlog.
     public var maxConnections: Int
+    /// Seconds a connection may go without sending while its request is incomplete, or stay
+    /// idle between requests, before it is closed (nil: never). A request that has been read
+    /// is never cut, however long its answer or its wait for a slot takes. Without it, clients
+    /// that open connections and send nothing (or a byte a minute) hold all of
+    /// `maxConnections`.
+    public var idleTimeoutSeconds: Double?
     /// Serve `/metrics` (Prometheus text); otherwise it answers 501, as llama-server does.
     public var metricsEnabled: Bool
     /// On SIGTERM: how long running completions may go on before they are cancelled.
@@ -34,7 +40,8 @@ public struct ServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apiKeys: Set<String> = [], maxBodyBytes: Int = 8 << 20,
         maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10,
-        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling(), maxDiscardedBodyBytes: Int = 256 << 20
+        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling(), maxDiscardedBodyBytes: Int = 256 << 20,
+        idleTimeoutSeconds: Double? = 60
     ) {
         self.host = host
         self.port = port
@@ -43,6 +50,7 @@ public struct ServerConfiguration: Sendable {
         self.maxDiscardedBodyBytes = maxDiscardedBodyBytes
         self.maxTokensLimit = maxTokensLimit
         self.maxConnections = maxConnections
+        self.idleTimeoutSeconds = idleTimeoutSeconds
         self.metricsEnabled = metricsEnabled
         self.shutdownGraceSeconds = shutdownGraceSeconds
         self.webUI = webUI

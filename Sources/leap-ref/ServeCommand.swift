@@ -68,6 +68,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Most open client connections.")
     var maxConnections = 256
 
+    @Option(help: "Seconds a connection may stay silent mid-request or idle between requests before it is closed (0 = never).")
+    var idleTimeout = 60.0
+
     @Option(help: "Seconds running completions may go on after SIGTERM before they are cancelled.")
     var shutdownGrace = 10.0
 
@@ -175,6 +178,7 @@ struct Serve: AsyncParsableCommand {
             guard maxBodyBytes >= 1024 else { throw CLIError("--max-body-bytes must be at least 1024") }
             guard maxDiscardedBodyBytes >= 0 else { throw CLIError("--max-discarded-body-bytes must not be negative") }
             guard maxConnections >= 1 else { throw CLIError("--max-connections must be at least 1") }
+            guard idleTimeout.isFinite, idleTimeout >= 0 else { throw CLIError("--idle-timeout must be 0 (never) or a number of seconds") }
             if let c = ctxSize, c < 16 { throw CLIError("--ctx-size must be at least 16") }
             if let m = maxTokens, m < 1 { throw CLIError("--max-tokens must be at least 1") }
             guard (0...65535).contains(port) else { throw CLIError("--port must be between 0 and 65535") }
@@ -199,7 +203,8 @@ struct Serve: AsyncParsableCommand {
             let configuration = ServerConfiguration(
                 host: host, port: port, apiKeys: keys, maxBodyBytes: maxBodyBytes, maxTokensLimit: maxTokens,
                 maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace,
-                webUI: !noWebUI, defaultSampling: sampling.servingDefaults, maxDiscardedBodyBytes: maxDiscardedBodyBytes)
+                webUI: !noWebUI, defaultSampling: sampling.servingDefaults, maxDiscardedBodyBytes: maxDiscardedBodyBytes,
+                idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
             if !noWebUI, case .failure(let error) = WebUIAssets.bundled {
                 FileHandle.standardError.write(Data("leap-ref serve: warning: \(error.description)\n".utf8))
             }

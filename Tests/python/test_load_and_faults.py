@@ -3,9 +3,10 @@
 import concurrent.futures
 import json
 import socket
+import time
 import urllib.parse
 
-from conftest import REQUEST_TIMEOUT, http
+from conftest import REQUEST_TIMEOUT, TINY, Server, http
 
 PROMPTS = [f"Request {i}: tell me something about the number {i * 7}." for i in range(6)]
 MAX_TOKENS = 12
@@ -131,3 +132,42 @@ def test_an_oversize_body_sent_whole_gets_its_413(tiny_server):
     assert b"--max-body-bytes" in response
     # The server goes on serving.
     assert chat(tiny_server.url, PROMPTS[1], stream=False)[1] in ("stop", "length")
+
+
+def test_silent_and_idle_connections_are_closed_and_answers_are_not_cut():
+    server = Server(TINY, "--parallel", "1", "--ctx-size", "4096", "--idle-timeout", "1")
+    try:
+        parsed = urllib.parse.urlparse(server.url)
+        address = (parsed.hostname, parsed.port)
+        # A request head that never ends, and a kept-alive connection after its answer: the
+        # server closes both (recv returns b"" well before the 60 s socket timeout).
+        silent = socket.create_connection(address, timeout=60)
+        silent.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        assert silent.recv(4096) == b""
+        idle = socket.create_connection(address, timeout=60)
+        idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            answer += idle.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert idle.recv(4096) == b""
+        # A stream that outlasts the timeout (3000 tokens: 4.2 s on the 2-core test machine),
+        # its client sending nothing and reading only after it: the request was read, so the
+        # answer is not cut, however long it takes.
+        slow = socket.create_connection(address, timeout=60)
+        body = json.dumps({"messages": [{"role": "user", "content": "Count."}], "max_tokens": 3000, "stream": True,
+                           "ignore_eos": True, "temperature": 0, "stream_options": {"include_usage": True}}).encode()
+        slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(6)
+        received = b""
+        while True:
+            data = slow.recv(65536)
+            if not data:
+                break
+            received += data
+        events = [line[len(b"data: "):] for line in received.split(b"\n") if line.startswith(b"data: ")]
+        assert events[-1] == b"[DONE]"
+        assert json.loads(events[-2])["usage"]["completion_tokens"] == 3000
+    finally:
+        assert server.stop() == 0
