@@ -258,21 +258,11 @@ public struct LFM2VLImagePreprocessor: Sendable {
         return RGBImage(width: width, height: height, rgb: rgb)
     }
 
-    /// value = (byte / 255 - mean) / std per channel, in float32 as llama.cpp computes it.
+    /// The slice's pixels with the configuration's normalization (`ImageSlice.values`).
     private func normalized(_ image: RGBImage, as slice: ImageLayout.Slice) -> ImageSlice {
-        let mean = configuration.imageMean
-        let std = configuration.imageStd
-        var values = [Float](repeating: 0, count: image.rgb.count)
-        image.rgb.withUnsafeBufferPointer { bytes in
-            values.withUnsafeMutableBufferPointer { out in
-                var i = 0
-                while i < bytes.count {
-                    for channel in 0..<3 { out[i + channel] = (Float(bytes[i + channel]) / 255 - mean[channel]) / std[channel] }
-                    i += 3
-                }
-            }
-        }
-        return ImageSlice(kind: slice.kind, width: slice.width, height: slice.height, tokenCount: slice.tokenCount, values: values)
+        ImageSlice(
+            kind: slice.kind, width: slice.width, height: slice.height, tokenCount: slice.tokenCount, pixels: image.rgb,
+            mean: configuration.imageMean, std: configuration.imageStd)
     }
 }
 
@@ -324,7 +314,9 @@ public struct ImageLayout: Sendable, Equatable {
     public var tokenCount: Int { slices.reduce(0) { $0 + $1.tokenCount } }
 }
 
-/// One preprocessed slice: `width` x `height` pixels as normalized floats.
+/// One preprocessed slice: `width` x `height` pixels, normalized to floats when they are read
+/// (`values`). The bytes are kept rather than the floats, a quarter of the memory, for as
+/// long as the slice waits for the encoder (a queued request holds its images' slices).
 public struct ImageSlice: Sendable, Equatable {
     /// Whole image, tile or thumbnail.
     public let kind: ImageSliceKind
@@ -334,8 +326,28 @@ public struct ImageSlice: Sendable, Equatable {
     public let height: Int
     /// Tokens the slice takes in the language model.
     public let tokenCount: Int
-    /// `width * height * 3` values, row-major, channels interleaved (R, G, B, R, ...).
-    public let values: [Float]
+    /// `width * height * 3` bytes, row-major, channels interleaved (R, G, B, R, ...): the
+    /// resized or cropped pixels.
+    public let pixels: [UInt8]
+    /// The normalization's per-channel mean and standard deviation.
+    let mean: SIMD3<Float>
+    let std: SIMD3<Float>
+
+    /// `width * height * 3` values, row-major, channels interleaved (R, G, B, R, ...):
+    /// (byte / 255 - mean) / std per channel, in float32 as llama.cpp computes it.
+    public var values: [Float] {
+        var values = [Float](repeating: 0, count: pixels.count)
+        pixels.withUnsafeBufferPointer { bytes in
+            values.withUnsafeMutableBufferPointer { out in
+                var i = 0
+                while i < bytes.count {
+                    for channel in 0..<3 { out[i + channel] = (Float(bytes[i + channel]) / 255 - mean[channel]) / std[channel] }
+                    i += 3
+                }
+            }
+        }
+        return values
+    }
 }
 
 /// An image ready for the vision encoder.
