@@ -171,3 +171,32 @@ def test_silent_and_idle_connections_are_closed_and_answers_are_not_cut():
         assert json.loads(events[-2])["usage"]["completion_tokens"] == 3000
     finally:
         assert server.stop() == 0
+
+
+def test_expect_100_continue_is_answered(tiny_server):
+    parsed = urllib.parse.urlparse(tiny_server.url)
+    body = json.dumps({"messages": [{"role": "user", "content": PROMPTS[2]}], "max_tokens": 4, "temperature": 0}).encode()
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Expect: 100-continue\r\n")
+    # The client holds its body back until the server says 100 Continue (curl waits a second,
+    # this client for ever: the socket's timeout fails the test).
+    s = socket.create_connection((parsed.hostname, parsed.port), timeout=REQUEST_TIMEOUT)
+    s.sendall(head + f"Content-Length: {len(body)}\r\n\r\n".encode())
+    interim = b""
+    while b"\r\n\r\n" not in interim:
+        interim += s.recv(1)
+    assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+    s.sendall(body)
+    response = b""
+    while True:
+        data = s.recv(65536)
+        if not data:
+            break
+        response += data
+    assert response.startswith(b"HTTP/1.1 200")
+    assert json.loads(response.split(b"\r\n\r\n", 1)[1])["choices"][0]["finish_reason"] in ("stop", "length")
+    # A body declared over the limit is refused at once, without the interim answer.
+    s = socket.create_connection((parsed.hostname, parsed.port), timeout=REQUEST_TIMEOUT)
+    s.sendall(head + f"Content-Length: {9 << 20}\r\n\r\n".encode())
+    assert s.recv(65536).startswith(b"HTTP/1.1 413")
+    s.close()
