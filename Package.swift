@@ -160,8 +160,9 @@ let package = Package(
             path: "Benchmarks/TokenizerBench"
         ),
         .target(name: "TestSupport", dependencies: ["Images", "Sampling"], path: "Tests/TestSupport"),
-        .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF"], path: "Fuzz/GGUFFuzz"),
-        .executableTarget(name: "MediaFuzz", dependencies: ["Images", "Audio"], path: "Fuzz/MediaFuzz"),
+        .target(name: "FuzzDriver", path: "Fuzz/FuzzDriver"),
+        .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF", "FuzzDriver"], path: "Fuzz/GGUFFuzz"),
+        .executableTarget(name: "MediaFuzz", dependencies: ["Images", "Audio", "FuzzDriver"], path: "Fuzz/MediaFuzz"),
         .testTarget(name: "LeapJSONTests", dependencies: ["LeapJSON"]),
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),

@@ -1,8 +1,9 @@
-// A libFuzzer target over the GGUF reader. Built by scripts/fuzz-gguf.sh with
-// `-sanitize=fuzzer,address` and `-D LEAP_FUZZ`, libFuzzer supplies `main` and calls
-// `LLVMFuzzerTestOneInput` with mutated files. Built normally (as `swift build` does for
-// every target), it is a replayer: `GGUFFuzz FILE...` parses each file and reports the
-// outcome, which is how a crash input found by the fuzzer is reproduced.
+// A libFuzzer target over the GGUF reader. Built by `scripts/fuzz.sh gguf` with
+// `-sanitize=fuzzer,address` and `-D LEAP_FUZZ`, it hands libFuzzer `exercise`
+// (Fuzz/FuzzDriver). Built normally (as `swift build` does for every target), it is a
+// replayer: `GGUFFuzz FILE...` parses each file and reports the outcome, which is how a
+// crash input found by the fuzzer is reproduced.
+import FuzzDriver
 import GGUF
 
 /// Parses one input and touches everything a consumer would: metadata accessors and every
@@ -29,41 +30,15 @@ func exercise(_ bytes: UnsafeRawBufferPointer) -> String {
 }
 
 #if LEAP_FUZZ
-/// libFuzzer's entry for programs that own `main` (SwiftPM names an executable's entry
-/// point `GGUFFuzz_main` and aliases `main` to it, so libFuzzer's own `main` stays unused).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
-
 @_cdecl("GGUFFuzz_main")
 func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-        _ = exercise(UnsafeRawBufferPointer(start: data, count: size))
-        return 0
-    }
+    runLibFuzzer(argc, argv, exercise)
 }
 #else
-import Foundation
-
 @main
 struct Replay {
     static func main() {
-        let paths = CommandLine.arguments.dropFirst()
-        if paths.isEmpty {
-            print("usage: GGUFFuzz FILE... (replays inputs through the GGUF reader; see docs/fuzzing.md)")
-        }
-        for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                print("\(path): unreadable")
-                continue
-            }
-            print("\(path): " + data.withUnsafeBytes { exercise($0) })
-        }
+        replay(usage: "usage: GGUFFuzz FILE... (replays inputs through the GGUF reader; see docs/fuzzing.md)", exercise)
     }
 }
 #endif

@@ -5,6 +5,7 @@
 // through the same steps and prints the outcome (docs/fuzzing.md).
 import Audio
 import Foundation
+import FuzzDriver
 import Images
 
 /// Limits small enough for a fuzzer's many inputs a second, large enough that every path
@@ -56,39 +57,15 @@ func audio(_ bytes: UnsafeRawBufferPointer) -> String {
 }
 
 #if LEAP_FUZZ
-/// libFuzzer's entry for programs that own `main` (SwiftPM names an executable's entry
-/// point `MediaFuzz_main` and aliases `main` to it, so libFuzzer's own `main` stays unused).
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
-
 @_cdecl("MediaFuzz_main")
 func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-        _ = exercise(UnsafeRawBufferPointer(start: data, count: size))
-        return 0
-    }
+    runLibFuzzer(argc, argv, exercise)
 }
 #else
 @main
 struct Replay {
     static func main() {
-        let paths = CommandLine.arguments.dropFirst()
-        if paths.isEmpty {
-            print("usage: MediaFuzz FILE... (replays inputs through the image and WAV decoders; see docs/fuzzing.md)")
-        }
-        for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                print("\(path): unreadable")
-                continue
-            }
-            print("\(path): " + data.withUnsafeBytes { exercise($0) })
-        }
+        replay(usage: "usage: MediaFuzz FILE... (replays inputs through the image and WAV decoders; see docs/fuzzing.md)", exercise)
     }
 }
 #endif

@@ -108,6 +108,11 @@ def send_whole_body_then_read(url, headers, body, timeout=30):
     s = socket.create_connection((parsed.hostname, parsed.port), timeout=timeout)
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers + b"\r\n")
     s.sendall(body)
+    return read_until_closed(s)
+
+
+def read_until_closed(s):
+    """Everything the server sends until it closes the connection."""
     received = b""
     while True:
         data = s.recv(65536)
@@ -160,12 +165,7 @@ def test_silent_and_idle_connections_are_closed_and_answers_are_not_cut():
         slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         time.sleep(6)
-        received = b""
-        while True:
-            data = slow.recv(65536)
-            if not data:
-                break
-            received += data
+        received = read_until_closed(slow)
         events = [line[len(b"data: "):] for line in received.split(b"\n") if line.startswith(b"data: ")]
         assert events[-1] == b"[DONE]"
         assert json.loads(events[-2])["usage"]["completion_tokens"] == 3000
@@ -187,12 +187,7 @@ def test_expect_100_continue_is_answered(tiny_server):
         interim += s.recv(1)
     assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
     s.sendall(body)
-    response = b""
-    while True:
-        data = s.recv(65536)
-        if not data:
-            break
-        response += data
+    response = read_until_closed(s)
     assert response.startswith(b"HTTP/1.1 200")
     assert json.loads(response.split(b"\r\n\r\n", 1)[1])["choices"][0]["finish_reason"] in ("stop", "length")
     # A body declared over the limit is refused at once, without the interim answer.
