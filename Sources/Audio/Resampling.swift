@@ -58,9 +58,7 @@ extension WAVAudio {
     ///   encoding, bit depth or sample rate, more than one channel; `.tooLong` for a clip
     ///   over `maximumSeconds`.
     public static func decodeMono16kHz(_ data: Data, maximumSeconds: Double = .infinity) throws(WAVError) -> [Float] {
-        let header = try header(of: data)
-        if header.duration > maximumSeconds { throw .tooLong(seconds: header.duration, maximumSeconds: maximumSeconds) }
-        let audio = try WAVAudio(data: data)
+        let audio = try WAVAudio(bytes: [UInt8](data), maximumSeconds: maximumSeconds)
         return try resample(audio.samples, from: audio.sampleRate, to: modelSampleRate, method: .linear)
     }
 }

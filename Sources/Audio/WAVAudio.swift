@@ -82,18 +82,22 @@ public struct WAVAudio: Sendable, Equatable {
     /// can be known, and refused, before its samples are allocated.
     /// - Throws: the `WAVError`s of `init(data:)`.
     public static func header(of data: Data) throws(WAVError) -> WAVHeader {
-        let format = try readFormatAndData([UInt8](data))
-        return WAVHeader(
-            sampleRate: format.sampleRate, sampleFormat: format.sampleFormat,
-            sampleCount: format.dataRange.count / format.sampleFormat.bytesPerSample)
+        try readFormatAndData([UInt8](data)).header
     }
 
     /// Parses mono WAV bytes.
     /// - Throws: a `WAVError` saying what is wrong: not a WAV file, truncated, unsupported
     ///   encoding or bit depth, multi-channel, zero or out-of-range sample rate.
     public init(data: Data) throws(WAVError) {
-        let bytes = [UInt8](data)
+        try self.init(bytes: [UInt8](data), maximumSeconds: .infinity)
+    }
+
+    /// Parses mono WAV bytes, refusing a clip over `maximumSeconds` from its header before
+    /// a sample is decoded (`WAVError.tooLong`).
+    init(bytes: [UInt8], maximumSeconds: Double) throws(WAVError) {
         let format = try Self.readFormatAndData(bytes)
+        let duration = format.header.duration
+        if duration > maximumSeconds { throw .tooLong(seconds: duration, maximumSeconds: maximumSeconds) }
         self.sampleRate = format.sampleRate
         self.sampleFormat = format.sampleFormat
         self.samples = Self.decode(bytes[format.dataRange], as: format.sampleFormat)
@@ -123,6 +127,10 @@ public struct WAVAudio: Sendable, Equatable {
         var sampleRate: Int
         var sampleFormat: WAVSampleFormat
         var dataRange: Range<Int>
+
+        var header: WAVHeader {
+            WAVHeader(sampleRate: sampleRate, sampleFormat: sampleFormat, sampleCount: dataRange.count / sampleFormat.bytesPerSample)
+        }
     }
 
     private struct Format {
