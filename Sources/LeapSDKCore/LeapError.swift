@@ -4,7 +4,10 @@ public enum LeapError: Error, Sendable, Equatable, CustomStringConvertible {
     case modelLoadingFailure(String)
     /// Generation failed (the engine reported an error, or the request cannot be served).
     case generationFailure(String)
-    /// The rendered prompt has `tokens` tokens but the context holds only `limit`.
+    /// The rendered prompt has `tokens` tokens (with its images' and clips' positions) but
+    /// the context holds fewer than that, `limit`. A prompt is counted exactly up to
+    /// `promptCountingFactor` times the limit; a longer one only until that is known, and
+    /// `tokens` is then the lower bound reached (more than the factor times the limit).
     case promptExceedContextLengthFailure(tokens: Int, limit: Int)
     /// A message or conversation could not be serialized or deserialized.
     case serializationFailure(String)
@@ -18,11 +21,30 @@ public enum LeapError: Error, Sendable, Equatable, CustomStringConvertible {
         case .modelLoadingFailure(let m): return "model loading failed: \(m)"
         case .generationFailure(let m): return "generation failed: \(m)"
         case .promptExceedContextLengthFailure(let tokens, let limit):
-            return "the prompt has \(tokens) tokens, more than the context length \(limit); "
+            return "the prompt has \(Self.promptLength(tokens, limit: limit)), more than the context length \(limit); "
                 + "shorten the conversation (start a new one, or drop old messages) or raise GenerationOptions.sequenceLength"
         case .serializationFailure(let m): return "serialization failed: \(m)"
         case .unsupportedContent(let m): return m
         case .modelUnloaded: return "the model runner was unloaded; load the model again with Leap.load(url:)"
         }
+    }
+
+    /// How far past the context a prompt's tokens are counted: a prompt of more than this
+    /// many times the context length is tokenized only until that is known, so that a
+    /// megabyte of hostile text costs no more than a few contexts' worth of tokenization.
+    public static let promptCountingFactor = 4
+
+    /// "N tokens" for a counted prompt length, "more than N tokens" for one that was not
+    /// counted to its end (see `promptCountingFactor`).
+    static func promptLength(_ tokens: Int, limit: Int) -> String {
+        let counted = countedPromptLength(limit: limit)
+        return tokens > counted ? "more than \(counted) tokens" : "\(tokens) tokens"
+    }
+
+    /// How many tokens of a prompt are counted for a context of `limit` (see
+    /// `promptCountingFactor`).
+    static func countedPromptLength(limit: Int) -> Int {
+        let (product, overflow) = limit.multipliedReportingOverflow(by: promptCountingFactor)
+        return overflow ? Int.max : product
     }
 }

@@ -58,6 +58,13 @@ struct BPEModel: Sendable {
         self.vocabularySize = n
     }
 
+    /// How many bytes of `word` have a token (the others are dropped when it is encoded).
+    func tokenBytes(in word: UnsafeBufferPointer<UInt8>) -> Int {
+        var n = 0
+        for b in word where byteSymbol[Int(b)] >= 0 { n += 1 }
+        return n
+    }
+
     /// Rank and merged symbol of a pair, or nil when the pair never merges.
     @inline(__always)
     func merge(_ left: Int32, _ right: Int32) -> (rank: Int32, merged: Int32)? {

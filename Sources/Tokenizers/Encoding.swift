@@ -13,25 +13,56 @@ extension Tokenizer {
         return text.withUTF8 { encode(utf8: $0, addSpecial: addSpecial, parseSpecial: parseSpecial) }
     }
 
+    /// Encodes text as `encode(_:addSpecial:parseSpecial:)` does, but stops as soon as the
+    /// text is known to have more than `limit` tokens, so that the work is bounded by the
+    /// limit, not by the text: a megabyte-long word is not merged to learn that it does not
+    /// fit. A word with `n` bytes that have tokens gives at least `n / longestTokenBytes`
+    /// tokens, rounded up, when the vocabulary makes only tokens (`tokenCountBoundIsValid`);
+    /// the encoding stops before a word that would take that bound over the limit, and
+    /// before the first word after the tokens have gone over it.
+    ///
+    /// The result is the whole encoding when it is complete; otherwise its first tokens and
+    /// a lower bound of the count, more than `limit`.
+    public func encode(_ text: String, addSpecial: Bool, parseSpecial: Bool = false, stoppingAbove limit: Int)
+        -> LimitedEncoding
+    {
+        var text = text
+        var bound = TokenCountBound(limit: limit, bytesPerToken: tokenCountBoundIsValid ? longestTokenBytes : nil)
+        let tokens = text.withUTF8 {
+            encode(utf8: $0, addSpecial: addSpecial, parseSpecial: parseSpecial, bound: &bound)
+        }
+        return LimitedEncoding(tokens: tokens, count: bound.exceeded ?? tokens.count, isComplete: bound.exceeded == nil)
+    }
+
     /// Encodes valid UTF-8 bytes (see `encode(_:addSpecial:parseSpecial:)`).
     func encode(
         utf8 bytes: UnsafeBufferPointer<UInt8>, addSpecial: Bool, parseSpecial: Bool,
         mergeStrategy: BPEModel.MergeStrategy = .automatic
     ) -> [TokenID] {
+        var unbounded = TokenCountBound(limit: .max, bytesPerToken: nil)
+        return encode(utf8: bytes, addSpecial: addSpecial, parseSpecial: parseSpecial, mergeStrategy: mergeStrategy, bound: &unbounded)
+    }
+
+    /// Encodes valid UTF-8 bytes until `bound` says the text has more tokens than its limit.
+    func encode(
+        utf8 bytes: UnsafeBufferPointer<UInt8>, addSpecial: Bool, parseSpecial: Bool,
+        mergeStrategy: BPEModel.MergeStrategy = .automatic, bound: inout TokenCountBound
+    ) -> [TokenID] {
         var out: [TokenID] = []
-        out.reserveCapacity(bytes.count / 3 + 2)
+        out.reserveCapacity(min(bytes.count, bound.limit) / 3 + 2)
         let fragments = specials.partition(bytes, parseSpecial: parseSpecial)
         if addSpecial && addBOS, let bosID { out.append(bosID) }
         switch model {
         case .bytePairEncoding:
             var cache = WordCache()
             for fragment in fragments {
+                guard bound.admits(bytes: 0, after: out.count) else { return out }
                 switch fragment {
                 case .token(let id):
                     out.append(id)
                 case .text(let offset, let length):
                     let slice = UnsafeBufferPointer(rebasing: bytes[offset..<offset + length])
-                    encodeBPE(slice, cache: &cache, strategy: mergeStrategy, into: &out)
+                    encodeBPE(slice, cache: &cache, strategy: mergeStrategy, bound: &bound, into: &out)
                 }
             }
         case .sentencePiece:
@@ -40,6 +71,7 @@ extension Tokenizer {
             var previousWasSpecial = true
             var cache = WordCache()
             for fragment in fragments {
+                guard bound.admits(bytes: 0, after: out.count) else { return out }
                 switch fragment {
                 case .token(let id):
                     out.append(id)
@@ -51,18 +83,20 @@ extension Tokenizer {
                     for b in UnsafeBufferPointer(rebasing: bytes[offset..<offset + length]) {
                         if b == 0x20 { escaped += [0xE2, 0x96, 0x81] } else { escaped.append(b) }
                     }
-                    spm!.tokenize(escaped, vocabulary: vocabulary, cache: &cache, into: &out)
+                    spm!.tokenize(escaped, vocabulary: vocabulary, cache: &cache, bound: &bound, into: &out)
                     previousWasSpecial = false
                 }
             }
         }
+        guard bound.admits(bytes: 0, after: out.count) else { return out }
         if addSpecial && addEOS, let eosID { out.append(eosID) }
         return out
     }
 
     /// Pre-tokenizes one text fragment and encodes each piece.
     private func encodeBPE(
-        _ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, strategy: BPEModel.MergeStrategy, into out: inout [TokenID]
+        _ bytes: UnsafeBufferPointer<UInt8>, cache: inout WordCache, strategy: BPEModel.MergeStrategy,
+        bound: inout TokenCountBound, into out: inout [TokenID]
     ) {
         let text = CodePoints(bytes)
         var ends: [Int32] = []
@@ -75,6 +109,11 @@ extension Tokenizer {
             for end in ends {
                 let word = UnsafeBufferPointer(rebasing: bytes[Int(offsets[start])..<Int(offsets[Int(end)])])
                 start = Int(end)
+                // Bytes without a token are dropped (llama.cpp does too): only the others
+                // count towards the word's least number of tokens.
+                if bound.exceeds(bytes: word.count, after: out.count) {
+                    guard bound.admits(bytes: bpe!.tokenBytes(in: word), after: out.count) else { return }
+                }
                 if cache.lookup(word, into: &out) { continue }
                 let before = out.count
                 encodeWord(word, symbols: &symbols, mapped: &mapped, strategy: strategy, into: &out)
@@ -138,5 +177,54 @@ extension Tokenizer {
             }
             return pieces
         }
+    }
+}
+
+/// A text's tokens up to a limit (`Tokenizer.encode(_:addSpecial:parseSpecial:stoppingAbove:)`).
+public struct LimitedEncoding: Sendable, Equatable {
+    /// All of the text's tokens when `isComplete`; otherwise the first of them.
+    public var tokens: [TokenID]
+    /// The text's token count: `tokens.count` when complete; otherwise a lower bound of
+    /// it, more than the limit.
+    public var count: Int
+    /// Whether the text was encoded to its end.
+    public var isComplete: Bool
+}
+
+/// Decides where a limited encoding stops: once the tokens so far, plus the fewest a
+/// word can give, are more than `limit`.
+struct TokenCountBound {
+    let limit: Int
+    /// The most bytes of text one token stands for, when the vocabulary drops no byte
+    /// (nil: words are not bounded, only the tokens produced count).
+    let bytesPerToken: Int?
+    /// The lower bound that went over `limit`, once one did.
+    private(set) var exceeded: Int?
+
+    init(limit: Int, bytesPerToken: Int?) {
+        self.limit = limit
+        self.bytesPerToken = bytesPerToken.map { max($0, 1) }
+    }
+
+    /// Whether encoding goes on with a word of `bytes` bytes (that end up in tokens) after
+    /// `count` tokens; if not, records the count's lower bound.
+    @inline(__always)
+    mutating func admits(bytes: Int, after count: Int) -> Bool {
+        if exceeded != nil { return false }
+        guard exceeds(bytes: bytes, after: count) else { return true }
+        exceeded = leastCount(bytes: bytes, after: count)
+        return false
+    }
+
+    /// Whether `count` tokens and a word of `bytes` bytes are surely more than the limit.
+    @inline(__always)
+    func exceeds(bytes: Int, after count: Int) -> Bool {
+        leastCount(bytes: bytes, after: count) > limit
+    }
+
+    @inline(__always)
+    private func leastCount(bytes: Int, after count: Int) -> Int {
+        guard let bytesPerToken else { return count }
+        return count + (bytes + bytesPerToken - 1) / bytesPerToken
     }
 }

@@ -76,10 +76,15 @@ struct SentencePieceModel: Sendable {
     }
 
     /// Tokenizes `text` (already escaped: spaces are `▁`) and appends the ids to `out`,
-    /// word by word when `splitsAtWords`, with a cache of the words seen.
-    func tokenize(_ text: [UInt8], vocabulary: Vocabulary, cache: inout WordCache, into out: inout [Int32]) {
+    /// word by word when `splitsAtWords`, with a cache of the words seen; stops before a
+    /// word (or the whole text) that `bound` does not admit.
+    func tokenize(
+        _ text: [UInt8], vocabulary: Vocabulary, cache: inout WordCache, bound: inout TokenCountBound,
+        into out: inout [Int32]
+    ) {
         text.withUnsafeBufferPointer { bytes in
             guard splitsAtWords else {
+                guard bound.admits(bytes: bytes.count, after: out.count) else { return }
                 tokenizeWhole(bytes, vocabulary: vocabulary, into: &out)
                 return
             }
@@ -96,6 +101,7 @@ struct SentencePieceModel: Sendable {
                         && !joinsFollowingSpace(bytes, before: i))
                 if cut {
                     let word = UnsafeBufferPointer(rebasing: bytes[start..<i])
+                    guard bound.admits(bytes: word.count, after: out.count) else { return }
                     if !cache.lookup(word, into: &out) {
                         let before = out.count
                         tokenizeWhole(word, vocabulary: vocabulary, into: &out)

@@ -73,6 +73,14 @@ public final class Tokenizer: Sendable {
     let bpe: BPEModel?
     let spm: SentencePieceModel?
     let specials: SpecialTokenMatcher
+    /// The most bytes of text one token stands for.
+    let longestTokenBytes: Int
+    /// Whether every byte of a text that has a token ends up in one, so that a text with
+    /// `n` such bytes has at least `n / longestTokenBytes` tokens: every merge makes a
+    /// token (byte-level BPE, where bytes without a token are dropped, as the limited
+    /// encoding counts), or every byte has one (SentencePiece, with byte fallback or the
+    /// unknown token). Otherwise only the tokens produced count.
+    let tokenCountBoundIsValid: Bool
     /// What each token contributes to decoded text when special tokens are rendered.
     let pieceArena: [UInt8]
     let pieceStarts: [Int32]
@@ -312,6 +320,26 @@ public final class Tokenizer: Sendable {
         self.ignoreMerges = ignoreMerges
         self.specials = SpecialTokenMatcher(vocabulary: vocabulary, attributes: attributes)
         (pieceArena, pieceStarts) = Tokenizer.buildPieces(vocabulary: vocabulary, attributes: attributes, model: model)
+        longestTokenBytes = Tokenizer.longestTokenBytes(vocabulary, byteLevel: model == .bytePairEncoding)
+        if let bpe {
+            tokenCountBoundIsValid = bpe.extraTexts.isEmpty
+        } else {
+            tokenCountBoundIsValid = spm?.byteTokens.allSatisfy { $0 != nil } ?? false
+        }
+    }
+
+    /// The most bytes of text a token stands for: its text's length, or in a byte-level
+    /// vocabulary (whose texts spell each byte as one character of GPT-2's alphabet, and
+    /// whose merges start from those characters) its number of characters.
+    static func longestTokenBytes(_ vocabulary: Vocabulary, byteLevel: Bool) -> Int {
+        var longest = 0
+        vocabulary.arena.withUnsafeBufferPointer { arena in
+            for id in 0..<vocabulary.count {
+                let text = arena[Int(vocabulary.starts[id])..<Int(vocabulary.starts[id + 1])]
+                longest = max(longest, byteLevel ? text.count { $0 & 0xC0 != 0x80 } : text.count)
+            }
+        }
+        return longest
     }
 
     // MARK: Vocabulary

@@ -216,6 +216,43 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
         #expect(throws: ServingError.shuttingDown) { try engine.submit(greedyChat("four")) }
     }
 
+    /// A prompt over the context is counted exactly up to `promptCountingFactor` times the
+    /// context, chat and raw text alike; a longer one only until that is known, and its
+    /// error says "more than" that many tokens.
+    @Test func overlongPromptsAreCountedUpToTheFactor() async throws {
+        let engine = try await tinyEngine(contextSize: 64)
+        let counted = 64 * LeapError.promptCountingFactor
+        func refusal(_ request: ServingRequest) -> (tokens: Int, limit: Int, message: String)? {
+            do {
+                _ = try engine.submit(request)
+            } catch {
+                if case .promptTooLong(let tokens, let limit) = error { return (tokens, limit, error.description) }
+            }
+            return nil
+        }
+        // Twice the context: the exact count, as the prompt's own tokenization gives it.
+        let twice = greedyChat(String(repeating: "word ", count: 100))
+        let exact = try engine.promptTokens(twice.prompt).count
+        #expect(exact > 64 && exact <= counted)
+        let refused = try #require(refusal(twice))
+        #expect(refused.tokens == exact && refused.limit == 64)
+        #expect(refused.message == "the prompt has \(exact) tokens, which does not fit in the context of 64 tokens")
+        // A long word and many words, far past the factor: counting stops, so the count is
+        // a lower bound under the real one, and the message says "more than".
+        for text in [String(repeating: "a", count: 200_000), String(repeating: "word ", count: 20_000)] {
+            for prompt in [ServingPrompt.chat(messages: [ChatMessage(role: .user, textContent: text)], tools: []), .text(text)] {
+                let request = ServingRequest(prompt: prompt, sampling: ServingSampling(temperature: 0), maxTokens: 4)
+                let refused = try #require(refusal(request))
+                let real = try engine.promptTokens(prompt).count
+                #expect(refused.tokens > counted && refused.tokens < real)
+                #expect(refused.message == "the prompt has more than \(counted) tokens, which does not fit in the context of 64 tokens")
+            }
+        }
+        // Within the context, nothing changes.
+        _ = try await collect(try engine.submit(greedyChat("hello")))
+        await engine.shutdown(cancelRunning: true)
+    }
+
     @Test func requestErrorsAreThrownBeforeQueueing() async throws {
         let engine = try await tinyEngine(contextSize: 64)
         let long = String(repeating: "word ", count: 200)

@@ -93,7 +93,8 @@ struct SentencePieceTests {
         escaped.withUnsafeBufferPointer { spm.tokenizeWhole($0, vocabulary: tokenizer.vocabulary, into: &whole) }
         var cache = WordCache()
         var chunked: [TokenID] = []
-        spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, into: &chunked)
+        var unbounded = TokenCountBound(limit: .max, bytesPerToken: nil)
+        spm.tokenize(escaped, vocabulary: tokenizer.vocabulary, cache: &cache, bound: &unbounded, into: &chunked)
         return (whole, chunked)
     }
 }

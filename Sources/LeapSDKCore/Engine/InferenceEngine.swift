@@ -109,8 +109,9 @@ final class InferenceEngine: @unchecked Sendable {
     /// when the template ignores them) and the assistant's generation prompt, tokenized;
     /// each image or audio part is read by the media encoder's `MediaReader` and takes its
     /// positions where the message has it. With a `positionLimit`, a prompt of that many
-    /// positions or more is refused (`promptExceedContextLengthFailure`, the exact count)
-    /// from the text and the media parts' headers, before any part is decoded.
+    /// positions or more is refused (`promptExceedContextLengthFailure`) from the text and
+    /// the media parts' headers, before any part is decoded; its text is tokenized only
+    /// until it is known to be too long (`tokenizePrompt`).
     func prompt(
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?,
         positionLimit: Int? = nil
@@ -119,21 +120,20 @@ final class InferenceEngine: @unchecked Sendable {
         let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
         let text = try prompts.render(
             messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking, mediaMarker: marker)
-        guard let marker, let reader = mediaReader else { return PromptSequence(tokens: prompts.tokenize(text)) }
+        guard let marker, let reader = mediaReader else {
+            return PromptSequence(tokens: try tokenizePrompt([text], positionLimit: positionLimit)[0])
+        }
         let parts = text.components(separatedBy: marker)
         guard parts.count == media.count + 1 else {
             throw .generationFailure(
                 "the chat template wrote \(parts.count - 1) of the conversation's \(media.count) image and audio parts; it must write each message's content once"
             )
         }
-        // The text before the first part starts the prompt (BOS as the tokenizer asks).
-        let texts = parts.enumerated().map { index, part in
-            index == 0 ? prompts.tokenize(part) : tokenizer.encode(part, addSpecial: false, parseSpecial: true).map(Int.init)
+        var mediaPositions = 0
+        if positionLimit != nil {
+            for part in media { mediaPositions += reader.positions(part) ?? 0 }
         }
-        if let positionLimit {
-            let total = texts.reduce(0) { $0 + $1.count } + media.reduce(0) { $0 + (reader.positions($1) ?? 0) }
-            if total >= positionLimit { throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit) }
-        }
+        let texts = try tokenizePrompt(parts, positionLimit: positionLimit, mediaPositions: mediaPositions)
         var prompt = PromptSequence()
         for (index, ids) in texts.enumerated() {
             prompt.append(.tokens(ids))
@@ -142,6 +142,38 @@ final class InferenceEngine: @unchecked Sendable {
             }
         }
         return prompt
+    }
+
+    /// The token ids of a prompt's text parts (the text before the first part starts the
+    /// prompt, with BOS as the tokenizer asks). With a `positionLimit`, a prompt whose text
+    /// and `mediaPositions` come to that many positions or more is refused
+    /// (`promptExceedContextLengthFailure`): counted exactly up to
+    /// `LeapError.promptCountingFactor` times the limit, and beyond that only until the
+    /// tokenizer knows it has more, so that a hostile megabyte of text costs no more than
+    /// a context's worth of tokenization.
+    func tokenizePrompt(_ parts: [String], positionLimit: Int?, mediaPositions: Int = 0) throws(LeapError) -> [[Int]] {
+        let countLimit: Int = positionLimit.map(LeapError.countedPromptLength(limit:)) ?? Int.max
+        var total = mediaPositions
+        var texts: [[Int]] = []
+        for (index, part) in parts.enumerated() {
+            let remaining = countLimit - total
+            // The text before the first media part starts the prompt (BOS as the tokenizer asks).
+            let encoded: LimitedEncoding
+            if index == 0 {
+                encoded = prompts.tokenize(part, stoppingAbove: remaining)
+            } else {
+                encoded = tokenizer.encode(part, addSpecial: false, parseSpecial: true, stoppingAbove: remaining)
+            }
+            total += encoded.count
+            if let positionLimit, !encoded.isComplete {
+                throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit)
+            }
+            texts.append(encoded.tokens.map(Int.init))
+        }
+        if let positionLimit, total >= positionLimit {
+            throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit)
+        }
+        return texts
     }
 
     // MARK: Constraints

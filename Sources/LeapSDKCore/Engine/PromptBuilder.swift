@@ -90,8 +90,17 @@ struct PromptBuilder: Sendable {
     /// Token ids of rendered prompt text: special tokens parsed; BOS added only when the
     /// tokenizer asks for it and the template did not already write it.
     func tokenize(_ text: String) -> [Int] {
-        var ids = tokenizer.encode(text, addSpecial: false, parseSpecial: true).map(Int.init)
-        if tokenizer.addBOS, let bos = tokenizer.bosID, ids.first != Int(bos) { ids.insert(Int(bos), at: 0) }
-        return ids
+        tokenize(text, stoppingAbove: .max).tokens.map(Int.init)
+    }
+
+    /// `tokenize(_:)`, stopping once the text is known to have more than `limit` tokens
+    /// (`Tokenizer.encode(_:addSpecial:parseSpecial:stoppingAbove:)`).
+    func tokenize(_ text: String, stoppingAbove limit: Int) -> LimitedEncoding {
+        var encoded = tokenizer.encode(text, addSpecial: false, parseSpecial: true, stoppingAbove: limit)
+        if tokenizer.addBOS, let bos = tokenizer.bosID, encoded.tokens.first != bos {
+            encoded.tokens.insert(bos, at: 0)
+            encoded.count += 1
+        }
+        return encoded
     }
 }

@@ -224,18 +224,18 @@ public final class ServingEngine: @unchecked Sendable {
             }
             return PromptSequence(tokens: ids)
         case .text(let text):
-            return PromptSequence(tokens: engine.prompts.tokenize(text))
+            do {
+                return PromptSequence(tokens: try engine.tokenizePrompt([text], positionLimit: positionLimit)[0])
+            } catch {
+                throw ServingError(refusedPrompt: error)
+            }
         case .chat(let messages, let tools):
             do {
                 return try engine.prompt(
                     messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
                     enableThinking: enableThinking, positionLimit: positionLimit)
             } catch {
-                if case .unsupportedContent(let message) = error { throw .unsupportedContent(message) }
-                if case .promptExceedContextLengthFailure(let tokens, let limit) = error {
-                    throw .promptTooLong(tokens: tokens, limit: limit)
-                }
-                throw .invalidRequest(error.description)
+                throw ServingError(refusedPrompt: error)
             }
         }
     }

@@ -246,7 +246,9 @@ public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The prompt holds content the model cannot take (an image for a model without a
     /// vision encoder, ...).
     case unsupportedContent(String)
-    /// The prompt does not fit in a slot's context.
+    /// The prompt does not fit in a slot's context (`tokens` as in
+    /// `LeapError.promptExceedContextLengthFailure`: a lower bound past
+    /// `LeapError.promptCountingFactor` times the limit).
     case promptTooLong(tokens: Int, limit: Int)
     /// Every slot is busy and the wait queue is full.
     case queueFull(limit: Int)
@@ -260,11 +262,23 @@ public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .invalidRequest(let m), .unsupportedContent(let m): return m
         case .promptTooLong(let tokens, let limit):
-            return "the prompt has \(tokens) tokens, which does not fit in the context of \(limit) tokens"
+            return "the prompt has \(LeapError.promptLength(tokens, limit: limit)), which does not fit in the context of \(limit) tokens"
         case .queueFull(let limit):
             return "the server is busy: every slot is in use and \(limit) requests are already waiting; retry later"
         case .shuttingDown: return "the server is shutting down"
         case .engineFailure(let m): return "the model failed: \(m)"
+        }
+    }
+}
+
+extension ServingError {
+    /// The request error for a prompt the engine could not build: content the model cannot
+    /// take, a prompt too long for the context, or anything else as an invalid request.
+    init(refusedPrompt error: LeapError) {
+        switch error {
+        case .unsupportedContent(let message): self = .unsupportedContent(message)
+        case .promptExceedContextLengthFailure(let tokens, let limit): self = .promptTooLong(tokens: tokens, limit: limit)
+        default: self = .invalidRequest(error.description)
         }
     }
 }
