@@ -195,8 +195,8 @@ public struct LimitedEncoding: Sendable, Equatable {
 /// word can give, are more than `limit`.
 struct TokenCountBound {
     let limit: Int
-    /// The most bytes of text one token stands for, when the vocabulary drops no byte
-    /// (nil: words are not bounded, only the tokens produced count).
+    /// The most bytes of text one token stands for, when that bounds a word's count
+    /// (`Tokenizer.tokenCountBoundIsValid`; nil: only the tokens produced count).
     let bytesPerToken: Int?
     /// The lower bound that went over `limit`, once one did.
     private(set) var exceeded: Int?

@@ -150,7 +150,7 @@ final class InferenceEngine: @unchecked Sendable {
     /// (`promptExceedContextLengthFailure`): counted exactly up to
     /// `LeapError.promptCountingFactor` times the limit, and beyond that only until the
     /// tokenizer knows it has more, so that a hostile megabyte of text costs no more than
-    /// a context's worth of tokenization.
+    /// four contexts' worth of tokenization.
     func tokenizePrompt(_ parts: [String], positionLimit: Int?, mediaPositions: Int = 0) throws(LeapError) -> [[Int]] {
         let countLimit: Int = positionLimit.map(LeapError.countedPromptLength(limit:)) ?? Int.max
         var total = mediaPositions
