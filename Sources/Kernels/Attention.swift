@@ -177,7 +177,8 @@ public enum CausalAttention {
     /// out the loops over the heads and over a row; knowing that the buffer is nobody else's,
     /// it keeps the queries and the sums in registers across the keys instead of reloading
     /// them after every store to `scores` or to the output, which could have changed them if
-    /// they overlapped. (`KernelBench --attention`, docs/performance.md: 1.1-1.4x per key.)
+    /// they overlapped. (`KernelBench --attention`, docs/performance-log.md, "Decode attention":
+    /// 1.1-1.4x per key.)
     /// Every case runs the operations of the general case in the same order: the same bits.
     @inline(__always)
     static func groupShapes<Stored: AttentionRows>(
@@ -246,7 +247,7 @@ public enum CausalAttention {
     /// time in the same order (multiplies and adds unfused). Wider heads (Gemma 3's 256)
     /// take each key in turn, its 16 lanes of products added in order
     /// (`Elementwise.dot`): there the tiles read an F32 cache from memory slower
-    /// (docs/performance.md, "Decode attention").
+    /// (docs/performance-log.md, "Decode attention's scores in tiles").
     @inline(__always)
     static func scoreKeys<Stored: AttentionRows>(
         _ q: UnsafePointer<Float>, _ g: Int, _ keys: Stored, _ span: Int, _ hd: Int, _ scale: Float,

@@ -115,7 +115,7 @@ extension WeightMatrix {
     /// dequantizes a tile into its own part of `scratch` (``cachedTilesScratchCount(cols:threads:)``
     /// floats) and multiplies it with a one-thread OpenBLAS product; the tile is still in
     /// the core's cache when OpenBLAS reads it. For a chunk of 8 tokens the whole-matrix
-    /// path spends most of its time writing and reading back the F32 copy (docs/performance.md,
+    /// path spends most of its time writing and reading back the F32 copy (docs/performance-log.md,
     /// "Short prompt chunks"). F32 weights are multiplied in place.
     public func matmulByCachedTiles(
         _ x: UnsafePointer<Float>, count: Int, into y: UnsafeMutablePointer<Float>,

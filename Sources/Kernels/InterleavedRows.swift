@@ -9,7 +9,8 @@
 // project's Zen 3 machine caps one core at ~10 GB/s of Q4_0 weights, half the core's read
 // bandwidth. With 8 rows interleaved, the widening, the conversion and the scaling are
 // shared by the 8 rows: about 4 instructions per row-block, and the kernel runs at
-// 2.5 times the speed on cached weights (docs/performance.md).
+// 2.5 times the speed on cached weights (docs/performance-log.md, "After: decode through
+// the interleaved copy").
 //
 // The layout. Rows 8g..<8g+8 form group g. Its blocks go in pairs ("chunks"), each chunk
 // the scales of its two blocks followed by their levels, so that the kernel reads one

@@ -394,7 +394,7 @@ private struct MatvecWork {
     /// too). Every sub-range a thread starts restarts its stream: the hardware prefetchers
     /// train again and the first lines arrive without the kernel's prefetch ahead. With
     /// the pool's usual four per thread, SmolLM2-135M Q4_0 decoded about 7% slower
-    /// (docs/performance.md, "One run of weights per thread"); a loop that waits on a
+    /// (docs/performance-log.md, "One run of weights per thread"); a loop that waits on a
     /// descheduled thread is `DecodeThreading`'s to notice.
     static let chunksPerThread = 1
 

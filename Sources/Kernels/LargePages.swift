@@ -5,7 +5,7 @@
 // several memory reads. In 2 MiB pages the same bytes span 512 times fewer pages. On this
 // project's machine (KVM, AMD EPYC) a read loop over 256 MiB streamed 28.7 GB/s on two
 // threads and 20.3 on one in 4 KiB pages, 36.0 and 32.7 GB/s in 2 MiB pages
-// (docs/performance.md, "Large pages").
+// (docs/performance-log.md, "Large pages, and Q5_0/Q5_1 in the interleaved copy").
 //
 // On Linux the pages come from the kernel's transparent huge pages: the allocator maps
 // blocks of 32 MiB (or one per piece over 8 MiB) aligned to 2 MiB and asks for huge pages with

@@ -111,7 +111,7 @@ public struct Linear: Sendable {
 
     /// The most rows of a chunk whose F32 product goes tile by tile in cache rather than
     /// through the whole dequantized matrix. Measured on SmolLM2 Q4_1 and Q8_0 (2 threads,
-    /// docs/performance.md, "Short prompt chunks"): tiles are twice as fast at 8 rows,
+    /// docs/performance-log.md, "Short prompt chunks"): tiles are twice as fast at 8 rows,
     /// even at 64, and slower from 128 rows on, where one OpenBLAS product over the
     /// whole matrix packs the activations once and runs at its peak.
     static let shortChunkRows = 64
