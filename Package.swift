@@ -64,6 +64,7 @@ let package = Package(
         .executable(name: "leap-ref", targets: ["leap-ref"]),
         .library(name: "LeapJSON", targets: ["LeapJSON"]),
         .library(name: "Images", targets: ["Images"]),
+        .library(name: "Checksums", targets: ["Checksums"]),
         .library(name: "GGUF", targets: ["GGUF"]),
         .library(name: "Kernels", targets: ["Kernels"]),
         .library(name: "Tokenizers", targets: ["Tokenizers"]),
@@ -102,6 +103,9 @@ let package = Package(
         .target(name: "LeapJSON"),
         // PNG and JPEG decoding to RGB and LFM2-VL's image preprocessing; no dependencies.
         .target(name: "Images"),
+        // SHA-256: the digest of decoded pixels `leap-ref logits` reports, and the tests'
+        // checksums of files; no dependencies.
+        .target(name: "Checksums"),
         .target(name: "GGUF"),
         .target(name: "Kernels", dependencies: ["GGUF", "CBLAS", "CPUHints"], swiftSettings: kernelSwiftSettings),
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
@@ -144,7 +148,7 @@ let package = Package(
             name: "leap-ref",
             dependencies: [
                 "LeapJSON", "GGUF", "Kernels", "Models", "Quantization", "Sampling", "Tokenizers", "ChatTemplates", "Grammar",
-                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire", "Images", "Audio",
+                "LeapSDKCore", "RunAnywhere", "LeapServer", "OpenAIWire", "Images", "Audio", "Checksums",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
@@ -159,7 +163,7 @@ let package = Package(
             dependencies: ["GGUF", "Tokenizers"],
             path: "Benchmarks/TokenizerBench"
         ),
-        .target(name: "TestSupport", dependencies: ["Images", "Sampling"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Checksums", "Sampling"], path: "Tests/TestSupport"),
         .target(name: "FuzzDriver", path: "Fuzz/FuzzDriver"),
         .executableTarget(name: "GGUFFuzz", dependencies: ["GGUF", "FuzzDriver"], path: "Fuzz/GGUFFuzz"),
         .executableTarget(name: "MediaFuzz", dependencies: ["Images", "Audio", "FuzzDriver"], path: "Fuzz/MediaFuzz"),

@@ -28,7 +28,7 @@ public struct AudioHyperparameters: Sendable, Equatable {
     /// 512 in llama.cpp, fixed).
     public var positionTableWidth: Int
     /// Rows of `a.position_embd.weight`, which bound the input length (see
-    /// `AudioEncoder.maximumFrameCount`).
+    /// `FastConformerEncoder.maximumFrameCount`).
     public var positionRows: Int
 
     /// Width of one attention head.

@@ -43,7 +43,7 @@ struct AudioWeights: Sendable {
     let blocks: [ConformerBlock]
     let adapter: LFM2AudioAdapter
 
-    init(_ r: ProjectorFileReader, _ hp: AudioHyperparameters, storage: MultimodalProjector.WeightStorage) throws(ProjectorError) {
+    init(_ r: ProjectorFileReader, _ hp: AudioHyperparameters, storage: MediaEncoder.WeightStorage) throws(ProjectorError) {
         func linear(_ name: String, outputs: Int, inputs: Int, bias: Bool = true) throws(ProjectorError) -> EncoderLinear {
             try EncoderLinear(r, name, outputs: outputs, inputs: inputs, bias: bias, storage: storage)
         }

@@ -24,7 +24,7 @@ struct EncoderLinear: Sendable {
     /// and the file's pages of it leave resident memory.
     init(
         _ r: ProjectorFileReader, _ base: String, outputs: Int, inputs: Int, shape: [Int]? = nil, bias: Bool = true,
-        storage: MultimodalProjector.WeightStorage
+        storage: MediaEncoder.WeightStorage
     ) throws(ProjectorError) {
         let name = base + ".weight"
         let t = try r.tensor(name, shape: shape ?? [inputs, outputs], accepted: GGMLType.kernelTypes)

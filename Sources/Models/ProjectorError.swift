@@ -2,8 +2,8 @@ import GGUF
 
 /// Why a multimodal projector file (an `mmproj-*.gguf`: a vision tower or an audio encoder
 /// with its projector into a language model) could not be loaded, or why an input could not
-/// be encoded. Both encoders (`SigLIP2VisionEncoder`, `AudioEncoder`), their loader
-/// (`MultimodalProjector.load`) and their references throw it. Every file case names the
+/// be encoded. Both encoders (`SigLIP2VisionEncoder`, `FastConformerEncoder`), their loader
+/// (`MediaEncoder.load`) and their references throw it. Every file case names the
 /// file and the key or tensor involved.
 public enum ProjectorError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file could not be opened, or is not a valid GGUF container.

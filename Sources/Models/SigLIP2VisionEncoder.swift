@@ -41,7 +41,7 @@ import Kernels
 /// position table) by rows. An encode allocates its activation buffers once
 /// (`VisionWorkspace`), nothing inside its loops but the products' tiles; concurrent
 /// encodes are safe (each has its own buffers; the pool runs one loop at a time).
-public final class SigLIP2VisionEncoder: MultimodalEncoder {
+public final class SigLIP2VisionEncoder: MediaEncoderProtocol {
     /// The file's path, as errors name it.
     public let path: String
     /// The mmproj file (its tensors are read in place).
@@ -53,7 +53,7 @@ public final class SigLIP2VisionEncoder: MultimodalEncoder {
     /// The threads of the products, attention and element-wise work.
     public let pool: ThreadPool
     /// How the weight matrices are held.
-    public let weightStorage: MultimodalProjector.WeightStorage
+    public let weightStorage: MediaEncoder.WeightStorage
     let weights: VisionWeights
 
     /// The projector types this encoder runs.
@@ -69,7 +69,7 @@ public final class SigLIP2VisionEncoder: MultimodalEncoder {
     /// Loads the encoder in `file` (read from `path`, which errors name), checking the
     /// projector type, every key it reads and every tensor's shape and type; it runs on
     /// `pool` and holds its matrices as `weights` says.
-    public init(file: GGUFFile, path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored)
+    public init(file: GGUFFile, path: String, pool: ThreadPool, weights storage: MediaEncoder.WeightStorage = .asStored)
         throws(ProjectorError)
     {
         let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: "vision")
@@ -82,7 +82,7 @@ public final class SigLIP2VisionEncoder: MultimodalEncoder {
     }
 
     /// Opens and loads the mmproj file at `path` (see ``init(file:path:pool:weights:)``).
-    public convenience init(path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored)
+    public convenience init(path: String, pool: ThreadPool, weights storage: MediaEncoder.WeightStorage = .asStored)
         throws(ProjectorError)
     {
         try self.init(file: ProjectorFileReader.open(path), path: path, pool: pool, weights: storage)

@@ -26,7 +26,7 @@ struct VisionWeights: Sendable {
     let postNorm: EncoderLayerNorm
     let projector: LFM2VisionProjector
 
-    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: MultimodalProjector.WeightStorage) throws(ProjectorError) {
+    init(_ r: ProjectorFileReader, _ hp: VisionHyperparameters, storage: MediaEncoder.WeightStorage) throws(ProjectorError) {
         let d = hp.width, eps = hp.layerNormEpsilon
         try Self.refuseUnsupported(r, hp)
         func linear(_ name: String, outputs: Int, inputs: Int, shape: [Int]? = nil) throws(ProjectorError) -> EncoderLinear {

@@ -48,7 +48,7 @@ import Testing
     static func imageRows() throws -> (fast: [Float], reference: [Float]) {
         let pixels = EncoderRandom.slice(width: 64, height: 96, seed: 17)
         let fast = try SigLIP2VisionEncoder(path: vision.mmproj, pool: ThreadPool(threads: 2)).encode(pixels: pixels, width: 64, height: 96)
-        let reference = try ReferenceVisionEncoder(file: GGUFFile(path: vision.mmproj), path: vision.mmproj)
+        let reference = try ReferenceSigLIP2VisionEncoder(file: GGUFFile(path: vision.mmproj), path: vision.mmproj)
             .encode(pixels: pixels, width: 64, height: 96)
         return (fast, reference)
     }
@@ -61,11 +61,11 @@ import Testing
     }
 
     @Test func audioRowsReachTheModelAsInTheReference() throws {
-        let encoder = try AudioEncoder(path: Self.audio.mmproj, pool: ThreadPool(threads: 2))
+        let encoder = try FastConformerEncoder(path: Self.audio.mmproj, pool: ThreadPool(threads: 2))
         let frames = 101
         let mel = EncoderRandom.mel(bins: encoder.melBinCount, frames: frames, seed: 9)
         let fast = try encoder.encode(mel: mel, frames: frames)
-        let reference = try ReferenceAudioEncoder(file: GGUFFile(path: Self.audio.mmproj), path: Self.audio.mmproj)
+        let reference = try ReferenceFastConformerEncoder(file: GGUFFile(path: Self.audio.mmproj), path: Self.audio.mmproj)
             .encode(mel: mel, frames: frames)
         let worst = try Self.worstError(model: Self.audio.model, rows: fast, referenceRows: reference)
         print("lfm2-audio-tiny, a clip in the prompt vs reference: \(worst * 100)% of range")

@@ -48,12 +48,12 @@ struct VisionGolden {
 
     static let pools = [1: ThreadPool(threads: 1), 2: ThreadPool(threads: 2)]
 
-    static func encoder(threads: Int = 2, weights: MultimodalProjector.WeightStorage = .asStored) throws -> SigLIP2VisionEncoder {
+    static func encoder(threads: Int = 2, weights: MediaEncoder.WeightStorage = .asStored) throws -> SigLIP2VisionEncoder {
         try SigLIP2VisionEncoder(path: mmproj, pool: pools[threads]!, weights: weights)
     }
 
-    static func reference() throws -> ReferenceVisionEncoder {
-        try ReferenceVisionEncoder(file: GGUFFile(path: mmproj), path: mmproj)
+    static func reference() throws -> ReferenceSigLIP2VisionEncoder {
+        try ReferenceSigLIP2VisionEncoder(file: GGUFFile(path: mmproj), path: mmproj)
     }
 
     @Test func readsTheFixturesKeys() throws {

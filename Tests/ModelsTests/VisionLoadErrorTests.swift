@@ -47,7 +47,7 @@ import Testing
     static func errors(_ file: GGUFFile) -> (encoder: ProjectorError?, reference: ProjectorError?) {
         var encoder: ProjectorError?, reference: ProjectorError?
         do { _ = try SigLIP2VisionEncoder(file: file, path: edited, pool: pool) } catch { encoder = error }
-        do { _ = try ReferenceVisionEncoder(file: file, path: edited) } catch { reference = error }
+        do { _ = try ReferenceSigLIP2VisionEncoder(file: file, path: edited) } catch { reference = error }
         return (encoder, reference)
     }
 
@@ -214,7 +214,7 @@ import Testing
         #expect(throws: ProjectorError.invalidInput("the slice holds a NaN or infinite value at index 100 (nan)")) {
             try e.encode(pixels: nan, width: 64, height: 64)
         }
-        let reference = try ReferenceVisionEncoder(file: GGUFFile(path: Self.mmproj), path: Self.mmproj)
+        let reference = try ReferenceSigLIP2VisionEncoder(file: GGUFFile(path: Self.mmproj), path: Self.mmproj)
         #expect(throws: ProjectorError.self) { try reference.encode(pixels: [0, 0, 0], width: 48, height: 32) }
     }
 }

@@ -1,1 +1,1 @@
-@_exported import struct Images.SHA256
+@_exported import struct Checksums.SHA256

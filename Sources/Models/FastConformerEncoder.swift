@@ -21,12 +21,12 @@ import Kernels
 /// `PROJECTOR_TYPE_LFM2A`, the layers in AudioLayers.swift; docs/media-encoders.md has the
 /// equations, shapes and tensor names, and what llama.cpp fixes rather than reads.
 ///
-/// **Weights** are held as `weights` says (`MultimodalProjector.WeightStorage`; default in
+/// **Weights** are held as `weights` says (`MediaEncoder.WeightStorage`; default in
 /// the file as stored, each product dequantizing blocks of rows into small tiles);
 /// convolution kernels, biases and norms are F32 copies. **Threads**: everything runs on
 /// `pool` (pass the language model's, `TransformerModel.pool`). An encode allocates its
 /// activation buffers once (`AudioWorkspace`); concurrent encodes are safe.
-public final class AudioEncoder: MultimodalEncoder {
+public final class FastConformerEncoder: MediaEncoderProtocol {
     /// The file's path, as errors name it.
     public let path: String
     /// The mmproj file (its tensors are read in place).
@@ -36,7 +36,7 @@ public final class AudioEncoder: MultimodalEncoder {
     /// The threads of the products, attention, convolutions and element-wise work.
     public let pool: ThreadPool
     /// How the weight matrices are held.
-    public let weightStorage: MultimodalProjector.WeightStorage
+    public let weightStorage: MediaEncoder.WeightStorage
     /// Whether the first convolution rounds its input and kernel to IEEE half, as
     /// llama.cpp's does (its `conv_2d` goes through an F16 im2col). On by default, so that
     /// embeddings match llama.cpp's to float rounding; off computes the convolution in F32.
@@ -65,7 +65,7 @@ public final class AudioEncoder: MultimodalEncoder {
     /// projector type, every key it reads and every tensor's presence, shape and type; it
     /// runs on `pool` and holds its matrices as `weights` says.
     public init(
-        file: GGUFFile, path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored,
+        file: GGUFFile, path: String, pool: ThreadPool, weights storage: MediaEncoder.WeightStorage = .asStored,
         roundsFirstConvolutionToHalf: Bool = true
     ) throws(ProjectorError) {
         let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: "audio")
@@ -78,7 +78,7 @@ public final class AudioEncoder: MultimodalEncoder {
     /// Opens and loads the mmproj file at `path` (see
     /// ``init(file:path:pool:weights:roundsFirstConvolutionToHalf:)``).
     public convenience init(
-        path: String, pool: ThreadPool, weights storage: MultimodalProjector.WeightStorage = .asStored,
+        path: String, pool: ThreadPool, weights storage: MediaEncoder.WeightStorage = .asStored,
         roundsFirstConvolutionToHalf: Bool = true
     ) throws(ProjectorError) {
         try self.init(

@@ -7,7 +7,7 @@ import Testing
 /// A projector with the wrong type, keys or tensors, and a log-mel input of the wrong size,
 /// give typed `ProjectorError`s that name the file and what is wrong, never a crash; the
 /// reference path refuses what it cannot read the same way.
-@Suite struct AudioEncoderErrorTests {
+@Suite struct FastConformerEncoderErrorTests {
     static let name = "edited.gguf"
     static let pool = ThreadPool(threads: 1)
 
@@ -28,7 +28,7 @@ import Testing
         try edit(&w, file)
         let image = try GGUFFile(bytes: try w.serialize())
         do {
-            _ = try AudioEncoder(file: image, path: Self.name, pool: Self.pool)
+            _ = try FastConformerEncoder(file: image, path: Self.name, pool: Self.pool)
             return nil
         } catch { return error }
     }
@@ -59,7 +59,7 @@ import Testing
         #expect(error?.description.contains(Self.name) == true && error?.description.contains("lfm2a") == true)
         // A path that is no GGUF at all.
         do {
-            _ = try AudioEncoder(path: Self.name + ".missing", pool: Self.pool)
+            _ = try FastConformerEncoder(path: Self.name + ".missing", pool: Self.pool)
             Issue.record("a missing file loaded")
         } catch {
             guard case .file(let file, .cannotOpen) = error else {
@@ -162,7 +162,7 @@ import Testing
     }
 
     @Test func inputsOfTheWrongSize() throws {
-        let encoder = try AudioEncoder(path: TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf"), pool: Self.pool)
+        let encoder = try FastConformerEncoder(path: TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf"), pool: Self.pool)
         let mel = { (frames: Int) in [Float](repeating: 0.5, count: 128 * frames) }
         let frames = "the frame count of the log-mel input"
         #expect(throws: ProjectorError.inputTooSmall(what: frames, value: 2, minimum: 3)) { _ = try encoder.encode(mel: mel(2), frames: 2) }
@@ -197,13 +197,13 @@ import Testing
         }
         let image = try GGUFFile(bytes: try w.serialize())
         #expect(throws: ProjectorError.missingTensor(path: Self.name, name: "a.blk.1.ln2.bias")) {
-            _ = try ReferenceAudioEncoder(file: image, path: Self.name)
+            _ = try ReferenceFastConformerEncoder(file: image, path: Self.name)
         }
         w.metadata.set("clip.projector_type", .string("lfm2"))
         #expect(throws: ProjectorError.unsupportedProjectorType(path: Self.name, type: "lfm2", expected: ["lfm2a"])) {
-            _ = try ReferenceAudioEncoder(file: try GGUFFile(bytes: try w.serialize()), path: Self.name)
+            _ = try ReferenceFastConformerEncoder(file: try GGUFFile(bytes: try w.serialize()), path: Self.name)
         }
-        let reference = try ReferenceAudioEncoder(
+        let reference = try ReferenceFastConformerEncoder(
             file: GGUFFile(path: TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")), path: Self.name)
         #expect(throws: ProjectorError.self) { _ = try reference.encode(mel: [Float](repeating: 0, count: 100), frames: 3) }
     }

@@ -1,6 +1,7 @@
-/// SHA-256 (FIPS 180-4): the digest libmtmd's goldens give of decoded RGB pixels
-/// (`leap-ref logits --image` reports it), and what the tests check files against. The
-/// toolchain has no hash on Linux without an extra package.
+/// SHA-256 (FIPS 180-4), the one hash of the package: the digest libmtmd's goldens give of
+/// decoded RGB pixels (`leap-ref logits --image` reports it), and what the tests check
+/// files against (`TestSupport` re-exports it). The toolchain has no hash on Linux without
+/// an extra package, and this is small.
 public struct SHA256: Sendable {
     private var h: [UInt32] = [
         0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19

@@ -1,10 +1,11 @@
 import GGUF
 import Kernels
 
-/// What every media encoder of a multimodal projector file offers: where it was loaded
-/// from, the threads it runs on, how it holds its weights, and the width of the embeddings
-/// it writes, which must be the language model's.
-public protocol MultimodalEncoder: Sendable {
+/// What every media encoder offers (`SigLIP2VisionEncoder`, `FastConformerEncoder`; the
+/// cases of ``MediaEncoder``): where it was loaded from, the threads it runs on, how it
+/// holds its weights, and the width of the embeddings it writes, which must be the
+/// language model's.
+public protocol MediaEncoderProtocol: Sendable {
     /// The projector types (`clip.projector_type`) the encoder runs.
     static var projectorTypes: [String] { get }
     /// The file's path, as errors name it.
@@ -14,12 +15,12 @@ public protocol MultimodalEncoder: Sendable {
     /// The threads of the products, attention and element-wise work.
     var pool: ThreadPool { get }
     /// How the weight matrices are held.
-    var weightStorage: MultimodalProjector.WeightStorage { get }
+    var weightStorage: MediaEncoder.WeightStorage { get }
     /// Width of the embeddings the encoder writes: the language model's embedding width.
     var outputWidth: Int { get }
 }
 
-extension MultimodalEncoder {
+extension MediaEncoderProtocol {
     /// Throws `widthMismatch`, naming both files and both widths, unless the language
     /// model's embedding width `width` (the model at `languageModel`) is ``outputWidth``.
     public func checkLanguageModelWidth(_ width: Int, languageModel: String) throws(ProjectorError) {
@@ -29,32 +30,34 @@ extension MultimodalEncoder {
     }
 }
 
-/// A multimodal projector file (llama.cpp's `mmproj-*.gguf`, `general.architecture` `clip`)
-/// loaded with the encoder its `clip.projector_type` names:
+/// The media encoder of a multimodal projector file (llama.cpp's `mmproj-*.gguf`,
+/// `general.architecture` `clip`): the whole encoder its `clip.projector_type` names, from
+/// pixels or a log-mel matrix to rows of the language model's width (the projector proper is
+/// only its last layers):
 ///
 /// | type | encoder | input → output |
 /// |---|---|---|
 /// | `lfm2` | `SigLIP2VisionEncoder` (LFM2-VL) | a preprocessed image slice → `(W/32)(H/32)` embeddings |
-/// | `lfm2a` | `AudioEncoder` (LFM2-Audio) | a log-mel matrix → one embedding per 80 ms |
+/// | `lfm2a` | `FastConformerEncoder` (LFM2-Audio) | a log-mel matrix → one embedding per 80 ms |
 ///
 /// ```swift
-/// let projector = try MultimodalProjector.load(path: mmprojPath, pool: model.pool)
-/// try projector.checkLanguageModelWidth(model.hyperparameters.embeddingLength, languageModel: modelPath)
-/// let rows: [Float]  // tokens x projector.outputWidth
-/// switch projector {
-/// case .vision(let encoder): rows = try encoder.encode(pixels: slice, width: 512, height: 512)
-/// case .audio(let encoder): rows = try encoder.encode(mel: mel, frames: frames)
+/// let encoder = try MediaEncoder.load(path: mmprojPath, pool: model.pool)
+/// try encoder.checkLanguageModelWidth(model.hyperparameters.embeddingLength, languageModel: modelPath)
+/// let rows: [Float]  // tokens x encoder.outputWidth
+/// switch encoder {
+/// case .vision(let vision): rows = try vision.encode(pixels: slice, width: 512, height: 512)
+/// case .audio(let audio): rows = try audio.encode(mel: mel, frames: frames)
 /// }
 /// ```
 ///
 /// Both encoders run on the pool they are given (pass the language model's,
 /// `TransformerModel.pool`, so that the two share threads) and hold their weight matrices
 /// as ``WeightStorage`` says. docs/media-encoders.md describes both.
-public enum MultimodalProjector: Sendable {
+public enum MediaEncoder: Sendable {
     /// LFM2-VL's vision encoder (`lfm2`).
     case vision(SigLIP2VisionEncoder)
     /// LFM2-Audio's audio encoder (`lfm2a`).
-    case audio(AudioEncoder)
+    case audio(FastConformerEncoder)
 
     /// How an encoder holds its weight matrices (vectors and small tables are always F32
     /// copies).
@@ -70,7 +73,7 @@ public enum MultimodalProjector: Sendable {
 
     /// The projector types ``load(path:pool:weights:)`` runs: the vision encoder's, then
     /// the audio encoder's.
-    public static var supportedTypes: [String] { SigLIP2VisionEncoder.projectorTypes + AudioEncoder.projectorTypes }
+    public static var supportedTypes: [String] { SigLIP2VisionEncoder.projectorTypes + FastConformerEncoder.projectorTypes }
 
     /// The projector type of an mmproj file: `clip.projector_type`, or else
     /// `clip.vision.projector_type` / `clip.audio.projector_type` (files with one modality
@@ -90,27 +93,27 @@ public enum MultimodalProjector: Sendable {
     /// naming it and ``supportedTypes``; every key and tensor is checked as the encoder's
     /// own initializer checks them.
     public static func load(path: String, pool: ThreadPool, weights: WeightStorage = .asStored) throws(ProjectorError)
-        -> MultimodalProjector
+        -> MediaEncoder
     {
         try load(file: ProjectorFileReader.open(path), path: path, pool: pool, weights: weights)
     }
 
     /// ``load(path:pool:weights:)`` for an opened file (`path` is what errors name it).
     public static func load(file: GGUFFile, path: String, pool: ThreadPool, weights: WeightStorage = .asStored)
-        throws(ProjectorError) -> MultimodalProjector
+        throws(ProjectorError) -> MediaEncoder
     {
         let type = try Self.type(of: file, path: path)
         if SigLIP2VisionEncoder.projectorTypes.contains(type) {
             return .vision(try SigLIP2VisionEncoder(file: file, path: path, pool: pool, weights: weights))
         }
-        if AudioEncoder.projectorTypes.contains(type) {
-            return .audio(try AudioEncoder(file: file, path: path, pool: pool, weights: weights))
+        if FastConformerEncoder.projectorTypes.contains(type) {
+            return .audio(try FastConformerEncoder(file: file, path: path, pool: pool, weights: weights))
         }
         throw .unsupportedProjectorType(path: path, type: type, expected: supportedTypes)
     }
 
     /// The loaded encoder.
-    public var encoder: any MultimodalEncoder {
+    public var encoder: any MediaEncoderProtocol {
         switch self {
         case .vision(let e): return e
         case .audio(let e): return e

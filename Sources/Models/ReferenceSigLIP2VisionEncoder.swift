@@ -16,10 +16,10 @@ import Darwin
 /// (docs/media-encoders.md reads it step by step).
 ///
 /// ```swift
-/// let reference = try ReferenceVisionEncoder(file: mmproj, path: path)
+/// let reference = try ReferenceSigLIP2VisionEncoder(file: mmproj, path: path)
 /// let embeddings = try reference.encode(pixels: slice, width: 512, height: 512)   // [tokens · D]
 /// ```
-public struct ReferenceVisionEncoder: Sendable {
+public struct ReferenceSigLIP2VisionEncoder: Sendable {
     let path: String
     let d: Int, heads: Int, layers: Int, ff: Int, patch: Int, merge: Int, side: Int
     let eps: Double, hidden: Int, outputs: Int

@@ -6,8 +6,8 @@ import Models
 import TestSupport
 import Testing
 
-/// LFM2-Audio's audio encoder (`AudioEncoder`, the `lfm2a` projector) against llama.cpp's
-/// (libmtmd's) embeddings for the tiny fixture, against `ReferenceAudioEncoder` on random
+/// LFM2-Audio's audio encoder (`FastConformerEncoder`, the `lfm2a` projector) against llama.cpp's
+/// (libmtmd's) embeddings for the tiny fixture, against `ReferenceFastConformerEncoder` on random
 /// inputs, and against hostile projector files and inputs.
 ///
 /// Bounds (docs/media-encoders.md):
@@ -23,12 +23,12 @@ import Testing
 ///   F16 before each F16 matrix product; the encoder multiplies exactly: bound 2e-3 (the
 ///   issue's), as Tests/Fixtures/golden/MEDIA.md measured for float64.
 /// - Engine against the reference (Double, plain loops): float rounding only, 1e-4.
-@Suite struct AudioEncoderTests {
+@Suite struct FastConformerEncoderTests {
     static let mmproj = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
     static let pools = [1: ThreadPool(threads: 1), 2: ThreadPool(threads: 2)]
 
-    static func encoder(threads: Int = 2, roundsFirstConvolutionToHalf: Bool = true) throws -> AudioEncoder {
-        try AudioEncoder(path: mmproj, pool: pools[threads]!, roundsFirstConvolutionToHalf: roundsFirstConvolutionToHalf)
+    static func encoder(threads: Int = 2, roundsFirstConvolutionToHalf: Bool = true) throws -> FastConformerEncoder {
+        try FastConformerEncoder(path: mmproj, pool: pools[threads]!, roundsFirstConvolutionToHalf: roundsFirstConvolutionToHalf)
     }
     static let goldenNames = [
         "chirp-1s.transcribe", "chirp-1s.asr", "short-0.25s.transcribe", "tones-22k.transcribe"
@@ -68,7 +68,7 @@ import Testing
         #expect(hp.positionRows == 2056 && encoder.maximumFrameCount == 4113)
         #expect(encoder.melBinCount == 128 && encoder.outputWidth == 128)
         let counts = try [3, 8, 9, 16, 17, 101, 4113].map { (frames) throws(ProjectorError) in try encoder.tokenCount(frames: frames) }
-        #expect(AudioEncoder.minimumFrameCount == 3 && counts == [1, 1, 2, 2, 3, 13, 515])
+        #expect(FastConformerEncoder.minimumFrameCount == 3 && counts == [1, 1, 2, 2, 3, 13, 515])
         let lm = TestFixtures.path("models/lfm2-audio-tiny.gguf")
         try encoder.checkLanguageModelWidth(128, languageModel: lm)
         #expect(throws: ProjectorError.widthMismatch(path: Self.mmproj, projectorWidth: 128, languageModel: lm, languageModelWidth: 64)) {
@@ -123,12 +123,12 @@ import Testing
     @Test(arguments: [3, 4, 9, 17, 64, 101, 203])
     func engineMatchesTheReference(_ frames: Int) throws {
         let file = try GGUFFile(path: Self.mmproj)
-        let reference = try ReferenceAudioEncoder(file: file, path: Self.mmproj)
+        let reference = try ReferenceFastConformerEncoder(file: file, path: Self.mmproj)
         let mel = EncoderRandom.mel(bins: 128, frames: frames, seed: UInt64(frames))
         let expected = try reference.encode(mel: mel, frames: frames).map(Double.init)
         var worst = 0.0
         for threads in [1, 2] {
-            let encoder = try AudioEncoder(file: file, path: Self.mmproj, pool: Self.pools[threads]!)
+            let encoder = try FastConformerEncoder(file: file, path: Self.mmproj, pool: Self.pools[threads]!)
             let tokens = try encoder.tokenCount(frames: frames)
             #expect(expected.count == tokens * 128)
             let d = maxAndMeanDifference(try encoder.encode(mel: mel, frames: frames), expected)
@@ -138,8 +138,8 @@ import Testing
         print("engine vs reference, \(frames) frames: max |diff| \(worst)")
 
         // Without the F16 rounding on both sides they agree as well.
-        let exact = try AudioEncoder(file: file, path: Self.mmproj, pool: Self.pools[2]!, roundsFirstConvolutionToHalf: false)
-        let plainReference = try ReferenceAudioEncoder(file: file, path: Self.mmproj, roundsFirstConvolutionToHalf: false)
+        let exact = try FastConformerEncoder(file: file, path: Self.mmproj, pool: Self.pools[2]!, roundsFirstConvolutionToHalf: false)
+        let plainReference = try ReferenceFastConformerEncoder(file: file, path: Self.mmproj, roundsFirstConvolutionToHalf: false)
         let d = maxAndMeanDifference(
             try exact.encode(mel: mel, frames: frames), try plainReference.encode(mel: mel, frames: frames).map(Double.init))
         #expect(d.max < 1e-4)
@@ -169,7 +169,7 @@ import Testing
     @Test func weightsConvertedAtLoadGiveTheSameEmbeddings() throws {
         let mel = EncoderRandom.mel(bins: 128, frames: 101, seed: 11)
         let stored = try Self.encoder().encode(mel: mel, frames: 101)
-        let converted = try AudioEncoder(path: Self.mmproj, pool: Self.pools[2]!, weights: .float32)
+        let converted = try FastConformerEncoder(path: Self.mmproj, pool: Self.pools[2]!, weights: .float32)
         #expect(converted.weightStorage == .float32)
         #expect(maxAndMeanDifference(try converted.encode(mel: mel, frames: 101), stored.map(Double.init)).max < 1e-5)
     }

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// LFM2-Audio's audio encoder written out plainly, the oracle `AudioEncoder` is tested
+/// LFM2-Audio's audio encoder written out plainly, the oracle `FastConformerEncoder` is tested
 /// against: the FastConformer and its adapter in Double, plain loops over rows (no BLAS,
 /// no SIMD kernels, no threads), every tensor dequantized once with the scalar reference
 /// dequantizers, the convolutions as the convolutions themselves, the relative shift as
@@ -20,10 +20,10 @@ import Darwin
 /// `roundsFirstConvolutionToHalf` is false) and the sinusoid table's angles rounded to Float.
 ///
 /// ```swift
-/// let reference = try ReferenceAudioEncoder(file: mmproj, path: path)
+/// let reference = try ReferenceFastConformerEncoder(file: mmproj, path: path)
 /// let embeddings = try reference.encode(mel: mel, frames: frames)   // [tokens · D]
 /// ```
-public struct ReferenceAudioEncoder: Sendable {
+public struct ReferenceFastConformerEncoder: Sendable {
     let path: String
     let roundsFirstConvolutionToHalf: Bool
     let melBins: Int, d: Int, layers: Int, heads: Int, outputs: Int

@@ -4,19 +4,19 @@ import Models
 import TestSupport
 import Testing
 
-/// `MultimodalProjector.load`: the encoder an mmproj file's projector type names, the
+/// `MediaEncoder.load`: the encoder an mmproj file's projector type names, the
 /// output width and its check against a language model, and the files it refuses.
-@Suite struct MultimodalProjectorTests {
+@Suite struct MediaEncoderTests {
     static let vision = TestFixtures.path("models/mmproj-lfm2-vl-tiny.gguf")
     static let audio = TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf")
     static let pool = ThreadPool(threads: 2)
 
     @Test func eachFixtureLoadsItsEncoder() throws {
-        #expect(MultimodalProjector.supportedTypes == ["lfm2", "lfm2a"])
-        #expect(try MultimodalProjector.type(of: GGUFFile(path: Self.vision), path: Self.vision) == "lfm2")
-        #expect(try MultimodalProjector.type(of: GGUFFile(path: Self.audio), path: Self.audio) == "lfm2a")
+        #expect(MediaEncoder.supportedTypes == ["lfm2", "lfm2a"])
+        #expect(try MediaEncoder.type(of: GGUFFile(path: Self.vision), path: Self.vision) == "lfm2")
+        #expect(try MediaEncoder.type(of: GGUFFile(path: Self.audio), path: Self.audio) == "lfm2a")
 
-        let v = try MultimodalProjector.load(path: Self.vision, pool: Self.pool)
+        let v = try MediaEncoder.load(path: Self.vision, pool: Self.pool)
         guard case .vision(let encoder) = v else {
             Issue.record("\(Self.vision) loaded as \(v)")
             return
@@ -24,7 +24,7 @@ import Testing
         #expect(v.path == Self.vision && v.outputWidth == 128 && encoder.pool === Self.pool && encoder.weightStorage == .asStored)
         #expect(try encoder.encode(pixels: [Float](repeating: 0.1, count: 64 * 32 * 3), width: 64, height: 32).count == 2 * 128)
 
-        let a = try MultimodalProjector.load(path: Self.audio, pool: Self.pool, weights: .float32)
+        let a = try MediaEncoder.load(path: Self.audio, pool: Self.pool, weights: .float32)
         guard case .audio(let audioEncoder) = a else {
             Issue.record("\(Self.audio) loaded as \(a)")
             return
@@ -36,7 +36,7 @@ import Testing
     @Test func theLanguageModelsWidthIsChecked() throws {
         let lm = TestFixtures.path("models/lfm2-vl-tiny.gguf")
         for path in [Self.vision, Self.audio] {
-            let projector = try MultimodalProjector.load(path: path, pool: Self.pool)
+            let projector = try MediaEncoder.load(path: path, pool: Self.pool)
             try projector.checkLanguageModelWidth(128, languageModel: lm)
             let expected = ProjectorError.widthMismatch(path: path, projectorWidth: 128, languageModel: lm, languageModelWidth: 96)
             #expect(throws: expected) { try projector.checkLanguageModelWidth(96, languageModel: lm) }
@@ -49,10 +49,10 @@ import Testing
         // A language model, a missing file, a projector type neither encoder runs.
         let lm = TestFixtures.path("models/lfm2-audio-tiny.gguf")
         #expect(throws: ProjectorError.notAProjector(path: lm, architecture: "lfm2")) {
-            try MultimodalProjector.load(path: lm, pool: Self.pool)
+            try MediaEncoder.load(path: lm, pool: Self.pool)
         }
         do {
-            _ = try MultimodalProjector.load(path: "/nonexistent/mmproj.gguf", pool: Self.pool)
+            _ = try MediaEncoder.load(path: "/nonexistent/mmproj.gguf", pool: Self.pool)
             Issue.record("a missing file loaded")
         } catch {
             guard case .file("/nonexistent/mmproj.gguf", .cannotOpen) = error else {
@@ -66,12 +66,12 @@ import Testing
         w.metadata.set("clip.projector_type", .string("gemma3"))
         let gemma = try GGUFFile(bytes: try w.serialize())
         let error = ProjectorError.unsupportedProjectorType(path: "edited.gguf", type: "gemma3", expected: ["lfm2", "lfm2a"])
-        #expect(throws: error) { try MultimodalProjector.load(file: gemma, path: "edited.gguf", pool: Self.pool) }
+        #expect(throws: error) { try MediaEncoder.load(file: gemma, path: "edited.gguf", pool: Self.pool) }
         #expect(error.description == "edited.gguf: clip.projector_type is 'gemma3'; supported here: 'lfm2', 'lfm2a'.")
         // Without clip.projector_type, the per-modality key names the type.
         w.metadata.remove("clip.projector_type")
         w.metadata.set("clip.vision.projector_type", .string("lfm2"))
-        let perModality = try MultimodalProjector.load(file: GGUFFile(bytes: try w.serialize()), path: "edited.gguf", pool: Self.pool)
+        let perModality = try MediaEncoder.load(file: GGUFFile(bytes: try w.serialize()), path: "edited.gguf", pool: Self.pool)
         #expect(perModality.outputWidth == 128)
     }
 }
