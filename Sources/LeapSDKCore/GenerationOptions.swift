@@ -18,19 +18,13 @@ public enum FunctionCallMode: Sendable, Equatable {
 
 /// Per-request generation settings. A `nil` field falls back to the model's default
 /// (read from the GGUF where it carries one, otherwise leap-ref's documented default).
+///
+/// The sampling fields (`temperature` ... `rngSeed`, the `dry*` fields) are views of
+/// `sampling`, the `SamplingOverrides` that the generation applies over the model's
+/// defaults, as the server and the command line do.
 public struct GenerationOptions: Sendable {
-    /// Sampling temperature; 0 is greedy.
-    public var temperature: Float?
-    /// Nucleus sampling: keep the most likely tokens whose probabilities sum to `topP`.
-    public var topP: Float?
-    /// Keep only the `topK` most likely tokens.
-    public var topK: Int?
-    /// Drop tokens less likely than `minP` times the most likely one.
-    public var minP: Float?
-    /// Penalize recently generated tokens (1 = off).
-    public var repetitionPenalty: Float?
-    /// Seed of the random draw: the same seed gives the same text.
-    public var rngSeed: UInt64?
+    /// How tokens are drawn: the settings this generation sets over the model's defaults.
+    public var sampling: SamplingOverrides
     /// For thinking models: let the model reason (`true`) or skip the reasoning (`false`).
     public var enableThinking: Bool?
     /// The most tokens to generate.
@@ -47,26 +41,64 @@ public struct GenerationOptions: Sendable {
     /// (leap-ref's addition; `nil` is `.auto`).
     public var functionCallMode: FunctionCallMode?
 
-    // DRY ("don't repeat yourself"), leap-ref's addition: a token that would extend a
-    // sequence already in the context loses `dryMultiplier × dryBase^(n - dryAllowedLength)`
-    // from its logit, n being the length of the repeat (see `DRYParameters`). `nil` fields
-    // take `SamplingDefaults.dry` (multiplier 0.8, base 1.75, allowed length 2, the whole
-    // context, llama.cpp's breakers).
-
-    /// DRY's multiplier; 0 turns DRY off.
-    public var dryMultiplier: Float?
+    /// Sampling temperature; 0 is greedy (`sampling.temperature`).
+    public var temperature: Float? {
+        get { sampling.temperature }
+        set { sampling.temperature = newValue }
+    }
+    /// Nucleus sampling: keep the most likely tokens whose probabilities sum to `topP`.
+    public var topP: Float? {
+        get { sampling.topP }
+        set { sampling.topP = newValue }
+    }
+    /// Keep only the `topK` most likely tokens.
+    public var topK: Int? {
+        get { sampling.topK }
+        set { sampling.topK = newValue }
+    }
+    /// Drop tokens less likely than `minP` times the most likely one.
+    public var minP: Float? {
+        get { sampling.minP }
+        set { sampling.minP = newValue }
+    }
+    /// Penalize recently generated tokens (1 = off).
+    public var repetitionPenalty: Float? {
+        get { sampling.repetitionPenalty }
+        set { sampling.repetitionPenalty = newValue }
+    }
+    /// Seed of the random draw: the same seed gives the same text (`sampling.seed`).
+    public var rngSeed: UInt64? {
+        get { sampling.seed }
+        set { sampling.seed = newValue }
+    }
+    /// DRY's multiplier, leap-ref's addition; 0 turns DRY off (see `SamplingOverrides`).
+    public var dryMultiplier: Float? {
+        get { sampling.dryMultiplier }
+        set { sampling.dryMultiplier = newValue }
+    }
     /// DRY's base (at least 1; below, DRY is off).
-    public var dryBase: Float?
-    /// Repeats up to this many tokens go unpenalized.
-    public var dryAllowedLength: Int?
-    /// How many of the latest tokens (prompt and output) DRY searches: -1 the whole
-    /// context, 0 off.
-    public var dryPenaltyLastN: Int?
-    /// Strings that cut repeats (a repeat never reaches back past one, and a token that
-    /// contains one is never penalized); default `["\n", ":", "\"", "*"]`. The model's
-    /// end-of-generation tokens always break repeats.
-    public var drySequenceBreakers: [String]?
+    public var dryBase: Float? {
+        get { sampling.dryBase }
+        set { sampling.dryBase = newValue }
+    }
+    /// Repeats up to this many tokens go unpenalized by DRY.
+    public var dryAllowedLength: Int? {
+        get { sampling.dryAllowedLength }
+        set { sampling.dryAllowedLength = newValue }
+    }
+    /// How many of the latest tokens DRY searches: -1 the whole context, 0 off.
+    public var dryPenaltyLastN: Int? {
+        get { sampling.dryPenaltyLastN }
+        set { sampling.dryPenaltyLastN = newValue }
+    }
+    /// Strings that cut repeats for DRY (`SamplingOverrides.drySequenceBreakers`).
+    public var drySequenceBreakers: [String]? {
+        get { sampling.drySequenceBreakers }
+        set { sampling.drySequenceBreakers = newValue }
+    }
 
+    /// Options with the given fields set; every argument has a default (unset, and
+    /// LFM2's call parser).
     public init(
         temperature: Float? = nil,
         topP: Float? = nil,
@@ -87,12 +119,10 @@ public struct GenerationOptions: Sendable {
         dryPenaltyLastN: Int? = nil,
         drySequenceBreakers: [String]? = nil
     ) {
-        self.temperature = temperature
-        self.topP = topP
-        self.topK = topK
-        self.minP = minP
-        self.repetitionPenalty = repetitionPenalty
-        self.rngSeed = rngSeed
+        sampling = SamplingOverrides(
+            temperature: temperature, topP: topP, topK: topK, minP: minP, repetitionPenalty: repetitionPenalty, seed: rngSeed,
+            dryMultiplier: dryMultiplier, dryBase: dryBase, dryAllowedLength: dryAllowedLength,
+            dryPenaltyLastN: dryPenaltyLastN, drySequenceBreakers: drySequenceBreakers)
         self.enableThinking = enableThinking
         self.maxOutputTokens = maxOutputTokens
         self.sequenceLength = sequenceLength
@@ -100,12 +130,5 @@ public struct GenerationOptions: Sendable {
         self.jsonSchemaConstraint = jsonSchemaConstraint
         self.functionCallParser = functionCallParser
         self.functionCallMode = functionCallMode
-        self.dryMultiplier = dryMultiplier
-        self.dryBase = dryBase
-        self.dryAllowedLength = dryAllowedLength
-        self.dryPenaltyLastN = dryPenaltyLastN
-        self.drySequenceBreakers = drySequenceBreakers
     }
 }
-
-extension GenerationOptions: DRYOptions {}

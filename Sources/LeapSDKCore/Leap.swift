@@ -89,10 +89,10 @@ public enum Leap {
             DispatchQueue.global(qos: .userInitiated).async {
                 do {
                     progress?(0)
-                    let engine = try InferenceEngine(path: path, options: options)
-                    engine.model.file.touchPages { progress?($0) }
+                    let loaded = try LoadedModel(path: path, options: options)
+                    loaded.model.file.touchPages { progress?($0) }
                     progress?(1)
-                    continuation.resume(returning: LiquidInferenceEngineRunner(engine: engine, path: path, options: options))
+                    continuation.resume(returning: LiquidInferenceEngineRunner(loaded: loaded, path: path, options: options))
                 } catch {
                     continuation.resume(throwing: error)
                 }

@@ -7,11 +7,11 @@ import Foundation
 /// server's (`SequenceGeneration`); nothing else waits on the engine's queue except
 /// `unload()`.
 public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable {
-    let engine: InferenceEngine
+    let loaded: LoadedModel
     /// The model's `general.name`, or its file name without extension.
     public let modelId: String
     /// The context window in tokens.
-    public var contextSize: Int { engine.contextSize }
+    public var contextSize: Int { loaded.contextSize }
     /// The call syntax of the model's chat template (or special tokens); see
     /// `FunctionCallFormat.detect(chatTemplate:hasToken:)`. Nil when leap-ref does not know it.
     public let functionCallFormat: FunctionCallFormat?
@@ -27,13 +27,13 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
     private var scheduler: ServingEngine?
     private var unloaded = false
 
-    init(engine: InferenceEngine, path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions()) {
-        self.engine = engine
+    init(loaded: LoadedModel, path: String, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions()) {
+        self.loaded = loaded
         let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        modelId = (try? engine.model.file.metadata.string("general.name")) ?? fileName
+        modelId = (try? loaded.model.file.metadata.string("general.name")) ?? fileName
         functionCallFormat = FunctionCallFormat.detect(
-            chatTemplate: try? engine.model.file.metadata.string("tokenizer.chat_template"),
-            hasToken: { engine.tokenizer.tokenID(forText: $0) != nil })
+            chatTemplate: try? loaded.model.file.metadata.string("tokenizer.chat_template"),
+            hasToken: { loaded.tokenizer.tokenID(forText: $0) != nil })
         defaultRNGSeed = options.defaultRNGSeed
         parallelSequences = max(1, options.parallelSequences)
     }
@@ -89,8 +89,8 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         }
         await scheduler?.shutdown(cancelRunning: true)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            engine.queue.async {
-                self.engine.unloadOnQueue()
+            loaded.queue.async {
+                self.loaded.unloadOnQueue()
                 continuation.resume()
             }
         }
@@ -109,15 +109,20 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         addBosToken: Bool = true
     ) throws -> Int {
         let options = generationOptions ?? GenerationOptions()
-        let ids = try engine.promptTokens(
-            messages: messages, tools: functions.map(\.toolJSON), callFormat: options.functionCallParser ?? functionCallParser,
-            enableThinking: options.enableThinking)
-        if !addBosToken, let bos = engine.tokenizer.bosID, ids.first == Int(bos) { return ids.count - 1 }
+        let ids: [Int]
+        do {
+            ids = try loaded.promptTokens(
+                messages: messages, tools: functions.map(\.toolJSON), callFormat: options.functionCallParser ?? functionCallParser,
+                enableThinking: options.enableThinking)
+        } catch {
+            throw LeapError(error)
+        }
+        if !addBosToken, let bos = loaded.tokenizer.bosID, ids.first == Int(bos) { return ids.count - 1 }
         return ids.count
     }
 }
 
-extension InferenceEngine {
+extension LoadedModel {
     /// `unload()` for callers already on `queue`.
     func unloadOnQueue() {
         dispatchPrecondition(condition: .onQueue(queue))

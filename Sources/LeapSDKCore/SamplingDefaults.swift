@@ -45,22 +45,6 @@ public enum SamplingDefaults {
         return p
     }
 
-    /// `base` with the sampling fields of `options` applied (nil fields keep `base`'s), and
-    /// DRY's breakers resolved with `breakers`: what a generation with `options` samples with.
-    public static func applying(
-        _ options: GenerationOptions, to base: SamplingParameters, breakers: DRYBreakerResolver
-    ) -> SamplingParameters {
-        var p = base
-        if let v = options.temperature { p.temperature = v }
-        if let v = options.topK { p.topK = v }
-        if let v = options.topP { p.topP = v }
-        if let v = options.minP { p.minP = v }
-        if let v = options.repetitionPenalty { p.repetitionPenalty = v }
-        if let v = options.rngSeed { p.seed = v }
-        p.applyDRY(options, breakers: breakers)
-        return p
-    }
-
     /// A key's value as a number: any numeric type, or a string starting with a number
     /// (llama.cpp's `strtof` over the value's text). Non-finite values are ignored.
     static func number(_ m: GGUFMetadata, _ key: String) -> Double? {
@@ -91,31 +75,6 @@ public enum SamplingDefaults {
         guard let literal = match else { return nil }
         guard let d = Double(literal.hasSuffix(".") ? String(literal) + "0" : String(literal)), d.isFinite else { return nil }
         return integer && abs(d) >= 2e9 ? nil : d
-    }
-}
-
-/// The DRY settings of a request (`GenerationOptions`, `ServingSampling`): nil fields
-/// keep the defaults.
-protocol DRYOptions {
-    var dryMultiplier: Float? { get }
-    var dryBase: Float? { get }
-    var dryAllowedLength: Int? { get }
-    var dryPenaltyLastN: Int? { get }
-    var drySequenceBreakers: [String]? { get }
-}
-
-extension SamplingParameters {
-    /// Sets DRY from a request's fields over these defaults, with the breaker strings
-    /// (the request's, else the defaults') resolved to token sequences. Out-of-range
-    /// values are read as llama.cpp reads them: a window below -1 is -1, a negative
-    /// allowed length is 0 (a multiplier of 0 or a base below 1 turns DRY off).
-    mutating func applyDRY(_ options: some DRYOptions, breakers: DRYBreakerResolver) {
-        if let v = options.dryMultiplier { dry.multiplier = v }
-        if let v = options.dryBase { dry.base = v }
-        if let v = options.dryAllowedLength { dry.allowedLength = max(0, v) }
-        if let v = options.dryPenaltyLastN { dry.penaltyLastN = max(-1, v) }
-        dry.sequenceBreakers =
-            dry.isEnabled ? breakers.restartSequences(options.drySequenceBreakers ?? DRYParameters.defaultSequenceBreakerStrings) : []
     }
 }
 

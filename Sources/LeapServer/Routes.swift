@@ -281,8 +281,8 @@ struct Handlers: Sendable {
         let (result, reason, usage) = try await Self.collect(completion)
         let response = ChatCompletionResponse(
             id: id, created: created, model: model, content: result.text,
-            reasoningContent: result.reasoning.isEmpty ? nil : result.reasoning, toolCalls: result.calls,
-            logprobs: withLogprobs ? result.logprobs : nil, finishReason: WireMapping.finishReason(reason),
+            reasoningContent: result.reasoning.flatMap { $0.isEmpty ? nil : $0 }, toolCalls: result.toolCalls.map(WireMapping.toolCall),
+            logprobs: withLogprobs ? result.logprobs.map(WireMapping.logprob) : nil, finishReason: WireMapping.finishReason(reason),
             usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
         return Self.json(response.json)
     }
@@ -326,33 +326,20 @@ struct Handlers: Sendable {
         }
         let (result, reason, usage) = try await Self.collect(completion)
         let response = TextCompletionResponse(
-            id: id, created: created, model: model, text: result.text, logprobs: withLogprobs ? result.logprobs : nil,
+            id: id, created: created, model: model, text: result.text,
+            logprobs: withLogprobs ? result.logprobs.map(WireMapping.logprob) : nil,
             finishReason: WireMapping.finishReason(reason), usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
         return Self.json(response.json)
     }
 
-    /// What a non-streamed completion produced.
-    struct Collected {
-        var text = ""
-        var reasoning = ""
-        var calls: [WireReplyToolCall] = []
-        var logprobs: [WireTokenLogprob] = []
-    }
-
-    /// Reads a completion to its end (for the non-streamed responses).
-    static func collect(_ completion: ServingCompletion) async throws -> (Collected, ServingFinishReason, ServingUsage) {
-        var result = Collected()
+    /// Reads a completion to its end (for the non-streamed responses): the reply, how it
+    /// ended, and its usage.
+    static func collect(_ completion: ServingCompletion) async throws -> (ServingReply, ServingFinishReason, ServingUsage) {
+        var reply = ServingReply()
         do {
             for try await event in completion.events {
-                switch event {
-                case .text(let t, let lp):
-                    result.text += t
-                    result.logprobs += lp.map(WireMapping.logprob)
-                case .reasoning(let t): result.reasoning += t
-                case .toolCalls(let c): result.calls += c.map(WireMapping.toolCall)
-                case .finished(let reason, let usage): return (result, reason, usage)
-                case .started: break
-                }
+                if case .finished(let reason, let usage) = event { return (reply, reason, usage) }
+                reply.add(event)
             }
         } catch let error as ServingError {
             throw APIError(error)

@@ -35,12 +35,12 @@ public struct ServerConfiguration: Sendable {
     public var webUI: Bool
     /// Sampling for the fields a request leaves out (`leap-ref serve`'s sampling flags);
     /// fields nil here too take the model's defaults.
-    public var defaultSampling: ServingSampling
+    public var defaultSampling: SamplingOverrides
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apiKeys: Set<String> = [], maxBodyBytes: Int = 8 << 20,
         maxTokensLimit: Int? = nil, maxConnections: Int = 256, metricsEnabled: Bool = false, shutdownGraceSeconds: Double = 10,
-        webUI: Bool = true, defaultSampling: ServingSampling = ServingSampling(), maxDiscardedBodyBytes: Int = 256 << 20,
+        webUI: Bool = true, defaultSampling: SamplingOverrides = SamplingOverrides(), maxDiscardedBodyBytes: Int = 256 << 20,
         idleTimeoutSeconds: Double? = 60
     ) {
         self.host = host

@@ -7,17 +7,14 @@ import OpenAIWire
 enum WireMapping {
     /// The request's sampling fields; those it leaves out take the server's defaults
     /// (`leap-ref serve`'s sampling flags), and those still nil the model's.
-    static func sampling(_ s: SamplingFields, defaults d: ServingSampling = ServingSampling()) -> ServingSampling {
-        ServingSampling(
-            temperature: s.temperature.map(Float.init) ?? d.temperature, topP: s.topP.map(Float.init) ?? d.topP,
-            topK: s.topK ?? d.topK, minP: s.minP.map(Float.init) ?? d.minP,
-            repetitionPenalty: s.repeatPenalty.map(Float.init) ?? d.repetitionPenalty,
-            frequencyPenalty: s.frequencyPenalty.map(Float.init) ?? d.frequencyPenalty,
-            presencePenalty: s.presencePenalty.map(Float.init) ?? d.presencePenalty,
-            seed: s.seed.map { UInt64(bitPattern: Int64($0)) } ?? d.seed,
-            dryMultiplier: s.dryMultiplier.map(Float.init) ?? d.dryMultiplier, dryBase: s.dryBase.map(Float.init) ?? d.dryBase,
-            dryAllowedLength: s.dryAllowedLength ?? d.dryAllowedLength, dryPenaltyLastN: s.dryPenaltyLastN ?? d.dryPenaltyLastN,
-            drySequenceBreakers: s.drySequenceBreakers ?? d.drySequenceBreakers)
+    static func sampling(_ s: SamplingFields, defaults: SamplingOverrides = SamplingOverrides()) -> SamplingOverrides {
+        SamplingOverrides(
+            temperature: s.temperature.map(Float.init), topP: s.topP.map(Float.init), topK: s.topK, minP: s.minP.map(Float.init),
+            repetitionPenalty: s.repeatPenalty.map(Float.init), frequencyPenalty: s.frequencyPenalty.map(Float.init),
+            presencePenalty: s.presencePenalty.map(Float.init), seed: s.seed.map { UInt64(bitPattern: Int64($0)) },
+            dryMultiplier: s.dryMultiplier.map(Float.init), dryBase: s.dryBase.map(Float.init),
+            dryAllowedLength: s.dryAllowedLength, dryPenaltyLastN: s.dryPenaltyLastN, drySequenceBreakers: s.drySequenceBreakers
+        ).overriding(defaults)
     }
 
     /// `max_tokens` checked against the server's limit (which is also the default).
@@ -109,7 +106,7 @@ enum WireMapping {
     }
 
     static func chatRequest(
-        _ r: ChatCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling(),
+        _ r: ChatCompletionRequest, maxTokensLimit: Int?, defaults: SamplingOverrides = SamplingOverrides(),
         takes inputs: MediaInputs = MediaInputs(images: false, audio: false)
     ) throws(APIError) -> ServingRequest {
         try checkMedia(r.messages, takes: inputs)
@@ -135,7 +132,7 @@ enum WireMapping {
     }
 
     static func textRequest(
-        _ r: TextCompletionRequest, maxTokensLimit: Int?, defaults: ServingSampling = ServingSampling()
+        _ r: TextCompletionRequest, maxTokensLimit: Int?, defaults: SamplingOverrides = SamplingOverrides()
     ) throws(APIError) -> ServingRequest {
         let prompt: ServingPrompt
         switch r.prompt {

@@ -105,7 +105,14 @@ extension Chat {
     func makeSession(runner: ModelRunner, interactive: Bool) -> ChatSession {
         ChatSession(
             runner: runner, system: system, interactive: interactive,
-            options: sampling.generationOptions(seed: seed, maxTokens: maxTokens))
+            options: generationOptions)
+    }
+
+    /// Each reply's options: the sampling flags and the seed, `--max-tokens`.
+    var generationOptions: GenerationOptions {
+        var options = GenerationOptions(maxOutputTokens: maxTokens)
+        options.sampling = sampling.overrides(seed: seed)
+        return options
     }
 }
 

@@ -1,13 +1,10 @@
 import ArgumentParser
 import Foundation
-import GGUF
-import Kernels
 import LeapSDKCore
-import Models
-import Sampling
-import Tokenizers
 
-/// `leap-ref generate`: continues a raw prompt, streaming the text.
+/// `leap-ref generate`: continues a raw prompt, streaming the text. It runs on the
+/// `ServingEngine`, as every generation does: the prompt is a `.text` prompt (special
+/// tokens parsed, BOS as the model asks) and each token comes from its per-token step.
 struct Generate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Continue a prompt (raw text, no chat template), streaming tokens to stdout.",
@@ -35,75 +32,87 @@ struct Generate: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Threads (default: the cores granted to the process: its affinity mask and CPU quota).")
     var threads: Int?
 
-    @Option(name: .customLong("ctx"), help: "Context length (default: prompt + n).")
+    @Option(name: .customLong("ctx"), help: "Context length (default: prompt + n, at most the model's trained context).")
     var contextLength: Int?
 
     func run() async throws {
         try await runReportingErrors {
             guard n >= 0 else { throw CLIError("-n must be >= 0") }
+            if let contextLength, contextLength < 2 { throw CLIError("--ctx must be at least 2") }
             let path = try ModelCache.resolve(model)
-            let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
-            BLAS.setThreads(threadCount)
-            let lm = try TransformerModel(path: path, threads: threadCount)
-            let tokenizer = try Tokenizer(gguf: lm.file)
-            let ids = try Generate.promptTokens(prompt, tokenizer)
-            let context = contextLength ?? (ids.count + n)
-            guard ids.count < context else {
-                throw CLIError("the prompt has \(ids.count) tokens, more than the context length \(context); raise --ctx")
+            let runner: ModelRunner
+            do {
+                runner = try await Leap.load(path: path, options: LiquidInferenceEngineOptions(cpuThreads: threads))
+            } catch let error as LeapError {
+                throw CLIError(error.description)
             }
-            let session = InferenceSession(model: lm, contextLength: context)
-            var sampler = Sampler(
-                SamplingDefaults.applying(
-                    sampling.generationOptions(seed: seed, maxTokens: nil), to: SamplingDefaults.parameters(lm.file.metadata),
-                    breakers: DRYBreakerResolver(tokenizer: tokenizer)))
+            // The caches are reserved, not touched, up to the context: the trained one unless
+            // --ctx says otherwise; the request's own limit is prompt + n.
+            let engine = try ServingEngine(
+                runner: runner, configuration: .init(contextSize: contextLength ?? Int.max, prefillChunk: 512))
             writeOut(prompt)
-            let t0 = DispatchTime.now().uptimeNanoseconds
-            var t1 = t0
-            let generated = try Generate.continuation(of: ids, in: session, count: n, sampler: &sampler, tokenizer: tokenizer) {
-                t1 = DispatchTime.now().uptimeNanoseconds
-            } emit: {
-                writeOut($0)
-            }.count
+            let result = try await Generate.continuation(
+                of: prompt, on: engine, count: n, sampling: sampling.overrides(seed: seed), contextLength: contextLength
+            ) { writeOut($0) }
             writeOut("\n")
-            let t2 = DispatchTime.now().uptimeNanoseconds
-            let pp = Double(ids.count) / (Double(t1 - t0) / 1e9)
-            let tg = generated > 0 ? Double(generated) / (Double(t2 - t1) / 1e9) : 0
+            guard let usage = result.usage else { throw CLIError("the generation ended without its usage") }
+            let processed = usage.promptTokens - usage.cachedTokens
+            let pp = usage.promptSeconds > 0 ? Double(processed) / usage.promptSeconds : 0
+            let tg = usage.generationSeconds > 0 ? Double(usage.completionTokens) / usage.generationSeconds : 0
             FileHandle.standardError.write(
-                Data(String(format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", ids.count, pp, generated, tg).utf8))
+                Data(
+                    String(
+                        format: "[prompt %d tokens, %.1f t/s; generated %d tokens, %.1f t/s]\n", usage.promptTokens, pp,
+                        usage.completionTokens, tg
+                    ).utf8))
+            await engine.shutdown(cancelRunning: true)
         }
     }
 
-    /// The prompt's tokens: special tokens parsed, and the model's BOS added when its
-    /// tokenizer says so (the BOS alone for an empty prompt).
-    static func promptTokens(_ prompt: String, _ tokenizer: Tokenizer) throws -> [Int] {
-        var ids = tokenizer.encode(prompt, addSpecial: true, parseSpecial: true).map(Int.init)
-        if ids.isEmpty, let bos = tokenizer.bosID { ids = [Int(bos)] }
-        guard !ids.isEmpty else { throw CLIError("the prompt is empty and the model has no BOS token") }
-        return ids
+    /// What a continuation produced.
+    struct Continuation {
+        /// The generated text.
+        var text = ""
+        /// The generated tokens (only when asked for: `recordTokens`).
+        var tokens: [Int] = []
+        /// How it ended, and its counts and times (set by the completion's last event).
+        var reason = ServingFinishReason.stop
+        var usage: ServingUsage?
     }
 
-    /// Evaluates `prompt` in `session` (then calls `promptDone`) and generates up to `count`
-    /// tokens with `sampler`, stopping early at an end-of-generation token or the end of
-    /// the context; `emit` gets the text as it forms. Returns the generated tokens.
+    /// Continues `prompt` (raw text: special tokens parsed, BOS as the model asks) on
+    /// `engine` for up to `count` tokens with `sampling`, stopping early at an
+    /// end-of-generation token or the end of the context (`contextLength`, else prompt +
+    /// `count`); `emit` gets the text as it forms. `recordTokens` also collects the
+    /// generated token ids (from the tokens' log-probability records).
     static func continuation(
-        of prompt: [Int], in session: InferenceSession, count: Int, sampler: inout Sampler, tokenizer: Tokenizer,
-        promptDone: () -> Void = {}, emit: (String) -> Void
-    ) throws -> [Int] {
-        for t in prompt { sampler.accept(t) }
-        var detok = StreamingDetokenizer(tokenizer: tokenizer)
-        try session.evaluate(prompt)
-        promptDone()
-        var generated: [Int] = []
-        while generated.count < count, session.position < session.contextLength {
-            guard let next = sampler.sample(session.logits) else { break }
-            if tokenizer.isEndOfGeneration(TokenID(next)) { break }
-            sampler.accept(next)
-            emit(detok.append(TokenID(next)))
-            generated.append(next)
-            if generated.count == count || session.position >= session.contextLength { break }
-            try session.evaluate([next])
+        of prompt: String, on engine: ServingEngine, count: Int, sampling: SamplingOverrides, contextLength: Int? = nil,
+        recordTokens: Bool = false, emit: (String) -> Void
+    ) async throws -> Continuation {
+        let promptLength = try engine.promptTokens(.text(prompt)).count
+        let request = ServingRequest(
+            prompt: .text(prompt), sampling: sampling, maxTokens: count, logprobs: recordTokens ? 0 : nil,
+            parsesCalls: false, contextLimit: contextLength ?? (promptLength + max(1, count)))
+        var result = Continuation()
+        do {
+            for try await event in try engine.submit(request).events {
+                switch event {
+                case .text(let text, let logprobs):
+                    result.text += text
+                    result.tokens += logprobs.map(\.chosen.id)
+                    emit(text)
+                case .reasoning(let text):
+                    result.text += text
+                    emit(text)
+                case .finished(let reason, let usage):
+                    result.reason = reason
+                    result.usage = usage
+                case .started, .toolCalls: break
+                }
+            }
+        } catch let error as ServingError {
+            throw CLIError(error.description)
         }
-        emit(detok.finish())
-        return generated
+        return result
     }
 }

@@ -70,12 +70,12 @@ struct Inspect: AsyncParsableCommand {
         guard (try? file.metadata.string("general.architecture")) == "clip" else { return nil }
         var out: [(key: String, label: String, value: JSONValue)] = []
         func add(_ key: String, _ label: String, _ value: JSONValue) { out.append((key, label, value)) }
-        let type = try? MultimodalProjector.type(of: file, path: path)
+        let type = try? MediaEncoder.type(of: file, path: path)
         add("projector_type", "projector type", type.map { .string($0) } ?? .null)
         add("tensor_count", "tensors", .integer(file.tensors.count))
-        let projector: MultimodalProjector
+        let projector: MediaEncoder
         do {
-            projector = try MultimodalProjector.load(file: file, path: path, pool: ThreadPool(threads: 1))
+            projector = try MediaEncoder.load(file: file, path: path, pool: ThreadPool(threads: 1))
         } catch {
             add("error", "cannot be loaded", .string(error.description))
             return out

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Checksums
 import Foundation
 import GGUF
 import Images
@@ -92,16 +93,10 @@ struct Logits: AsyncParsableCommand {
         out["n_vocab"] = .integer(lm.hyperparameters.vocabularySize)
         out["tokens"] = .array(prompt.map { .integer($0) })
         out["top"] = .array(rows.map { topJSON($0, top) })
-        var greedyTokens: [JSONValue] = []
-        var greedyTop: [JSONValue] = []
-        var next = argmax(rows[rows.count - 1])
-        for step in 0..<steps {
-            let token = follow?[step] ?? next
-            greedyTokens.append(.integer(token))
-            try session.evaluate([token])
-            let logits = Array(session.logits)
-            greedyTop.append(topJSON(logits, top))
-            next = argmax(logits)
+        let continuation = try GreedyProbe(session: session, after: rows[rows.count - 1], steps: steps, follow: follow, top: top)
+        let greedyTokens = continuation.tokens.map { JSONValue.integer($0) }
+        let greedyTop = continuation.topAfterEach.map { row in
+            JSONValue.array(row.map { .array([.integer($0.id), .double(Double($0.logit))]) })
         }
         out["greedy"] = .array(greedyTokens)
         out["greedy_top"] = .array(greedyTop)
@@ -227,14 +222,9 @@ struct Logits: AsyncParsableCommand {
         }
     }
 
-    static func argmax(_ xs: [Float]) -> Int {
-        var best = 0
-        for i in xs.indices where xs[i] > xs[best] { best = i }
-        return best
-    }
-
+    /// The `k` highest logits of a row as `[[id, logit], ...]`, best first.
     static func topJSON(_ logits: [Float], _ k: Int) -> JSONValue {
-        let idx = logits.indices.sorted { logits[$0] > logits[$1] || (logits[$0] == logits[$1] && $0 < $1) }.prefix(k)
-        return .array(idx.map { .array([.integer($0), .double(Double(logits[$0]))]) })
+        let best = logits.withUnsafeBufferPointer { GreedyProbe.best($0, k) }
+        return .array(best.map { .array([.integer($0.id), .double(Double($0.logit))]) })
     }
 }

@@ -92,7 +92,7 @@ struct MediaBenchResult: Equatable {
 extension MediaBenchResult {
     /// Times `projector` on the media `data` (`name` is how the result names it).
     static func measure(
-        _ projector: MultimodalProjector, kind: MediaKind, data: Data, name: String, repetitions: Int
+        _ projector: MediaEncoder, kind: MediaKind, data: Data, name: String, repetitions: Int
     ) throws -> MediaBenchResult {
         var result = MediaBenchResult(kind: kind, input: name)
         result.outputWidth = projector.outputWidth
@@ -164,7 +164,7 @@ extension Bench {
         let attachment = try MediaAttachment.read(image ?? audio ?? "", as: kind)
         let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
         BLAS.setThreads(threadCount)
-        let projector = try MultimodalProjector.load(path: choice.path, pool: ThreadPool(threads: threadCount))
+        let projector = try MediaEncoder.load(path: choice.path, pool: ThreadPool(threads: threadCount))
         if let modelPath {
             let file = try GGUFFile(path: modelPath)
             let arch = (try? file.metadata.string("general.architecture")) ?? ""

@@ -12,10 +12,10 @@ enum MediaKind: String, Sendable, Equatable {
     /// The command-line flag (and chat command) that attaches this kind.
     var flag: String { self == .image ? "--image" : "--audio" }
 
-    /// The kind of the projector types `MultimodalProjector.load` runs, or nil.
+    /// The kind of the projector types `MediaEncoder.load` runs, or nil.
     static func of(projectorType type: String) -> MediaKind? {
         if SigLIP2VisionEncoder.projectorTypes.contains(type) { return .image }
-        if AudioEncoder.projectorTypes.contains(type) { return .audio }
+        if FastConformerEncoder.projectorTypes.contains(type) { return .audio }
         return nil
     }
 }
@@ -73,7 +73,7 @@ struct ProjectorChoice: Equatable {
         guard FileManager.default.isReadableFile(atPath: path) else { throw .missingFile(flag: "--mmproj", path: path) }
         let type: String
         do {
-            type = try MultimodalProjector.type(of: GGUFFile(path: path), path: path)
+            type = try MediaEncoder.type(of: GGUFFile(path: path), path: path)
         } catch let error as ProjectorError {
             throw .badProjector(path: path, reason: error.description)
         } catch {
@@ -82,7 +82,7 @@ struct ProjectorChoice: Equatable {
         guard let kind = MediaKind.of(projectorType: type) else {
             throw .badProjector(
                 path: path,
-                reason: "its projector type is '\(type)'; supported: \(MultimodalProjector.supportedTypes.joined(separator: ", "))")
+                reason: "its projector type is '\(type)'; supported: \(MediaEncoder.supportedTypes.joined(separator: ", "))")
         }
         return ProjectorChoice(path: path, kind: kind)
     }

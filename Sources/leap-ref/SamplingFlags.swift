@@ -98,19 +98,13 @@ struct SamplingFlags: ParsableArguments {
         return out
     }
 
-    /// Generation options with these settings (unset ones nil: the model's defaults).
-    func generationOptions(seed: UInt64?, maxTokens: Int?) -> GenerationOptions {
-        GenerationOptions(
-            temperature: temp, topP: topP, topK: topK, minP: minP, repetitionPenalty: repeatPenalty, rngSeed: seed,
-            maxOutputTokens: maxTokens, dryMultiplier: dryMultiplier, dryBase: dryBase, dryAllowedLength: dryAllowedLength,
-            dryPenaltyLastN: dryPenaltyLastN, drySequenceBreakers: sequenceBreakers)
-    }
-
-    /// The server's defaults for the fields a request leaves out.
-    var servingDefaults: ServingSampling {
-        ServingSampling(
-            temperature: temp, topP: topP, topK: topK, minP: minP, repetitionPenalty: repeatPenalty, dryMultiplier: dryMultiplier,
-            dryBase: dryBase, dryAllowedLength: dryAllowedLength, dryPenaltyLastN: dryPenaltyLastN,
+    /// The settings these flags set (unset ones nil: the model's defaults), with `seed`:
+    /// `chat`'s and `generate`'s options, and `serve`'s defaults for the fields a request
+    /// leaves out (there without a seed).
+    func overrides(seed: UInt64? = nil) -> SamplingOverrides {
+        SamplingOverrides(
+            temperature: temp, topP: topP, topK: topK, minP: minP, repetitionPenalty: repeatPenalty, seed: seed,
+            dryMultiplier: dryMultiplier, dryBase: dryBase, dryAllowedLength: dryAllowedLength, dryPenaltyLastN: dryPenaltyLastN,
             drySequenceBreakers: sequenceBreakers)
     }
 }

@@ -203,7 +203,7 @@ struct Serve: AsyncParsableCommand {
             let configuration = ServerConfiguration(
                 host: host, port: port, apiKeys: keys, maxBodyBytes: maxBodyBytes, maxTokensLimit: maxTokens,
                 maxConnections: maxConnections, metricsEnabled: metrics, shutdownGraceSeconds: shutdownGrace,
-                webUI: !noWebUI, defaultSampling: sampling.servingDefaults, maxDiscardedBodyBytes: maxDiscardedBodyBytes,
+                webUI: !noWebUI, defaultSampling: sampling.overrides(), maxDiscardedBodyBytes: maxDiscardedBodyBytes,
                 idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
             if !noWebUI, case .failure(let error) = WebUIAssets.bundled {
                 FileHandle.standardError.write(Data("leap-ref serve: warning: \(error.description)\n".utf8))

@@ -7,12 +7,12 @@ import Testing
 /// The sampling flags of `chat`, `generate` and `serve`.
 @Suite struct SamplingFlagsTests {
     @Test func unsetFlagsLeaveTheModelsDefaults() throws {
-        let o = try Chat.parse([]).sampling.generationOptions(seed: nil, maxTokens: 512)
-        #expect(o.temperature == nil && o.topK == nil && o.topP == nil && o.minP == nil && o.repetitionPenalty == nil)
-        #expect(o.dryMultiplier == nil && o.dryBase == nil && o.dryAllowedLength == nil && o.dryPenaltyLastN == nil)
-        #expect(o.drySequenceBreakers == nil && o.maxOutputTokens == 512)
+        let chat = try Chat.parse(["--max-tokens", "512"])
+        #expect(chat.sampling.overrides() == SamplingOverrides())
+        #expect(chat.generationOptions.sampling == SamplingOverrides(seed: chat.seed))
+        #expect(chat.generationOptions.maxOutputTokens == 512)
         let serve = try Serve.parse([])
-        #expect(serve.sampling.servingDefaults == ServingSampling())
+        #expect(serve.sampling.overrides() == SamplingOverrides())
         #expect(!serve.noWebUI)
         #expect(try Serve.parse(["--no-webui"]).noWebUI)
     }
@@ -23,13 +23,13 @@ import Testing
             "--dry-multiplier", "1.2", "--dry-base", "2", "--dry-allowed-length", "3", "--dry-penalty-last-n", "-1",
             "--dry-sequence-breaker", #"\n"#, "--dry-sequence-breaker", "User:", "--seed", "7"
         ])
-        let o = chat.sampling.generationOptions(seed: chat.seed, maxTokens: nil)
+        let o = chat.generationOptions
         #expect(o.temperature == 0.5 && o.topK == 20 && o.topP == 0.9 && o.minP == 0.1 && o.repetitionPenalty == 1.1)
         #expect(o.dryMultiplier == 1.2 && o.dryBase == 2 && o.dryAllowedLength == 3 && o.dryPenaltyLastN == -1)
         #expect(o.drySequenceBreakers == ["\n", "User:"])
         #expect(o.rngSeed == 7)
         let serve = try Serve.parse(["--dry-multiplier", "0", "--dry-sequence-breaker", "none", "--temp", "0.3"])
-        #expect(serve.sampling.servingDefaults == ServingSampling(temperature: 0.3, dryMultiplier: 0, drySequenceBreakers: []))
+        #expect(serve.sampling.overrides() == SamplingOverrides(temperature: 0.3, dryMultiplier: 0, drySequenceBreakers: []))
         #expect(try Generate.parse(["--prompt", "x", "--top-k", "5"]).sampling.topK == 5)
     }
 

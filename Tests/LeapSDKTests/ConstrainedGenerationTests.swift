@@ -246,7 +246,7 @@ func schemaProblem(_ value: JSONValue, _ schema: JSONValue, path: String = "$") 
     /// model is pushed to call (calls were required in the previous turn of the history).
     @Test func forbiddenCallsNeverOpenACallBlock() async throws {
         let runner = try await TinyModel.load()
-        let start = try #require(runner.engine.singleTokenID("<|tool_call_start|>"))
+        let start = try #require(runner.loaded.singleTokenID("<|tool_call_start|>"))
         for i in 0..<10 {
             let conversation = runner.createConversation(systemPrompt: nil)
             for f in TestFunctions.all { conversation.registerFunction(f) }

@@ -219,12 +219,12 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let a = try await TinyModel.load()
         let b = try await TinyModel.load()
         let prefix = [49152, 1, 4093, 198, 9690, 314, 253, 1743]  // <|startoftext|><|im_start|>user\n...
-        let (logitsA, reusedA) = try a.engine.queue.sync { () throws -> ([Float], Int) in
+        let (logitsA, reusedA) = try a.loaded.queue.sync { () throws -> ([Float], Int) in
             _ = try a.sharedScheduler().evaluatePrompt(prefix + [288, 1300, 451, 77, 12], reuseCache: true)
             let r = try a.sharedScheduler().evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
             return (try a.sharedScheduler().currentLogits(), r)
         }
-        let (logitsB, reusedB) = try b.engine.queue.sync { () throws -> ([Float], Int) in
+        let (logitsB, reusedB) = try b.loaded.queue.sync { () throws -> ([Float], Int) in
             _ = try b.sharedScheduler().evaluatePrompt(prefix + [31, 32, 33, 34, 35], reuseCache: true)
             let r = try b.sharedScheduler().evaluatePrompt(prefix + [900, 901, 902], reuseCache: true)
             return (try b.sharedScheduler().currentLogits(), r)
@@ -241,17 +241,17 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
                 userTextMessage: "First question", generationOptions: GenerationOptions(rngSeed: 9, maxOutputTokens: 6)))
         let firstPrompt = Int(try #require(first.completion?.stats?.promptTokens))
         let next = conversation.history + [ChatMessage(role: .user, textContent: "Second question")]
-        let tokens = try warm.engine.queue.sync { () throws -> [Int] in
-            try warm.engine.promptTokens(messages: next, tools: [], callFormat: LFMFunctionCallParser(), enableThinking: nil)
+        let tokens = try warm.loaded.queue.sync { () throws -> [Int] in
+            try warm.loaded.promptTokens(messages: next, tools: [], callFormat: LFMFunctionCallParser(), enableThinking: nil)
         }
-        let (reused, warmLogits) = try warm.engine.queue.sync { () throws -> (Int, [Float]) in
+        let (reused, warmLogits) = try warm.loaded.queue.sync { () throws -> (Int, [Float]) in
             let r = try warm.sharedScheduler().evaluatePrompt(tokens, reuseCache: true)
             return (r, try warm.sharedScheduler().currentLogits())
         }
         // At least the first turn's prompt comes from the cache (how much of the reply does
         // depends on how its text tokenizes again).
         #expect(reused >= firstPrompt && reused < tokens.count)
-        let coldLogits = try cold.engine.queue.sync { () throws -> [Float] in
+        let coldLogits = try cold.loaded.queue.sync { () throws -> [Float] in
             _ = try cold.sharedScheduler().evaluatePrompt(tokens, reuseCache: false)
             return try cold.sharedScheduler().currentLogits()
         }
@@ -313,7 +313,7 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
         let done = AsyncStream<MessageCompletion>.makeStream()
         // Hold the engine's queue so that the handler is stored before the first token.
         let gate = DispatchSemaphore(value: 0)
-        runner.engine.queue.async { gate.wait() }
+        runner.loaded.queue.async { gate.wait() }
         let handler = runner.generate(
             GenerationRequest(
                 messages: [ChatMessage(role: .user, textContent: "Talk")],
@@ -460,7 +460,7 @@ func collect(_ stream: AsyncThrowingStream<MessageResponse, Error>) async throws
     @Test func promptTokensSizeDoesNotWaitForTheEngine() async throws {
         let runner = try await TinyModel.load()
         let gate = DispatchSemaphore(value: 0)
-        runner.engine.queue.async { gate.wait() }
+        runner.loaded.queue.async { gate.wait() }
         defer { gate.signal() }
         let count = try await within(60, "getPromptTokensSize while the engine is busy") {
             try runner.getPromptTokensSize(messages: [ChatMessage(role: .user, textContent: "Hi")])

@@ -121,7 +121,7 @@ import Testing
             (Self.audio, ["audio/lfm2-audio-chirp-1s-16k.wav", "audio/lfm2-audio-tones-22k-f32.wav"])
         ] {
             let runner = try await Self.load(model)
-            let reader = try #require(runner.engine.mediaReader)
+            let reader = try #require(runner.loaded.mediaReader)
             for path in parts {
                 let content: ChatMessageContent = path.hasPrefix("images") ? .image(try Self.file(path)) : .audio(try Self.file(path))
                 let pieces = try reader.pieces(content)
@@ -142,9 +142,9 @@ import Testing
     /// decoding would refuse as truncated, is counted from its header).
     @Test func aPromptThatCannotFitIsRefusedBeforeItsImagesAreDecoded() async throws {
         let runner = try await Self.load(Self.vision)
-        let engine = runner.engine
+        let engine = runner.loaded
         let large = try Self.file("images/large-900x800.png")
-        func prompt(_ image: Data, limit: Int?) throws(LeapError) -> PromptSequence {
+        func prompt(_ image: Data, limit: Int?) throws(ServingError) -> PromptSequence {
             let content: [ChatMessageContent] = [.image(image), .text("Compare."), .image(image)]
             return try engine.prompt(
                 messages: [ChatMessage(role: .user, content: content)], tools: [], callFormat: runner.functionCallParser,
@@ -152,13 +152,13 @@ import Testing
         }
         let count = try prompt(large, limit: nil).count
         #expect(try prompt(large, limit: count + 1).count == count)
-        #expect(throws: LeapError.promptExceedContextLengthFailure(tokens: count, limit: count)) { try prompt(large, limit: count) }
+        #expect(throws: ServingError.promptTooLong(tokens: count, limit: count)) { try prompt(large, limit: count) }
         let cut = large.prefix(large.count / 2)
-        #expect(throws: LeapError.promptExceedContextLengthFailure(tokens: count, limit: count)) { try prompt(cut, limit: count) }
+        #expect(throws: ServingError.promptTooLong(tokens: count, limit: count)) { try prompt(cut, limit: count) }
         #expect {
             try prompt(cut, limit: count + 1)
         } throws: { error in
-            guard case LeapError.unsupportedContent(let message) = error else { return false }
+            guard case ServingError.unsupportedContent(let message) = error else { return false }
             return message.hasPrefix("the image cannot be read: truncated PNG")
         }
     }

@@ -20,25 +20,18 @@ import Testing
 
     @Test func assemblerSeparatesReasoningCallsAndText() {
         var a = OutputAssembler(parser: LFMFunctionCallParser())
-        var responses: [MessageResponse] = []
+        var events: [ServingEvent] = []
         for piece in ["<thi", "nk>plan</th", "ink>Checking. <|tool_call_", "start|>[get_weather(city=\"Paris\")]<|tool_call_end|>", " ok"] {
-            responses += a.feed(piece)
+            events += a.feed(piece)
         }
-        responses += a.finish()
-        var reasoning = "", text = "", calls: [LeapFunctionCall] = []
-        for r in responses {
-            switch r {
-            case .reasoningChunk(let t): reasoning += t
-            case .chunk(let t): text += t
-            case .functionCall(let c): calls += c
-            default: break
-            }
-        }
-        #expect(reasoning == "plan")
-        #expect(text == "Checking.  ok")
-        #expect(calls.map(\.name) == ["get_weather"])
-        #expect(calls.first?.arguments["city"] as? String == "Paris")
-        let message = a.message
+        events += a.finish()
+        var reply = ServingReply()
+        for event in events { reply.add(event) }
+        #expect(reply.reasoning == "plan")
+        #expect(reply.text == "Checking.  ok")
+        #expect(reply.toolCalls.map(\.name) == ["get_weather"])
+        #expect(reply.toolCalls.first?.arguments["city"] as? String == "Paris")
+        let message = reply.message
         #expect(message.reasoningContent == "plan")
         #expect(message.textContent == "Checking.  ok")
         #expect(message.functionCalls?.count == 1)
@@ -47,31 +40,30 @@ import Testing
     @Test func withoutAParserCallTextIsPlainText() {
         var a = OutputAssembler(parser: nil)
         let raw = "<|tool_call_start|>[f()]<|tool_call_end|>"
-        let text =
-            a.feed(raw).compactMap { if case .chunk(let t) = $0 { return t } else { return nil } }.joined()
-            + a.finish().compactMap { if case .chunk(let t) = $0 { return t } else { return nil } }.joined()
-        #expect(text == raw)
-        #expect(a.message.functionCalls == nil)
+        var reply = ServingReply()
+        for event in a.feed(raw) + a.finish() { reply.add(event) }
+        #expect(reply.text == raw)
+        #expect(reply.message.functionCalls == nil && reply.message.reasoningContent == nil)
     }
 
     @Test func malformedCallTextIsPassedThroughWithAWarning() {
         var a = OutputAssembler(parser: LFMFunctionCallParser())
         let raw = "<|tool_call_start|>[f(1, 2]<|tool_call_end|>"
-        _ = a.feed(raw)
-        _ = a.finish()
-        #expect(a.message.textContent == raw)
-        #expect(a.message.functionCalls == nil)
+        var reply = ServingReply()
+        for event in a.feed(raw) + a.finish() { reply.add(event) }
+        #expect(reply.message.textContent == raw)
+        #expect(reply.message.functionCalls == nil)
         #expect(a.warnings.count == 1)
     }
 
     @Test func samplingDefaultsComeFromTheModelWhenPresent() {
         var m = GGUFMetadata()
-        #expect(InferenceEngine.samplingDefaults(m).temperature == 0.8)
+        #expect(LoadedModel.samplingDefaults(m).temperature == 0.8)
         m.set("general.sampling.temp", .float32(0.3))
         m.set("general.sampling.top_k", .int32(20))
         m.set("general.sampling.min_p", .float32(0.15))
         m.set("general.sampling.penalty_repeat", .float32(1.05))
-        let p = InferenceEngine.samplingDefaults(m)
+        let p = LoadedModel.samplingDefaults(m)
         #expect(p.temperature == 0.3)
         #expect(p.topK == 20)
         #expect(abs(p.minP - 0.15) < 1e-6)

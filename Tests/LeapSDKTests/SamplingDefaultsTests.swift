@@ -49,8 +49,8 @@ import Tokenizers
         let tokenizer = try Tokenizer(gguf: try GGUFFile(path: TestFixtures.path("models/lfm2-tiny.gguf")))
         let resolver = DRYBreakerResolver(tokenizer: tokenizer)
         let base = SamplingDefaults.parameters(GGUFMetadata())
-        let p = SamplingDefaults.applying(
-            GenerationOptions(temperature: 0.2, rngSeed: 9, dryBase: 2, dryPenaltyLastN: 256), to: base, breakers: resolver)
+        let p = GenerationOptions(temperature: 0.2, rngSeed: 9, dryBase: 2, dryPenaltyLastN: 256).sampling.apply(
+            to: base, breakers: resolver)
         #expect(p.temperature == 0.2 && p.seed == 9 && p.topK == 40)
         #expect(p.dry.multiplier == 0.8 && p.dry.base == 2 && p.dry.penaltyLastN == 256)
         // The default breakers, then every end-of-generation token alone.
@@ -58,13 +58,12 @@ import Tokenizers
         #expect(p.dry.sequenceBreakers.contains([Int(newline)]))
         for id in tokenizer.endOfGenerationIDs { #expect(p.dry.sequenceBreakers.contains([Int(id)])) }
         // Off: no breakers are resolved; out-of-range values are read as llama.cpp reads them.
-        let off = SamplingDefaults.applying(GenerationOptions(dryMultiplier: 0), to: base, breakers: resolver)
+        let off = SamplingOverrides(dryMultiplier: 0).apply(to: base, breakers: resolver)
         #expect(!off.dry.isEnabled && off.dry.sequenceBreakers.isEmpty)
-        let odd = SamplingDefaults.applying(
-            GenerationOptions(dryAllowedLength: -3, dryPenaltyLastN: -9), to: base, breakers: resolver)
+        let odd = SamplingOverrides(dryAllowedLength: -3, dryPenaltyLastN: -9).apply(to: base, breakers: resolver)
         #expect(odd.dry.allowedLength == 0 && odd.dry.penaltyLastN == -1)
         // A request's own breakers replace the defaults (the end-of-generation tokens stay).
-        let own = SamplingDefaults.applying(GenerationOptions(drySequenceBreakers: []), to: base, breakers: resolver)
+        let own = SamplingOverrides(drySequenceBreakers: []).apply(to: base, breakers: resolver)
         #expect(Set(own.dry.sequenceBreakers) == Set(tokenizer.endOfGenerationIDs.map { [Int($0)] }))
     }
 

@@ -20,7 +20,7 @@ import Testing
         let long = (0..<1040).map { 1000 + ($0 * 7919) % 50000 }
         let suffix = [506, 5279, 529]
         // After the 1040 tokens the rings hold positions 16 ... 1039.
-        let (nearReused, farReused, warmLogits) = try warm.engine.queue.sync { () throws -> (Int, Int, [Float]) in
+        let (nearReused, farReused, warmLogits) = try warm.loaded.queue.sync { () throws -> (Int, Int, [Float]) in
             _ = try warm.sharedScheduler().evaluatePrompt(long, reuseCache: true)
             // Position 1000 sees 489 ... 1000: still there.
             let near = try warm.sharedScheduler().evaluatePrompt(Array(long[0..<1000]) + suffix, reuseCache: true)
@@ -30,7 +30,7 @@ import Testing
         }
         #expect(nearReused == 1000)
         #expect(farReused == 0)
-        let coldLogits = try cold.engine.queue.sync { () throws -> [Float] in
+        let coldLogits = try cold.loaded.queue.sync { () throws -> [Float] in
             _ = try cold.sharedScheduler().evaluatePrompt(Array(long[0..<30]) + suffix, reuseCache: false)
             return try cold.sharedScheduler().currentLogits()
         }

@@ -19,6 +19,7 @@ import Tokenizers
         func step(ignoringEnd: Bool, ban: CallMarkerBan? = nil) throws -> SequenceGeneration.Step {
             var generation = SequenceGeneration(
                 tokenizer: tokenizer, sampling: .greedy, prompt: [1, 2, 3], constraints: ActiveConstraints(callBan: ban), callParser: nil,
+                splitsReasoning: true,
                 stops: [], maxTokens: 8, lengthLimit: 512, logprobs: nil, ignoresEndOfGeneration: ignoringEnd,
                 continuesAfterToolCalls: false)
             return try logits.withUnsafeBufferPointer { try generation.next($0) { _ in } }

@@ -52,7 +52,7 @@ func collect(_ completion: ServingCompletion) async throws -> CompletionResult {
 func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> ServingRequest {
     ServingRequest(
         prompt: .chat(messages: [ChatMessage(role: .user, textContent: text)], tools: []),
-        sampling: ServingSampling(temperature: 0), maxTokens: maxTokens, stop: stop)
+        sampling: SamplingOverrides(temperature: 0), maxTokens: maxTokens, stop: stop)
 }
 
 @Suite struct StopStringMatcherTests {
@@ -151,7 +151,7 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
                     ChatMessage(role: .user, textContent: "What is a prompt cache?"),
                     ChatMessage(role: .assistant, textContent: first.text),
                     ChatMessage(role: .user, textContent: "And why?")
-                ], tools: []), sampling: ServingSampling(temperature: 0), maxTokens: 4)
+                ], tools: []), sampling: SamplingOverrides(temperature: 0), maxTokens: 4)
         let third = try await collect(try engine.submit(turn))
         #expect(third.usage!.cachedTokens >= first.usage!.promptTokens - 2)
     }
@@ -241,7 +241,7 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
         // a lower bound under the real one, and the message says "more than".
         for text in [String(repeating: "a", count: 200_000), String(repeating: "word ", count: 20_000)] {
             for prompt in [ServingPrompt.chat(messages: [ChatMessage(role: .user, textContent: text)], tools: []), .text(text)] {
-                let request = ServingRequest(prompt: prompt, sampling: ServingSampling(temperature: 0), maxTokens: 4)
+                let request = ServingRequest(prompt: prompt, sampling: SamplingOverrides(temperature: 0), maxTokens: 4)
                 let refused = try #require(refusal(request))
                 let real = try engine.promptTokens(prompt).count
                 #expect(refused.tokens > counted && refused.tokens < real)
@@ -303,7 +303,7 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
         let b = engine.tokenize(" stone", addSpecial: false, parseSpecial: false)
         #expect(a.count == 1 && b.count == 1)
         func firstToken(frequency: Float, presence: Float) async throws -> String? {
-            var r = ServingRequest(prompt: .tokens(a + a + a + b), sampling: ServingSampling(temperature: 0), maxTokens: 1)
+            var r = ServingRequest(prompt: .tokens(a + a + a + b), sampling: SamplingOverrides(temperature: 0), maxTokens: 1)
             r.sampling.frequencyPenalty = frequency
             r.sampling.presencePenalty = presence
             r.logprobs = 0

@@ -20,7 +20,7 @@ import Tokenizers
         let forced = try await collect(
             try engine.submit(
                 ServingRequest(
-                    prompt: .chat(messages: [question], tools: [weather]), sampling: ServingSampling(temperature: 0.8, seed: 3),
+                    prompt: .chat(messages: [question], tools: [weather]), sampling: SamplingOverrides(temperature: 0.8, seed: 3),
                     maxTokens: 400, toolChoice: .required)))
         #expect(forced.reason == .toolCalls)
         let call = try #require(forced.calls.first)
@@ -39,7 +39,7 @@ import Tokenizers
                 try engine.submit(
                     ServingRequest(
                         prompt: .chat(messages: messages, tools: [Self.weather]),
-                        sampling: ServingSampling(temperature: 3, topP: 1, topK: 0, minP: 0, seed: UInt64(seed)), maxTokens: 48,
+                        sampling: SamplingOverrides(temperature: 3, topP: 1, topK: 0, minP: 0, seed: UInt64(seed)), maxTokens: 48,
                         toolChoice: .none)))
             #expect(none.calls.isEmpty, "seed \(seed): \(none.calls)")
             #expect(none.reason != .toolCalls)
@@ -59,7 +59,9 @@ import Tokenizers
         logits[300] = 10
         func step(_ constraints: ActiveConstraints) throws -> SequenceGeneration.Step {
             var generation = SequenceGeneration(
-                tokenizer: tokenizer, sampling: .greedy, prompt: [1, 2, 3], constraints: constraints, callParser: nil, stops: [],
+                tokenizer: tokenizer, sampling: .greedy, prompt: [1, 2, 3], constraints: constraints, callParser: nil,
+                splitsReasoning: true,
+                stops: [],
                 maxTokens: 8, lengthLimit: 512, logprobs: nil, ignoresEndOfGeneration: false, continuesAfterToolCalls: false)
             return try logits.withUnsafeBufferPointer { try generation.next($0) { _ in } }
         }

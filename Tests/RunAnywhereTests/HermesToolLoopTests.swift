@@ -58,7 +58,7 @@ struct HermesToolLoopTests {
         let engineRunner = try #require(loaded as? LiquidInferenceEngineRunner)
         // The template decides, although the vocabulary also has LFM2's call tokens.
         #expect(engineRunner.functionCallFormat == .hermes)
-        #expect(engineRunner.engine.singleTokenID("<|tool_call_start|>") != nil)
+        #expect(engineRunner.loaded.singleTokenID("<|tool_call_start|>") != nil)
 
         let runner = RecordingRunner(loaded)
         let session = ToolCallingSession(modelRunner: runner)
@@ -80,7 +80,7 @@ struct HermesToolLoopTests {
 
         // The second round's prompt renders the call back as Hermes JSON and the result as
         // Qwen3's <tool_response>.
-        let secondPrompt = try engineRunner.engine.prompts.render(
+        let secondPrompt = try engineRunner.loaded.prompts.render(
             messages: requests[1].messages, tools: requests[1].functions.map(\.toolJSON), callFormat: HermesFunctionCallParser(),
             enableThinking: nil)
         // The model may add the optional `days`.

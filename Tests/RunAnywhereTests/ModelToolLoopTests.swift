@@ -145,12 +145,24 @@ struct ModelToolLoopTests {
     @Test func seedBasicUsageRuns() async throws {
         let runner = try await Leap.load(path: Self.tinyPath, options: LiquidInferenceEngineOptions(defaultRNGSeed: 4))
         await RunAnywhere.shared.setModelRunner(runner)
-        let result = try await seedBasicUsage()
+        // The snippet as written; the first reply is made to call a tool (lfm2-tiny's random
+        // weights would rarely choose to), so that the loop's whole path runs.
+        await RunAnywhere.shared.setFirstRoundCallMode(.required)
+        let result: ToolCallingResult
+        do {
+            result = try await seedBasicUsage()
+        } catch {
+            await RunAnywhere.shared.setFirstRoundCallMode(nil)
+            throw error
+        }
+        await RunAnywhere.shared.setFirstRoundCallMode(nil)
         #expect(await RunAnywhere.registeredTools.map(\.name) == ["get_weather"])
+        #expect(!result.toolCalls.isEmpty, "the forced first reply made no call")
         #expect(result.toolCalls.count == result.toolResults.count)
         #expect(result.toolCalls.allSatisfy { $0.toolName == "get_weather" })
-        // Every executed call got the handler's answer for the city the model named.
-        for (call, toolResult) in zip(result.toolCalls, result.toolResults) where toolResult.success {
+        // Every call was executed, and got the handler's answer for the city the model named.
+        for (call, toolResult) in zip(result.toolCalls, result.toolResults) {
+            #expect(toolResult.success)
             #expect(toolResult.result?["city"] == (call.arguments["city"] ?? "Unknown"))
             #expect(toolResult.result?["temperature"] == 72)
         }

@@ -36,7 +36,7 @@ struct PromptBuilder: Sendable {
     func render(
         messages: [ChatMessage], tools: [JSONValue], callFormat: LeapFunctionCallParserProtocol,
         enableThinking: Bool?, mediaMarker: String? = nil
-    ) throws(LeapError) -> String {
+    ) throws(ServingError) -> String {
         var rendered: [JSONValue] = []
         var toolsInSystem: String?
         if !tools.isEmpty, !templateReadsTools {
@@ -83,7 +83,7 @@ struct PromptBuilder: Sendable {
                 eosToken: tokenizer.eosID.map { tokenizer.tokenText($0) },
                 extraVariables: extras)
         } catch {
-            throw .generationFailure("the model's chat template failed on this conversation: \(error)")
+            throw .invalidRequest("the model's chat template failed on this conversation: \(error)")
         }
     }
 

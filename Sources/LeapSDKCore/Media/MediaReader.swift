@@ -29,12 +29,12 @@ public struct MediaLimits: Sendable, Equatable {
 /// 16 kHz and turned into a log-mel spectrogram, one chunk with no markers around it (as
 /// LFM2-Audio reads it). The encoders themselves run later, when a prompt needs the rows.
 struct MediaReader: Sendable {
-    let projector: MultimodalProjector
+    let projector: MediaEncoder
     let tokenizer: Tokenizer
     let limits: MediaLimits
 
     /// The pieces of one media part.
-    func pieces(_ content: ChatMessageContent) throws(LeapError) -> [PromptSequence.Piece] {
+    func pieces(_ content: ChatMessageContent) throws(ServingError) -> [PromptSequence.Piece] {
         switch content {
         case .text(let t): return [.tokens(tokenizer.encode(t, addSpecial: false, parseSpecial: true).map(Int.init))]
         case .image(let data): return try image(data)
@@ -81,7 +81,7 @@ struct MediaReader: Sendable {
     /// LFM2-VL's layout of an image: `<|image_start|>` and `<|image_end|>` around its
     /// slices; a tiled image's tiles each after `<|img_row_R_col_C|>`, its thumbnail after
     /// `<|img_thumbnail|>`.
-    private func image(_ data: Data) throws(LeapError) -> [PromptSequence.Piece] {
+    private func image(_ data: Data) throws(ServingError) -> [PromptSequence.Piece] {
         guard case .vision(let encoder) = projector else {
             throw .unsupportedContent("this model's mmproj file encodes audio, not images; send audio or text")
         }
@@ -112,11 +112,11 @@ struct MediaReader: Sendable {
             }
             let chunk = MediaChunk(
                 kind: "image", positions: slice.tokenCount, contentHash: ContentHash.of([UInt8(truncatingIfNeeded: index)], seed: hash)
-            ) { () throws(LeapError) -> [Float] in
+            ) { () throws(ServingError) -> [Float] in
                 do {
                     return try encoder.encode(pixels: slice.values, width: slice.width, height: slice.height)
                 } catch {
-                    throw .generationFailure("the vision encoder failed on an image slice: \(error)")
+                    throw .engineFailure("the vision encoder failed on an image slice: \(error)")
                 }
             }
             pieces.append(.media(chunk))
@@ -136,7 +136,7 @@ struct MediaReader: Sendable {
     }
 
     /// The id of one of LFM2-VL's image marker tokens.
-    private func marker(_ text: String) throws(LeapError) -> Int {
+    private func marker(_ text: String) throws(ServingError) -> Int {
         guard let id = tokenizer.tokenID(forText: text) else {
             throw .unsupportedContent(
                 "the model's vocabulary has no \(text) token, which LFM2-VL's image layout needs; load the language model that goes with this mmproj file"
@@ -148,7 +148,7 @@ struct MediaReader: Sendable {
     // MARK: Audio
 
     /// One chunk of the clip's encoder rows, where the part is in the message.
-    private func audio(_ data: Data) throws(LeapError) -> [PromptSequence.Piece] {
+    private func audio(_ data: Data) throws(ServingError) -> [PromptSequence.Piece] {
         guard case .audio(let encoder) = projector else {
             throw .unsupportedContent("this model's mmproj file encodes images, not audio; send an image or text")
         }
@@ -176,11 +176,11 @@ struct MediaReader: Sendable {
         do { positions = try encoder.tokenCount(frames: frames) } catch { throw .unsupportedContent("the audio cannot be used: \(error)") }
         let chunk = MediaChunk(
             kind: "audio", positions: positions, contentHash: ContentHash.of(data)
-        ) { () throws(LeapError) -> [Float] in
+        ) { () throws(ServingError) -> [Float] in
             do {
                 return try encoder.encode(mel: values, frames: frames)
             } catch {
-                throw .generationFailure("the audio encoder failed: \(error)")
+                throw .engineFailure("the audio encoder failed: \(error)")
             }
         }
         return [.media(chunk)]

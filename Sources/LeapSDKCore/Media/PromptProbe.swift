@@ -40,11 +40,11 @@ public struct PromptProbe {
     /// Probes `messages` (the generation prompt added): `top` logits, `greedy` tokens of
     /// continuation decoded one at a time, each chosen by argmax or taken from `follow`.
     public func run(messages: [ChatMessage], top: Int, greedy: Int, follow: [Int]? = nil) throws -> Report {
-        let engine = runner.engine
-        let prompt = try engine.prompt(
+        let loaded = runner.loaded
+        let prompt = try loaded.prompt(
             messages: messages, tools: [], callFormat: runner.functionCallParser, enableThinking: nil)
-        return try engine.queue.sync { () throws -> Report in
-            let session = InferenceSession(model: engine.model, contextLength: engine.contextSize, kvCacheType: engine.kvCacheType)
+        return try loaded.queue.sync { () throws -> Report in
+            let session = InferenceSession(model: loaded.model, contextLength: loaded.contextSize, kvCacheType: loaded.kvCacheType)
             var chunks: [Chunk] = [], embeddings: [Float] = []
             for piece in prompt.pieces {
                 switch piece {
@@ -59,24 +59,12 @@ public struct PromptProbe {
                     chunk.release()
                 }
             }
-            var report = Report(
-                chunks: chunks, embeddings: embeddings, width: engine.model.hyperparameters.embeddingLength,
-                top: Self.best(session.logits, top), greedy: [], greedyTop: [])
-            for step in 0..<greedy {
-                let next = follow.flatMap { step < $0.count ? $0[step] : nil } ?? Self.best(session.logits, 1)[0].id
-                report.greedy.append(next)
-                guard session.position < session.contextLength else { break }
-                try session.evaluate([next])
-                report.greedyTop.append(Self.best(session.logits, top))
-            }
-            return report
+            let after = Array(session.logits)
+            let continuation = try GreedyProbe(session: session, after: after, steps: greedy, follow: follow, top: top)
+            return Report(
+                chunks: chunks, embeddings: embeddings, width: loaded.model.hyperparameters.embeddingLength,
+                top: after.withUnsafeBufferPointer { GreedyProbe.best($0, top) }, greedy: continuation.tokens,
+                greedyTop: continuation.topAfterEach)
         }
-    }
-
-    /// The `n` highest logits, best first (the lower id on a tie).
-    static func best(_ logits: UnsafeBufferPointer<Float>, _ n: Int) -> [(id: Int, logit: Float)] {
-        var ids = Array(0..<logits.count)
-        ids.sort { logits[$0] > logits[$1] || (logits[$0] == logits[$1] && $0 < $1) }
-        return ids.prefix(n).map { ($0, logits[$0]) }
     }
 }

@@ -82,10 +82,10 @@ final class MediaChunk: @unchecked Sendable {
     let positions: Int
     /// A hash of the content the rows are computed from (the media bytes and which slice).
     let contentHash: UInt64
-    private let encode: @Sendable () throws(LeapError) -> [Float]
+    private let encode: @Sendable () throws(ServingError) -> [Float]
     private var encoded: [Float]?
 
-    init(kind: String, positions: Int, contentHash: UInt64, encode: @escaping @Sendable () throws(LeapError) -> [Float]) {
+    init(kind: String, positions: Int, contentHash: UInt64, encode: @escaping @Sendable () throws(ServingError) -> [Float]) {
         self.kind = kind
         self.positions = positions
         self.contentHash = contentHash
@@ -99,7 +99,7 @@ final class MediaChunk: @unchecked Sendable {
     }
 
     /// The rows (`positions` × the model's width), computed on first use.
-    func embeddings() throws(LeapError) -> [Float] {
+    func embeddings() throws(ServingError) -> [Float] {
         if let encoded { return encoded }
         let rows = try encode()
         encoded = rows

@@ -4,7 +4,8 @@ import LeapJSON
 // Generations of a `LiquidInferenceEngineRunner`: each becomes a `ServingRequest` on the
 // runner's `ServingEngine` (whose rounds step every running generation in one forward
 // pass), and its events become the `MessageResponse`s that
-// `generate(_:onResponse:onError:)` promises.
+// `generate(_:onResponse:onError:)` promises: the one place where engine events become
+// the SDK's responses, and engine errors the SDK's (`LeapError.init(_:)`).
 
 extension ServingTool {
     /// The tool of a registered `LeapFunction` (its name, description and the JSON Schema
@@ -39,14 +40,9 @@ extension LiquidInferenceEngineRunner {
         // A schema constrains the whole reply; the functions are still shown to the model.
         if case .jsonSchema = constraint { toolChoice = .none }
         if request.functions.isEmpty { toolChoice = .auto }
-        let sampling = ServingSampling(
-            temperature: options.temperature, topP: options.topP, topK: options.topK, minP: options.minP,
-            repetitionPenalty: options.repetitionPenalty, seed: options.rngSeed, dryMultiplier: options.dryMultiplier,
-            dryBase: options.dryBase, dryAllowedLength: options.dryAllowedLength, dryPenaltyLastN: options.dryPenaltyLastN,
-            drySequenceBreakers: options.drySequenceBreakers)
         let parser = options.functionCallParser
         return ServingRequest(
-            prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: sampling,
+            prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: options.sampling,
             maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
             cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking,
             callParser: parser ?? LFMFunctionCallParser(), parsesCalls: parser != nil, contextLimit: options.sequenceLength,
@@ -75,8 +71,7 @@ extension LiquidInferenceEngineRunner {
         let maxTokens = request.maxTokens
         let stopped = CancellationFlag()
         Task {
-            var text = "", reasoning = "", sawReasoning = false
-            var calls: [LeapFunctionCall] = []
+            var reply = ServingReply()
             do {
                 for try await event in completion.events {
                     // After stop(), what the engine produced before it noticed (the events
@@ -85,28 +80,20 @@ extension LiquidInferenceEngineRunner {
                     if stopped.isCancelled {
                         guard case .finished = event else { continue }
                     }
+                    reply.add(event)
                     switch event {
                     case .started: break
-                    case .text(let t, _):
-                        text += t
-                        onResponse(.chunk(t))
-                    case .reasoning(let r):
-                        sawReasoning = true
-                        reasoning += r
-                        onResponse(.reasoningChunk(r))
-                    case .toolCalls(let c):
-                        calls += c
-                        onResponse(.functionCall(c))
+                    case .text(let t, _): onResponse(.chunk(t))
+                    case .reasoning(let r): onResponse(.reasoningChunk(r))
+                    case .toolCalls(let c): onResponse(.functionCall(c))
                     case .finished(let reason, let usage):
-                        let message = ChatMessage(
-                            role: .assistant, content: [.text(text)], reasoningContent: sawReasoning ? reasoning : nil,
-                            functionCalls: calls.isEmpty ? nil : calls)
                         // `.length` is maxOutputTokens (a normal stop) or the context.
                         let contextFull = reason == .length && usage.completionTokens < (maxTokens ?? Int.max)
                         onResponse(
                             .complete(
                                 MessageCompletion(
-                                    message: message, finishReason: contextFull ? .exceedContext : .stop, stats: GenerationStats(usage))))
+                                    message: reply.message, finishReason: contextFull ? .exceedContext : .stop,
+                                    stats: GenerationStats(usage))))
                     }
                 }
             } catch {
@@ -142,7 +129,8 @@ extension GenerationStats {
 }
 
 extension LeapError {
-    /// The SDK's error for a serving error.
+    /// The SDK's error for an engine error: errors go one way, from the engine's
+    /// `ServingError` to the SDK's `LeapError`, never back.
     init(_ error: any Error) {
         switch error {
         case ServingError.promptTooLong(let tokens, let limit): self = .promptExceedContextLengthFailure(tokens: tokens, limit: limit)

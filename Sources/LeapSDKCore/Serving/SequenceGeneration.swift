@@ -60,14 +60,15 @@ struct SequenceGeneration {
     /// prompt's tokens feed the sampler's penalties).
     init(
         tokenizer: Tokenizer, sampling: SamplingParameters, prompt: [Int], constraints: ActiveConstraints,
-        callParser: (any LeapFunctionCallParserProtocol)?, stops: [String], maxTokens: Int?, lengthLimit: Int, logprobs: Int?,
+        callParser: (any LeapFunctionCallParserProtocol)?, splitsReasoning: Bool, stops: [String], maxTokens: Int?, lengthLimit: Int,
+        logprobs: Int?,
         ignoresEndOfGeneration: Bool, continuesAfterToolCalls: Bool
     ) {
         self.tokenizer = tokenizer
         sampler = Sampler(sampling)
         for t in prompt.suffix(sampling.historyLength) { sampler.accept(t) }
         detokenizer = StreamingDetokenizer(tokenizer: tokenizer, renderSpecial: true)
-        output = OutputAssembler(parser: callParser)
+        output = OutputAssembler(parser: callParser, splitsReasoning: splitsReasoning)
         self.stops = StopStringMatcher(stops: stops)
         constraint = constraints.grammar
         callOpening = constraints.callOpening
@@ -149,32 +150,31 @@ struct SequenceGeneration {
         guard let c = constraint else { return sampler.sample(logits, allowed: permitted) }
         let mask = c.masks.mask(for: c.matcher)
         guard mask.allowedCount > 0 else {
-            throw .engineFailure("the constraint allows no token here (output so far: \(output.text.debugDescription))")
+            throw .engineFailure("the constraint allows no token after \(generated) generated tokens")
         }
         if let permitted { return sampler.sample(logits, allowed: { mask[$0] && permitted($0) }) }
         return sampler.sample(logits, allowed: { mask[$0] })
     }
 
-    /// Passes the output splitter's responses on as events, the pending log-probabilities
-    /// with the first text.
-    private mutating func release(_ responses: [MessageResponse], _ emit: (ServingEvent) -> Void) {
-        for response in responses {
-            switch response {
-            case .chunk(let text):
+    /// Passes the output splitter's events on, the pending log-probabilities with the
+    /// first text.
+    private mutating func release(_ events: [ServingEvent], _ emit: (ServingEvent) -> Void) {
+        for event in events {
+            switch event {
+            case .text(let text, _):
                 emit(.text(text, logprobs: pendingLogprobs))
                 pendingLogprobs = []
-            case .reasoningChunk(let text): emit(.reasoning(text))
-            case .functionCall(let calls):
+            case .toolCalls:
                 calledTools = true
-                emit(.toolCalls(calls))
-            case .audioSample, .complete: break
+                emit(event)
+            default: emit(event)
             }
         }
     }
 
     private func candidate(_ id: Int, _ logprob: Float) -> ServingTokenLogprob.Candidate {
         ServingTokenLogprob.Candidate(
-            token: tokenizer.piece(for: TokenID(id), renderSpecial: true),
+            id: id, token: tokenizer.piece(for: TokenID(id), renderSpecial: true),
             bytes: tokenizer.tokenBytes(TokenID(id), renderSpecial: true), logprob: logprob)
     }
 }

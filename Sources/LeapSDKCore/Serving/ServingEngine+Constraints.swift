@@ -36,7 +36,7 @@ extension ServingEngine {
         var plan = ConstraintPlan()
         if case .jsonSchema(let schema) = request.constraint {
             plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
-                try JSONSchemaCompiler.compile(schema, options: InferenceEngine.generationSchemaOptions(limits: configuration.schemaLimits))
+                try JSONSchemaCompiler.compile(schema, options: LoadedModel.generationSchemaOptions(limits: configuration.schemaLimits))
             } describe: {
                 "the JSON Schema cannot be enforced: \($0)"
             }
@@ -97,7 +97,7 @@ extension ServingEngine {
     /// The tokens that may complete `marker`, found once per marker.
     private func callMarkerTokens(_ marker: String) -> CallMarkerTokens {
         if let found = lock.withLock({ callMarkers[marker] }) { return found }
-        let made = CallMarkerTokens(marker: marker, tokenizer: engine.tokenizer)
+        let made = CallMarkerTokens(marker: marker, tokenizer: loaded.tokenizer)
         lock.withLock { callMarkers[marker] = made }
         return made
     }
@@ -109,12 +109,12 @@ extension ServingEngine {
         let plan = job.plan
         if let g = plan.schema {
             active.grammar = GrammarConstraint(
-                matcher: GrammarMatcher(grammar: g), masks: engine.maskComputer(literalSpecials: []), isCallBlock: false)
+                matcher: GrammarMatcher(grammar: g), masks: loaded.maskComputer(literalSpecials: []), isCallBlock: false)
         }
         if let marker = plan.forbiddenCallMarker { active.callBan = CallMarkerBan(marker) }
         guard let parser = job.callParser, plan.toolsWithStart != nil || plan.toolsAfterStart != nil else { return active }
-        let startID = engine.singleTokenID(parser.callStartMarker)
-        let masks = engine.maskComputer(literalSpecials: [startID, engine.singleTokenID(parser.callEndMarker)].compactMap { $0 })
+        let startID = loaded.singleTokenID(parser.callStartMarker)
+        let masks = loaded.maskComputer(literalSpecials: [startID, loaded.singleTokenID(parser.callEndMarker)].compactMap { $0 })
         if let g = plan.toolsWithStart {
             active.grammar = GrammarConstraint(matcher: GrammarMatcher(grammar: g), masks: masks, isCallBlock: true)
         }

@@ -22,7 +22,7 @@ extension ServingEngine {
             roundScheduled = true
             return true
         }
-        if schedule { engine.queue.async { self.runRound() } }
+        if schedule { loaded.queue.async { self.runRound() } }
     }
 
     /// One round: admits waiting requests into idle slots, samples the next token of every
@@ -30,7 +30,7 @@ extension ServingEngine {
     /// request first, while the step has room), and evaluates all of it in one forward
     /// pass of the batched session, which reads the weights once for every sequence.
     func runRound() {
-        dispatchPrecondition(condition: .onQueue(engine.queue))
+        dispatchPrecondition(condition: .onQueue(loaded.queue))
         lock.withLock { roundScheduled = false }
         admit()
         // The round's step, in buffers kept from round to round (emptied after the step, so
@@ -66,7 +66,7 @@ extension ServingEngine {
             do {
                 stepInputs.append(try promptInput(seq, end: end, slot: slot))
             } catch {
-                fail(slot, .engineFailure(error.description))
+                fail(slot, error)
                 continue
             }
             stepWork.append((slot, seq, .prompt(end: end)))
@@ -100,7 +100,7 @@ extension ServingEngine {
 
     /// The step input of the prompt's positions `seq.promptOffset ..< end`: its tokens, or
     /// its media chunk's rows (the encoder runs here the first time a chunk is needed).
-    private func promptInput(_ seq: SlotSequence, end: Int, slot: ServingSlot) throws(LeapError) -> BatchedSession.Input {
+    private func promptInput(_ seq: SlotSequence, end: Int, slot: ServingSlot) throws(ServingError) -> BatchedSession.Input {
         let start = seq.promptOffset
         let (piece, pieceStart) = seq.job.prompt.piece(at: start)
         switch piece {
@@ -201,8 +201,9 @@ extension ServingEngine {
         // Under tool_choice none, text is never parsed as a call.
         let outputParser = job.isChat && job.request.toolChoice != .none ? job.callParser : nil
         seq.generation = SequenceGeneration(
-            tokenizer: engine.tokenizer, sampling: job.sampling, prompt: job.tokens, constraints: activeConstraints(job),
-            callParser: outputParser, stops: job.request.stop, maxTokens: job.request.maxTokens, lengthLimit: job.lengthLimit,
+            tokenizer: loaded.tokenizer, sampling: job.sampling, prompt: job.tokens, constraints: activeConstraints(job),
+            callParser: outputParser, splitsReasoning: job.isChat, stops: job.request.stop, maxTokens: job.request.maxTokens,
+            lengthLimit: job.lengthLimit,
             logprobs: job.request.logprobs, ignoresEndOfGeneration: job.request.ignoreEndOfGeneration,
             continuesAfterToolCalls: job.request.continuesAfterToolCalls)
         job.continuation.yield(.started(promptTokens: job.tokens.count, cachedTokens: seq.cachedTokens, slot: slot.index))

@@ -94,7 +94,7 @@ public final class ServingEngine: @unchecked Sendable {
         public var sequenceSteps: Int
     }
 
-    let engine: InferenceEngine
+    let loaded: LoadedModel
     /// The runner's model identifier.
     public let modelId: String
     /// Context window of each slot.
@@ -144,11 +144,11 @@ public final class ServingEngine: @unchecked Sendable {
         guard configuration.prefillChunk >= 2 else {
             throw .invalidRequest("prefillChunk must be at least 2, not \(configuration.prefillChunk)")
         }
-        engine = runner.engine
+        loaded = runner.loaded
         modelId = runner.modelId
         self.configuration = configuration
-        let trained = engine.model.hyperparameters.trainedContextLength
-        contextSize = max(16, min(configuration.contextSize ?? engine.contextSize, trained))
+        let trained = loaded.model.hyperparameters.trainedContextLength
+        contextSize = max(16, min(configuration.contextSize ?? loaded.contextSize, trained))
         // The runner's reading of the template (LFM2's syntax when it does not know it).
         callParser = runner.functionCallParser
         prefillChunk = configuration.prefillChunk
@@ -158,8 +158,8 @@ public final class ServingEngine: @unchecked Sendable {
         let slotCount = configuration.slots
         let stepTokens = max(prefillChunk + slotCount, min(slotCount * prefillChunk, 1024))
         batch = BatchedSession(
-            model: runner.engine.model, slots: slotCount, contextLength: contextSize, maxStepTokens: stepTokens,
-            kvCacheType: runner.engine.kvCacheType)
+            model: runner.loaded.model, slots: slotCount, contextLength: contextSize, maxStepTokens: stepTokens,
+            kvCacheType: runner.loaded.kvCacheType)
         var slots: [ServingSlot] = []
         for index in 0..<slotCount {
             do {
@@ -178,23 +178,23 @@ public final class ServingEngine: @unchecked Sendable {
     /// Token ids of `text` (`addSpecial`: BOS as the model asks; `parseSpecial`: control
     /// tokens written out, such as `<|im_start|>`, become their ids).
     public func tokenize(_ text: String, addSpecial: Bool, parseSpecial: Bool) -> [Int] {
-        engine.tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: parseSpecial).map(Int.init)
+        loaded.tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: parseSpecial).map(Int.init)
     }
 
     /// The text of `tokens`, special tokens rendered. Throws for an id outside the vocabulary.
     public func detokenize(_ tokens: [Int]) throws(ServingError) -> String {
-        let size = engine.tokenizer.vocabularySize
+        let size = loaded.tokenizer.vocabularySize
         if let bad = tokens.first(where: { $0 < 0 || $0 >= size }) {
             throw .invalidRequest("token id \(bad) is outside the vocabulary (0..<\(size))")
         }
-        return engine.tokenizer.decode(tokens.map { TokenID($0) }, renderSpecial: true)
+        return loaded.tokenizer.decode(tokens.map { TokenID($0) }, renderSpecial: true)
     }
 
     /// The text of one token (special tokens rendered).
-    public func tokenPiece(_ id: Int) -> String { engine.tokenizer.piece(for: TokenID(id), renderSpecial: true) }
+    public func tokenPiece(_ id: Int) -> String { loaded.tokenizer.piece(for: TokenID(id), renderSpecial: true) }
 
     /// The vocabulary size.
-    public var vocabularySize: Int { engine.tokenizer.vocabularySize }
+    public var vocabularySize: Int { loaded.tokenizer.vocabularySize }
 
     /// The prompt tokens of `prompt`, as a completion would process them (tools rendered
     /// for `callParser`'s syntax; nil: the model's, `ServingRequest.callParser`). An image or
@@ -207,8 +207,8 @@ public final class ServingEngine: @unchecked Sendable {
     }
 
     /// Whether the model reads images (it has a vision encoder) and audio (an audio encoder).
-    public var takesImages: Bool { if case .vision? = engine.projector { return true } else { return false } }
-    public var takesAudio: Bool { if case .audio? = engine.projector { return true } else { return false } }
+    public var takesImages: Bool { if case .vision? = loaded.projector { return true } else { return false } }
+    public var takesAudio: Bool { if case .audio? = loaded.projector { return true } else { return false } }
 
     /// The prompt of `prompt`: tokens and media chunks. A chat prompt of `positionLimit`
     /// positions or more is refused before its images and clips are decoded.
@@ -224,19 +224,11 @@ public final class ServingEngine: @unchecked Sendable {
             }
             return PromptSequence(tokens: ids)
         case .text(let text):
-            do {
-                return PromptSequence(tokens: try engine.tokenizePrompt([text], positionLimit: positionLimit)[0])
-            } catch {
-                throw ServingError(refusedPrompt: error)
-            }
+            return PromptSequence(tokens: try loaded.tokenizePrompt([text], positionLimit: positionLimit)[0])
         case .chat(let messages, let tools):
-            do {
-                return try engine.prompt(
-                    messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
-                    enableThinking: enableThinking, positionLimit: positionLimit)
-            } catch {
-                throw ServingError(refusedPrompt: error)
-            }
+            return try loaded.prompt(
+                messages: messages, tools: tools.map(\.templateJSON), callFormat: callParser ?? self.callParser,
+                enableThinking: enableThinking, positionLimit: positionLimit)
         }
     }
 
@@ -267,17 +259,8 @@ public final class ServingEngine: @unchecked Sendable {
         if let max = request.maxTokens, max < 0 { throw .invalidRequest("max_tokens must not be negative, not \(max)") }
         if let n = request.logprobs, n < 0 || n > 20 { throw .invalidRequest("top_logprobs must be between 0 and 20, not \(n)") }
         let plan = try constraintPlan(request, parser: request.parsesCalls ? parser : nil)
-        var sampling = engine.defaults
-        let s = request.sampling
-        if let v = s.temperature { sampling.temperature = v }
-        if let v = s.topK { sampling.topK = v }
-        if let v = s.topP { sampling.topP = v }
-        if let v = s.minP { sampling.minP = v }
-        if let v = s.repetitionPenalty { sampling.repetitionPenalty = v }
-        if let v = s.frequencyPenalty { sampling.frequencyPenalty = v }
-        if let v = s.presencePenalty { sampling.presencePenalty = v }
-        sampling.seed = s.seed ?? UInt64.random(in: 0...UInt64.max)
-        sampling.applyDRY(s, breakers: engine.dryBreakers)
+        var sampling = request.sampling.apply(to: loaded.defaults, breakers: loaded.dryBreakers)
+        if request.sampling.seed == nil { sampling.seed = UInt64.random(in: 0...UInt64.max) }
 
         let (stream, continuation) = AsyncThrowingStream<ServingEvent, any Error>.makeStream()
         let job = lock.withLock { () -> ServingJob in
@@ -313,7 +296,7 @@ public final class ServingEngine: @unchecked Sendable {
         }
         for job in dropped { job.continuation.finish(throwing: ServingError.shuttingDown) }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            engine.queue.async {
+            loaded.queue.async {
                 if cancelRunning { for slot in self.slots { slot.sequence?.job.cancel.cancel() } }
                 self.whenIdle { done.resume() }
             }
@@ -323,13 +306,13 @@ public final class ServingEngine: @unchecked Sendable {
     /// Returns once no completion runs or waits.
     public func idle() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            engine.queue.async { self.whenIdle { done.resume() } }
+            loaded.queue.async { self.whenIdle { done.resume() } }
         }
     }
 
     /// Cancels every running completion (they end within one token).
     public func cancelAll() {
-        engine.queue.async { for slot in self.slots { slot.sequence?.job.cancel.cancel() } }
+        loaded.queue.async { for slot in self.slots { slot.sequence?.job.cancel.cancel() } }
     }
 
     /// Calls `body` on the queue once no slot is active. Call on the queue.
@@ -364,7 +347,7 @@ public final class ServingEngine: @unchecked Sendable {
     /// cached prefix when `reuseCache`); returns the tokens reused. Call on the engine's
     /// queue while no completion runs.
     func evaluatePrompt(_ tokens: [Int], reuseCache: Bool, slot: Int = 0) throws(ServingError) -> Int {
-        dispatchPrecondition(condition: .onQueue(engine.queue))
+        dispatchPrecondition(condition: .onQueue(loaded.queue))
         do {
             return try slots[slot].cache.evaluatePrompt(tokens, reuseCache: reuseCache)
         } catch {

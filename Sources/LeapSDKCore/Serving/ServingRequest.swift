@@ -59,61 +59,12 @@ public enum ServingOutputConstraint: Sendable, Equatable {
     case jsonSchema(JSONValue)
 }
 
-/// Sampling settings; `nil` fields take the model's defaults (its `general.sampling.*`
-/// metadata, else leap-ref's). Each field means what it means in `SamplingParameters`.
-public struct ServingSampling: Sendable, Equatable {
-    public var temperature: Float?
-    public var topP: Float?
-    public var topK: Int?
-    public var minP: Float?
-    public var repetitionPenalty: Float?
-    /// OpenAI's `frequency_penalty` (see `SamplingParameters.frequencyPenalty`).
-    public var frequencyPenalty: Float?
-    /// OpenAI's `presence_penalty` (see `SamplingParameters.presencePenalty`).
-    public var presencePenalty: Float?
-    /// Seed of the random draw; nil draws a random seed.
-    public var seed: UInt64?
-    /// DRY's multiplier (0 = off); see `GenerationOptions.dryMultiplier`.
-    public var dryMultiplier: Float?
-    /// DRY's base (at least 1).
-    public var dryBase: Float?
-    /// Repeats up to this many tokens go unpenalized by DRY.
-    public var dryAllowedLength: Int?
-    /// How many of the latest tokens DRY searches (-1 the whole context, 0 off).
-    public var dryPenaltyLastN: Int?
-    /// Strings that cut repeats for DRY (llama.cpp's `["\n", ":", "\"", "*"]` when nil).
-    public var drySequenceBreakers: [String]?
-
-    public init(
-        temperature: Float? = nil, topP: Float? = nil, topK: Int? = nil, minP: Float? = nil,
-        repetitionPenalty: Float? = nil, frequencyPenalty: Float? = nil, presencePenalty: Float? = nil,
-        seed: UInt64? = nil, dryMultiplier: Float? = nil, dryBase: Float? = nil, dryAllowedLength: Int? = nil,
-        dryPenaltyLastN: Int? = nil, drySequenceBreakers: [String]? = nil
-    ) {
-        self.temperature = temperature
-        self.topP = topP
-        self.topK = topK
-        self.minP = minP
-        self.repetitionPenalty = repetitionPenalty
-        self.frequencyPenalty = frequencyPenalty
-        self.presencePenalty = presencePenalty
-        self.seed = seed
-        self.dryMultiplier = dryMultiplier
-        self.dryBase = dryBase
-        self.dryAllowedLength = dryAllowedLength
-        self.dryPenaltyLastN = dryPenaltyLastN
-        self.drySequenceBreakers = drySequenceBreakers
-    }
-}
-
-extension ServingSampling: DRYOptions {}
-
 /// One completion to run.
 public struct ServingRequest: Sendable {
     /// What the model continues from.
     public var prompt: ServingPrompt
-    /// How tokens are drawn.
-    public var sampling: ServingSampling
+    /// How tokens are drawn: the settings the request sets over the model's defaults.
+    public var sampling: SamplingOverrides
     /// The most tokens to generate; nil runs until the end of the turn or the context.
     public var maxTokens: Int?
     /// Generation stops before the first occurrence of any of these strings (which are
@@ -157,7 +108,7 @@ public struct ServingRequest: Sendable {
     public var deliversEventsAsGenerated: Bool
 
     public init(
-        prompt: ServingPrompt, sampling: ServingSampling = ServingSampling(), maxTokens: Int? = nil,
+        prompt: ServingPrompt, sampling: SamplingOverrides = SamplingOverrides(), maxTokens: Int? = nil,
         stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
         toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
         ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil,
@@ -184,8 +135,10 @@ public struct ServingRequest: Sendable {
 
 /// A token's log-probability and the most likely alternatives at its position.
 public struct ServingTokenLogprob: Sendable, Equatable {
-    /// One candidate token: its text (special tokens rendered), its bytes and log-probability.
+    /// One candidate token: its id, its text (special tokens rendered), its bytes and
+    /// log-probability.
     public struct Candidate: Sendable, Equatable {
+        public var id: Int
         public var token: String
         public var bytes: [UInt8]
         public var logprob: Float
@@ -238,6 +191,41 @@ public enum ServingEvent: Sendable {
     case finished(ServingFinishReason, ServingUsage)
 }
 
+/// A reply as its events add up: the one place where a completion's events are
+/// accumulated, for a client that wants the whole reply (the SDK's `.complete` message,
+/// the server's non-streamed responses).
+public struct ServingReply: Sendable {
+    /// The reply text.
+    public var text = ""
+    /// The reasoning text; nil when the model wrote no reasoning block.
+    public var reasoning: String?
+    /// The tool calls, in order.
+    public var toolCalls: [LeapFunctionCall] = []
+    /// The log-probabilities of the reply's tokens (when the request asked for them).
+    public var logprobs: [ServingTokenLogprob] = []
+
+    /// An empty reply.
+    public init() {}
+
+    /// Adds a text, reasoning or tool-call event (`.started` and `.finished` add nothing).
+    public mutating func add(_ event: ServingEvent) {
+        switch event {
+        case .text(let t, let lp):
+            text += t
+            logprobs += lp
+        case .reasoning(let r): reasoning = (reasoning ?? "") + r
+        case .toolCalls(let calls): toolCalls += calls
+        case .started, .finished: break
+        }
+    }
+
+    /// The reply as the assistant's message.
+    public var message: ChatMessage {
+        ChatMessage(
+            role: .assistant, content: [.text(text)], reasoningContent: reasoning, functionCalls: toolCalls.isEmpty ? nil : toolCalls)
+    }
+}
+
 /// Why a completion could not be run. `ServingEngine.submit` throws the request errors
 /// before anything is queued; the event stream throws the others.
 public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -267,18 +255,6 @@ public enum ServingError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the server is busy: every slot is in use and \(limit) requests are already waiting; retry later"
         case .shuttingDown: return "the server is shutting down"
         case .engineFailure(let m): return "the model failed: \(m)"
-        }
-    }
-}
-
-extension ServingError {
-    /// The request error for a prompt the engine could not build: content the model cannot
-    /// take, a prompt too long for the context, or anything else as an invalid request.
-    init(refusedPrompt error: LeapError) {
-        switch error {
-        case .unsupportedContent(let message): self = .unsupportedContent(message)
-        case .promptExceedContextLengthFailure(let tokens, let limit): self = .promptTooLong(tokens: tokens, limit: limit)
-        default: self = .invalidRequest(error.description)
         }
     }
 }

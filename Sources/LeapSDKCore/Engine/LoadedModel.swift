@@ -20,7 +20,7 @@ final class CancellationFlag: @unchecked Sendable {
 /// One loaded model, what reads and writes its text (tokenizer, chat template), its
 /// sampling defaults and the compiled token masks. Generations run on a `ServingEngine`
 /// over it (`LiquidInferenceEngineRunner` keeps one; a server makes its own), on `queue`.
-final class InferenceEngine: @unchecked Sendable {
+final class LoadedModel: @unchecked Sendable {
     let model: TransformerModel
     let tokenizer: Tokenizer
     let prompts: PromptBuilder
@@ -32,7 +32,7 @@ final class InferenceEngine: @unchecked Sendable {
     /// DRY's breaker strings as token sequences of this model's vocabulary.
     let dryBreakers: DRYBreakerResolver
     /// The media encoder of the model's mmproj file (nil: a text-only model).
-    let projector: MultimodalProjector?
+    let projector: MediaEncoder?
     /// Reads a message's image and audio parts for `projector`.
     let mediaReader: MediaReader?
     /// Serial queue on which every generation runs.
@@ -61,9 +61,9 @@ final class InferenceEngine: @unchecked Sendable {
         let trained = model.hyperparameters.trainedContextLength
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         kvCacheType = options.kvCacheType == .f16 ? .f16 : .f32
-        defaults = InferenceEngine.samplingDefaults(metadata)
+        defaults = LoadedModel.samplingDefaults(metadata)
         dryBreakers = DRYBreakerResolver(tokenizer: tokenizer)
-        let projector = try InferenceEngine.loadProjector(modelPath: path, options: options, model: model)
+        let projector = try LoadedModel.loadProjector(modelPath: path, options: options, model: model)
         self.projector = projector
         let tokenizer = self.tokenizer
         mediaReader = projector.map { MediaReader(projector: $0, tokenizer: tokenizer, limits: options.mediaLimits) }
@@ -73,11 +73,11 @@ final class InferenceEngine: @unchecked Sendable {
     /// the model file (`MultimodalProjectorFile.companion`). A projector whose output width
     /// is not the language model's is an error.
     static func loadProjector(modelPath: String, options: LiquidInferenceEngineOptions, model: TransformerModel) throws(LeapError)
-        -> MultimodalProjector?
+        -> MediaEncoder?
     {
         guard let path = options.mmProjPath ?? MultimodalProjectorFile.companion(of: modelPath) else { return nil }
         do {
-            let projector = try MultimodalProjector.load(path: path, pool: model.pool)
+            let projector = try MediaEncoder.load(path: path, pool: model.pool)
             try projector.checkLanguageModelWidth(model.hyperparameters.embeddingLength, languageModel: modelPath)
             return projector
         } catch {
@@ -96,7 +96,7 @@ final class InferenceEngine: @unchecked Sendable {
     /// The prompt tokens of a conversation without media (see `prompt`).
     func promptTokens(
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?
-    ) throws(LeapError) -> [Int] {
+    ) throws(ServingError) -> [Int] {
         try prompt(messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking).keys
     }
 
@@ -109,13 +109,13 @@ final class InferenceEngine: @unchecked Sendable {
     /// when the template ignores them) and the assistant's generation prompt, tokenized;
     /// each image or audio part is read by the media encoder's `MediaReader` and takes its
     /// positions where the message has it. With a `positionLimit`, a prompt of that many
-    /// positions or more is refused (`promptExceedContextLengthFailure`) from the text and
+    /// positions or more is refused (`ServingError.promptTooLong`) from the text and
     /// the media parts' headers, before any part is decoded; its text is tokenized only
     /// until it is known to be too long (`tokenizePrompt`).
     func prompt(
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?,
         positionLimit: Int? = nil
-    ) throws(LeapError) -> PromptSequence {
+    ) throws(ServingError) -> PromptSequence {
         let media = messages.flatMap { $0.content.filter { if case .text = $0 { return false } else { return true } } }
         let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
         let text = try prompts.render(
@@ -125,7 +125,7 @@ final class InferenceEngine: @unchecked Sendable {
         }
         let parts = text.components(separatedBy: marker)
         guard parts.count == media.count + 1 else {
-            throw .generationFailure(
+            throw .invalidRequest(
                 "the chat template wrote \(parts.count - 1) of the conversation's \(media.count) image and audio parts; it must write each message's content once"
             )
         }
@@ -147,11 +147,11 @@ final class InferenceEngine: @unchecked Sendable {
     /// The token ids of a prompt's text parts (the text before the first part starts the
     /// prompt, with BOS as the tokenizer asks). With a `positionLimit`, a prompt whose text
     /// and `mediaPositions` come to that many positions or more is refused
-    /// (`promptExceedContextLengthFailure`): counted exactly up to
+    /// (`ServingError.promptTooLong`): counted exactly up to
     /// `LeapError.promptCountingFactor` times the limit, and beyond that only until the
     /// tokenizer knows it has more, so that a hostile megabyte of text costs no more than
     /// four contexts' worth of tokenization.
-    func tokenizePrompt(_ parts: [String], positionLimit: Int?, mediaPositions: Int = 0) throws(LeapError) -> [[Int]] {
+    func tokenizePrompt(_ parts: [String], positionLimit: Int?, mediaPositions: Int = 0) throws(ServingError) -> [[Int]] {
         let countLimit: Int = positionLimit.map(LeapError.countedPromptLength(limit:)) ?? Int.max
         var total = mediaPositions
         var texts: [[Int]] = []
@@ -166,12 +166,12 @@ final class InferenceEngine: @unchecked Sendable {
             }
             total += encoded.count
             if let positionLimit, !encoded.isComplete {
-                throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit)
+                throw .promptTooLong(tokens: total, limit: positionLimit)
             }
             texts.append(encoded.tokens.map(Int.init))
         }
         if let positionLimit, total >= positionLimit {
-            throw .promptExceedContextLengthFailure(tokens: total, limit: positionLimit)
+            throw .promptTooLong(tokens: total, limit: positionLimit)
         }
         return texts
     }
