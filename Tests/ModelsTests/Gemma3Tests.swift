@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import Models
+@testable import Reference
 
 /// Gemma 3 (`Gemma3.swift`) on a tiny model of pseudo-random F32 weights that has what the
 /// real one has at small sizes: two local layers with a sliding window of 6 positions and a

@@ -1,5 +1,6 @@
 import GGUF
 import Models
+import Reference
 import TestSupport
 import Testing
 

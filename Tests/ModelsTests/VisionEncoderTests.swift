@@ -3,6 +3,7 @@ import GGUF
 import Kernels
 import LeapJSON
 import Models
+import Reference
 import TestSupport
 import Testing
 

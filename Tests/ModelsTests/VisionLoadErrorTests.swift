@@ -1,6 +1,7 @@
 import GGUF
 import Kernels
 import Models
+import Reference
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import GGUF
 import Kernels
+import Models
 
 /// An mmproj file read plainly, for the reference encoders (`ReferenceSigLIP2VisionEncoder`,
 /// `ReferenceFastConformerEncoder`): raw metadata keys, and tensors dequantized once with the

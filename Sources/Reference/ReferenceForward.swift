@@ -1,5 +1,6 @@
 import GGUF
 import Kernels
+import Models
 
 #if canImport(Glibc)
 import Glibc
