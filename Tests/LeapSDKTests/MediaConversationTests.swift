@@ -255,6 +255,32 @@ import Testing
         #expect(companion("mmproj-tiny.gguf") == nil)  // a projector has none
     }
 
+    /// LFM2.5-Audio's release: the language model and its three siblings, each found by its
+    /// prefix; the siblings are not models (a folder with one model finds its only
+    /// candidates).
+    @Test func theSpeechFilesAreFoundBesideTheModel() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-speech-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        for name in [
+            "LFM2.5-Audio-1.5B-Q4_0.gguf", "mmproj-audio-encoder-Q8_0.gguf", "vocoder-LFM2.5-Audio-1.5B-Q4_0.gguf",
+            "tokenizer-LFM2.5-Audio-1.5B-F16.gguf"
+        ] {
+            try Data().write(to: folder.appendingPathComponent(name))
+        }
+        let model = folder.appendingPathComponent("LFM2.5-Audio-1.5B-Q4_0.gguf").path
+        func name(_ path: String?) -> String? { path.map { URL(fileURLWithPath: $0).lastPathComponent } }
+        #expect(name(CompanionFile.mmproj.companion(of: model)) == "mmproj-audio-encoder-Q8_0.gguf")  // the folder's only model
+        #expect(name(CompanionFile.vocoder.companion(of: model)) == "vocoder-LFM2.5-Audio-1.5B-Q4_0.gguf")
+        #expect(name(CompanionFile.audioTokenizer.companion(of: model)) == "tokenizer-LFM2.5-Audio-1.5B-F16.gguf")
+        #expect(CompanionFile.vocoder.companion(of: folder.appendingPathComponent("vocoder-LFM2.5-Audio-1.5B-Q4_0.gguf").path) == nil)
+        // The tiny fixtures: the speech-out model finds the vocoder and the tokenizer by the
+        // start it shares with them.
+        let tiny = TestFixtures.path("models/lfm2-audio-out-tiny.gguf")
+        #expect(name(CompanionFile.vocoder.companion(of: tiny)) == "vocoder-lfm2-audio-tiny.gguf")
+        #expect(name(CompanionFile.audioTokenizer.companion(of: tiny)) == "tokenizer-lfm2-audio-tiny.gguf")
+    }
+
     @Test func jpegContentIsCheckedAtCreation() throws {
         let jpeg = try Self.file("images/medium-500x375.jpg")
         #expect(try ChatMessageContent.fromJPEGData(jpeg) == .image(jpeg))
