@@ -13,19 +13,21 @@ public enum ResamplingMethod: Sendable, Equatable, CaseIterable {
 }
 
 extension WAVAudio {
-    /// Resamples mono `samples` from `sourceRate` to `targetRate` Hz.
+    /// Resamples mono `samples` from `sourceRate` to `targetRate` Hz with `method`, which has
+    /// no default: the two give different samples, and only `.linear` gives the audio
+    /// encoder what llama.cpp gives it.
     ///
-    /// - `.bandLimitedSinc` (the default): the output has `round(samples.count * targetRate / sourceRate)` samples, each
-    ///   a Kaiser-windowed sinc interpolation clamped to [-1, 1].
     /// - `.linear`: `LinearResampler`, miniaudio's resampler as llama.cpp runs it (and so what
     ///   the audio encoder is fed: `decodeMono16kHz`); its output length is
     ///   `LinearResampler.outputCount(forInputCount:)`.
+    /// - `.bandLimitedSinc`: the output has `round(samples.count * targetRate / sourceRate)`
+    ///   samples, each a Kaiser-windowed sinc interpolation clamped to [-1, 1].
     ///
     /// Equal rates return `samples` unchanged with either method.
     /// - Throws: `WAVError.unsupportedSampleRate` when either rate is outside
     ///   `supportedSampleRates`.
     public static func resample(
-        _ samples: [Float], from sourceRate: Int, to targetRate: Int, method: ResamplingMethod = .bandLimitedSinc
+        _ samples: [Float], from sourceRate: Int, to targetRate: Int, method: ResamplingMethod
     ) throws(WAVError) -> [Float] {
         guard supportedSampleRates.contains(sourceRate) else { throw .unsupportedSampleRate(sourceRate) }
         guard supportedSampleRates.contains(targetRate) else { throw .unsupportedSampleRate(targetRate) }
@@ -37,8 +39,8 @@ extension WAVAudio {
     }
 
     /// This audio at `targetRate` Hz (the same value when the rate already matches), resampled
-    /// with `method` (see `resample(_:from:to:method:)`).
-    public func resampled(to targetRate: Int, method: ResamplingMethod = .bandLimitedSinc) throws(WAVError) -> WAVAudio {
+    /// with `method` (see `resample(_:from:to:method:)`; no default either).
+    public func resampled(to targetRate: Int, method: ResamplingMethod) throws(WAVError) -> WAVAudio {
         let converted = try Self.resample(samples, from: sampleRate, to: targetRate, method: method)
         return try WAVAudio(samples: converted, sampleRate: targetRate)
     }

@@ -247,9 +247,9 @@ struct ConformerConvolution: Sendable {
     func callAsFunction(_ x: Rows, _ w: AudioWorkspace, _ pool: ThreadPool) -> Rows {
         let d = x.width, T = x.count
         let g = pointwise1(x, into: w.hidden, pool)
-        let a = Rows(base: w.attended, count: T, width: d)
+        let a = Rows(base: w.gated, count: T, width: d)
         ConformerKernels.sigmoidGLU(g.base, rows: T, width: d, into: a.base)
-        let y = Rows(base: w.normed, count: T, width: d)
+        let y = Rows(base: w.convolved, count: T, width: d)
         depthwiseKernel.withUnsafeBufferPointer { k in
             depthwiseBias.withUnsafeBufferPointer { b in
                 ConformerKernels.depthwiseConvolutionOverTime(
@@ -292,7 +292,7 @@ struct ConformerBlock: Sendable {
         EncoderKernels.add(attention(attentionNorm(x, into: w.normed, pool), w, pool).base, into: x.base, count: n, pool: pool)
         EncoderKernels.add(convolution(convolutionNorm(x, into: w.normed, pool), w, pool).base, into: x.base, count: n, pool: pool)
         EncoderKernels.add(feedForward2(x, w, pool).base, scaledBy: 0.5, into: x.base, count: n, pool: pool)
-        _ = outputNorm(x, into: x.base, pool)
+        outputNorm(x, into: x.base, pool)
     }
 }
 
@@ -325,12 +325,17 @@ final class AudioWorkspace {
     let normed: UnsafeMutablePointer<Float>
     /// A module's output before it is added to `x` `[T][d]`.
     let mixed: UnsafeMutablePointer<Float>
-    /// Feed-forward hidden rows, the convolution module's `[T][2d]`, the adapter's.
+    /// A module's hidden rows: the feed-forward's `[T][ff]`, the convolution module's first
+    /// pointwise output `[T][2d]`, the adapter's `[T][D]`.
     let hidden: UnsafeMutablePointer<Float>
     let q, k, v: UnsafeMutablePointer<Float>
-    /// The attention heads' concatenated outputs `[T][d]` (the GLU output in the
-    /// convolution module).
+    /// The attention heads' concatenated outputs `[T][d]`.
     let attended: UnsafeMutablePointer<Float>
+    /// The convolution module's GLU output `[T][d]`.
+    let gated: UnsafeMutablePointer<Float>
+    /// The convolution module's depthwise convolution output `[T][d]`, then its folded batch
+    /// norm and SiLU (in place).
+    let convolved: UnsafeMutablePointer<Float>
     /// The sinusoid table of the relative distances `[2T-1][table width]`, shared by the blocks.
     let sinusoids: Rows
     /// `linear_pos` of the table `[2T-1][d]`.
@@ -354,6 +359,8 @@ final class AudioWorkspace {
         k = arena.allocate(T * d)
         v = arena.allocate(T * d)
         attended = arena.allocate(T * d)
+        gated = arena.allocate(T * d)
+        convolved = arena.allocate(T * d)
         let table = RelativePositionAttention.sinusoids(tokens: T, width: hp.positionTableWidth)
         sinusoids = Rows(base: arena.allocate(table.count), count: 2 * T - 1, width: hp.positionTableWidth)
         sinusoids.base.update(from: table, count: table.count)

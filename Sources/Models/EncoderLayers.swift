@@ -4,7 +4,8 @@ import Kernels
 // The layers both media encoders are made of besides their own: an affine map applied to
 // rows (its weights held as the file stores them or converted to F32 at load) and a
 // LayerNorm, loaded through `ProjectorFileReader` and run on the encoder's pool with the
-// kernels of EncoderKernels.swift.
+// kernels of EncoderKernels.swift. Layers take and return `Rows` (the activations of an
+// encode, in its workspace's buffers), as the decoder's blocks do.
 
 /// An affine map `y = W x + b` (`W` of `outputs x inputs`, `b` optional) applied to rows:
 /// `Y = X Wᵀ + b`. The product is `WeightMatrix.matmulByRowBlocks`: the pool's threads
@@ -52,16 +53,11 @@ struct EncoderLinear: Sendable {
     var outputs: Int { weight.rows }
     var inputs: Int { weight.cols }
 
-    /// `Y = X Wᵀ + b` for `n` rows at `x` into `y`.
-    func callAsFunction(_ x: UnsafePointer<Float>, rows n: Int, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) {
-        weight.matmulByRowBlocks(x, count: n, into: y, pool: pool)
-        bias?.withUnsafeBufferPointer { EncoderKernels.addBias($0.baseAddress!, to: y, rows: n, width: outputs, pool: pool) }
-    }
-
     /// `Y = X Wᵀ + b` for the rows `x` into `y`; returns the rows written.
     func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) -> Rows {
         precondition(x.width == inputs, "\(name): rows of \(x.width) for \(inputs) columns")
-        self(x.base, rows: x.count, into: y, pool)
+        weight.matmulByRowBlocks(x.base, count: x.count, into: y, pool: pool)
+        bias?.withUnsafeBufferPointer { EncoderKernels.addBias($0.baseAddress!, to: y, rows: x.count, width: outputs, pool: pool) }
         return Rows(base: y, count: x.count, width: outputs)
     }
 }
@@ -80,20 +76,17 @@ struct EncoderLayerNorm: Sendable {
         self.epsilon = epsilon
     }
 
-    /// The norm of `rows` rows at `x` into `y` (which may be `x`).
-    func callAsFunction(_ x: UnsafePointer<Float>, rows: Int, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) {
+    /// The norm of the rows `x` into `y` (which may be `x.base`); returns the rows written.
+    @discardableResult
+    func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) -> Rows {
+        precondition(x.width == weight.count)
         weight.withUnsafeBufferPointer { w in
             bias.withUnsafeBufferPointer { b in
                 EncoderKernels.layerNorm(
-                    x, rows: rows, width: w.count, weight: w.baseAddress!, bias: b.baseAddress!, eps: epsilon, into: y, pool: pool)
+                    x.base, rows: x.count, width: w.count, weight: w.baseAddress!, bias: b.baseAddress!, eps: epsilon, into: y,
+                    pool: pool)
             }
         }
-    }
-
-    /// The norm of the rows `x` into `y` (which may be `x.base`); returns the rows written.
-    func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) -> Rows {
-        precondition(x.width == weight.count)
-        self(x.base, rows: x.count, into: y, pool)
         return Rows(base: y, count: x.count, width: x.width)
     }
 }

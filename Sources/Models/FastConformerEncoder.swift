@@ -45,6 +45,9 @@ public final class FastConformerEncoder: MediaEncoderProtocol {
 
     /// The projector types this encoder runs.
     public static let projectorTypes = ["lfm2a"]
+    /// The modality whose key names the projector type in a file without
+    /// `clip.projector_type` (`clip.audio.projector_type`).
+    static let modality = "audio"
 
     /// The fewest mel frames the encoder takes: 3, the mel of 320 samples (20 ms at
     /// 16 kHz), llama.cpp's shortest clip (it aborts below, in the mel normalization).
@@ -68,7 +71,7 @@ public final class FastConformerEncoder: MediaEncoderProtocol {
         file: GGUFFile, path: String, pool: ThreadPool, weights storage: MediaEncoder.WeightStorage = .asStored,
         roundsFirstConvolutionToHalf: Bool = true
     ) throws(ProjectorError) {
-        let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: "audio")
+        let reader = try ProjectorFileReader(file: file, path: path, types: Self.projectorTypes, modality: Self.modality)
         let hp = try AudioHyperparameters.reading(reader)
         (self.path, self.file, self.pool, self.weightStorage, self.hyperparameters) = (path, file, pool, storage, hp)
         weights = try AudioWeights(reader, hp, storage: storage)

@@ -75,17 +75,18 @@ public enum MediaEncoder: Sendable {
     /// the audio encoder's.
     public static var supportedTypes: [String] { SigLIP2VisionEncoder.projectorTypes + FastConformerEncoder.projectorTypes }
 
-    /// The projector type of an mmproj file: `clip.projector_type`, or else
-    /// `clip.vision.projector_type` / `clip.audio.projector_type` (files with one modality
-    /// per key), after checking that `general.architecture` is `clip`.
+    /// The modalities of the encoders, in the order ``load(file:path:pool:weights:)`` tries
+    /// them: `clip.<modality>.projector_type` names the type in a file without
+    /// `clip.projector_type`.
+    static let modalities = [SigLIP2VisionEncoder.modality, FastConformerEncoder.modality]
+
+    /// The projector type of an mmproj file, after checking that `general.architecture` is
+    /// `clip`: `clip.projector_type`, or in a file without it the first of
+    /// `clip.vision.projector_type` and `clip.audio.projector_type` present (files of
+    /// several modalities); `missingKey` naming `clip.projector_type` when there is none.
+    /// The encoders read it by the same rule, each for its own modality.
     public static func type(of file: GGUFFile, path: String) throws(ProjectorError) -> String {
-        let r = ProjectorFileReader(path: path, file: file)
-        let architecture = try r.string("general.architecture")
-        guard architecture == "clip" else { throw .notAProjector(path: path, architecture: architecture) }
-        for key in ["clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type"] where file.metadata.contains(key) {
-            return try r.string(key)
-        }
-        throw .missingKey(path: path, key: "clip.projector_type")
+        try ProjectorFileReader(path: path, file: file).projectorType(modalities: modalities)
     }
 
     /// Opens the mmproj file at `path` and loads the encoder its projector type names,

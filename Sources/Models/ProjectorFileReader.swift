@@ -33,14 +33,24 @@ struct ProjectorFileReader {
 
     // MARK: - Keys
 
-    /// Checks `general.architecture` (`clip`) and that the projector type is one of `types`;
-    /// returns it. The type is `clip.projector_type`, or else `clip.<modality>.projector_type`
-    /// (llama.cpp reads the latter in files of several modalities that lack the former).
-    func requireProjector(_ types: [String], modality: String) throws(ProjectorError) -> String {
+    /// The projector type the file names for an encoder of one of `modalities` (`vision`,
+    /// `audio`), after checking that `general.architecture` is `clip`: `clip.projector_type`,
+    /// or in a file without it (one of several modalities, each with its own key) the first
+    /// `clip.<modality>.projector_type` present, as llama.cpp reads them. Neither is
+    /// `missingKey` naming `clip.projector_type`. The one place a projector type is read.
+    func projectorType(modalities: [String]) throws(ProjectorError) -> String {
         let architecture = try string("general.architecture")
         guard architecture == "clip" else { throw .notAProjector(path: path, architecture: architecture) }
-        let fallback = "clip.\(modality).projector_type"
-        let type = try string(!metadata.contains("clip.projector_type") && metadata.contains(fallback) ? fallback : "clip.projector_type")
+        let keys = ["clip.projector_type"] + modalities.map { "clip.\($0).projector_type" }
+        guard let key = keys.first(where: metadata.contains) else { throw .missingKey(path: path, key: "clip.projector_type") }
+        return try string(key)
+    }
+
+    /// The projector type for an encoder of `modality` (``projectorType(modalities:)``),
+    /// checked to be one of `types`, the ones the encoder runs: `unsupportedProjectorType`
+    /// naming the type and `types` otherwise.
+    func requireProjector(_ types: [String], modality: String) throws(ProjectorError) -> String {
+        let type = try projectorType(modalities: [modality])
         guard types.contains(type) else { throw .unsupportedProjectorType(path: path, type: type, expected: types) }
         return type
     }

@@ -91,10 +91,12 @@ struct PatchEmbedding: Sendable {
     let projection: EncoderLinear
     let patchSize: Int
 
+    /// The embeddings of the patches of a `width x height` slice (`pixels`: row-major, RGB
+    /// interleaved) into `x`: one row per patch, row-major over the patch grid.
     func callAsFunction(
         _ pixels: UnsafePointer<Float>, width: Int, height: Int, into x: UnsafeMutablePointer<Float>, _ w: VisionWorkspace,
         _ pool: ThreadPool
-    ) {
+    ) -> Rows {
         let p = patchSize, gw = width / p, gh = height / p, values = 3 * p * p
         let patches = w.patchRows
         // P[py·gw + px][c·p² + ky·p + kx] = pixel (px·p + kx, py·p + ky), channel c
@@ -111,7 +113,7 @@ struct PatchEmbedding: Sendable {
                 }
             }
         }
-        projection(patches, rows: gw * gh, into: x, pool)
+        return projection(Rows(base: patches, count: gw * gh, width: values), into: x, pool)
     }
 }
 
@@ -122,13 +124,16 @@ struct PositionEmbedding: Sendable {
     let side: Int
     let width: Int
 
-    func add(to x: UnsafeMutablePointer<Float>, gridWidth: Int, gridHeight: Int, _ w: VisionWorkspace, _ pool: ThreadPool) {
+    /// Adds the table, resized to the `gridWidth x gridHeight` patch grid of the rows `x`
+    /// (`VisionGeometry`), to `x`.
+    func add(to x: Rows, gridWidth: Int, gridHeight: Int, _ w: VisionWorkspace, _ pool: ThreadPool) {
+        precondition(x.count == gridWidth * gridHeight && x.width == width)
         table.withUnsafeBufferPointer { t in
-            SigLIP2VisionEncoder.resize(
+            VisionGeometry.resize(
                 t.baseAddress!, side: side, channels: width, gridWidth: gridWidth, gridHeight: gridHeight,
                 scratch: w.positionScratch, into: w.positions, pool: pool)
         }
-        EncoderKernels.add(w.positions, into: x, count: gridWidth * gridHeight * width, pool: pool)
+        EncoderKernels.add(w.positions, into: x.base, count: x.count * x.width, pool: pool)
     }
 }
 
@@ -145,25 +150,21 @@ struct SigLIPBlock: Sendable {
     let up, down: EncoderLinear
     let heads: Int
 
-    /// Runs the block on the workspace's `n` rows at `x`, in place.
-    func callAsFunction(_ x: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
-        let n = w.patches, d = output.outputs, hd = d / heads
+    /// Runs the block on the rows `x` (the patches), in place.
+    func callAsFunction(_ x: Rows, _ w: VisionWorkspace, _ pool: ThreadPool) {
+        let n = x.count, d = x.width, hd = d / heads
         // h = x + Attention(LN₁(x))
-        norm1(x, rows: n, into: w.normed, pool)
-        query(w.normed, rows: n, into: w.q, pool)
-        key(w.normed, rows: n, into: w.k, pool)
-        value(w.normed, rows: n, into: w.v, pool)
+        let normed = norm1(x, into: w.normed, pool)
+        let q = query(normed, into: w.q, pool), k = key(normed, into: w.k, pool), v = value(normed, into: w.v, pool)
         BidirectionalAttention.attend(
-            queries: w.q, keys: w.k, values: w.v, stride: d, tokens: n, heads: heads, headDim: hd,
-            scale: 1 / Float(hd).squareRoot(), scores: w.scores, out: w.mixed, outStride: d, pool: pool)
-        output(w.mixed, rows: n, into: w.normed, pool)
-        EncoderKernels.add(w.normed, into: x, count: n * d, pool: pool)
+            queries: q.base, keys: k.base, values: v.base, stride: d, tokens: n, heads: heads, headDim: hd,
+            scale: 1 / Float(hd).squareRoot(), scores: w.scores, out: w.attended, outStride: d, pool: pool)
+        let attention = output(Rows(base: w.attended, count: n, width: d), into: w.mixed, pool)
+        EncoderKernels.add(attention.base, into: x.base, count: n * d, pool: pool)
         // out = h + MLP(LN₂(h))
-        norm2(x, rows: n, into: w.normed, pool)
-        up(w.normed, rows: n, into: w.hidden, pool)
-        EncoderKernels.geluTanh(w.hidden, count: n * up.outputs, pool: pool)
-        down(w.hidden, rows: n, into: w.mixed, pool)
-        EncoderKernels.add(w.mixed, into: x, count: n * d, pool: pool)
+        let hidden = up(norm2(x, into: w.normed, pool), into: w.hidden, pool)
+        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        EncoderKernels.add(down(hidden, into: w.mixed, pool).base, into: x.base, count: n * d, pool: pool)
     }
 }
 
@@ -175,21 +176,30 @@ struct LFM2VisionProjector: Sendable {
     let first: EncoderLinear
     let second: EncoderLinear
 
-    func callAsFunction(
-        _ t: UnsafeMutablePointer<Float>, rows m: Int, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool
-    ) {
-        if let inputNorm { inputNorm(t, rows: m, into: t, pool) }
-        first(t, rows: m, into: w.projected, pool)
-        EncoderKernels.geluTanh(w.projected, count: m * first.outputs, pool: pool)
-        second(w.projected, rows: m, into: out, pool)
+    /// The embeddings of the unshuffled tokens `t` (normalized in place when the projector
+    /// has its input norm) into `out`.
+    func callAsFunction(_ t: Rows, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
+        if let inputNorm { inputNorm(t, into: t.base, pool) }
+        let hidden = first(t, into: w.projected, pool)
+        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        _ = second(hidden, into: out, pool)
     }
 }
 
 /// The activation buffers of one encode, sized for its patch grid and allocated once.
 final class VisionWorkspace {
-    /// Patches of the slice (rows of the tower's activations).
-    let patches: Int
-    let x, normed, q, k, v, mixed, hidden: UnsafeMutablePointer<Float>
+    /// The residual stream `[n][d]`.
+    let x: UnsafeMutablePointer<Float>
+    /// A normalized copy of `x` (a block's attention or MLP input) `[n][d]`.
+    let normed: UnsafeMutablePointer<Float>
+    /// Queries, keys and values `[n][d]` each.
+    let q, k, v: UnsafeMutablePointer<Float>
+    /// The attention heads' concatenated outputs `[n][d]`.
+    let attended: UnsafeMutablePointer<Float>
+    /// A block's attention or MLP output before it is added to `x` `[n][d]`.
+    let mixed: UnsafeMutablePointer<Float>
+    /// The MLP's hidden rows `[n][ff]`.
+    let hidden: UnsafeMutablePointer<Float>
     /// im2col rows (`patches x 3p²`), attention scores, the position table resized and its
     /// scratch, the unshuffled tokens, the projector's hidden rows.
     let patchRows, scores, positions, positionScratch, merged, projected: UnsafeMutablePointer<Float>
@@ -198,12 +208,12 @@ final class VisionWorkspace {
     init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int) {
         let n = gridWidth * gridHeight, d = hp.width, tokens = n / (hp.mergeFactor * hp.mergeFactor)
         var arena = FloatArena()
-        patches = n
         x = arena.allocate(n * d)
         normed = arena.allocate(n * d)
         q = arena.allocate(n * d)
         k = arena.allocate(n * d)
         v = arena.allocate(n * d)
+        attended = arena.allocate(n * d)
         mixed = arena.allocate(n * d)
         hidden = arena.allocate(n * hp.feedForwardLength)
         patchRows = arena.allocate(n * hp.patchValues)

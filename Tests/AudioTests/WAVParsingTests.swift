@@ -347,13 +347,13 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
 @Suite struct WAVSincResamplingTests {
     @Test func sixteenKilohertzIsTheIdentity() throws {
         let x = sine(frequency: 300, rate: 16000, count: 1000)
-        #expect(try WAVAudio.resample(x, from: 16000, to: 16000) == x)
-        #expect(try WAVAudio(samples: x, sampleRate: 16000).resampled(to: 16000).samples == x)
+        #expect(try WAVAudio.resample(x, from: 16000, to: 16000, method: .bandLimitedSinc) == x)
+        #expect(try WAVAudio(samples: x, sampleRate: 16000).resampled(to: 16000, method: .bandLimitedSinc).samples == x)
     }
 
     @Test func downsampling48kTo16kKeepsTheFrequency() throws {
         let x = sine(frequency: 1000, rate: 48000, count: 48000)
-        let y = try WAVAudio.resample(x, from: 48000, to: 16000)
+        let y = try WAVAudio.resample(x, from: 48000, to: 16000, method: .bandLimitedSinc)
         #expect(y.count == 16000)
         // One second of 1 kHz: 2000 sign changes.
         #expect(abs(zeroCrossings(y[...]) - 2000) <= 2)
@@ -368,7 +368,7 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
 
     @Test func upsampling8kTo16kKeepsTheFrequency() throws {
         let x = sine(frequency: 440, rate: 8000, count: 8000)
-        let y = try WAVAudio.resample(x, from: 8000, to: 16000)
+        let y = try WAVAudio.resample(x, from: 8000, to: 16000, method: .bandLimitedSinc)
         #expect(y.count == 16000)
         #expect(abs(zeroCrossings(y[...]) - 880) <= 2)
         let expected = sine(frequency: 440, rate: 16000, count: 16000)
@@ -379,25 +379,26 @@ private func dftMagnitude(_ x: [Float], frequency: Double, rate: Int) -> Double 
     @Test func downsamplingFiltersContentAboveTheNewNyquist() throws {
         // 12 kHz cannot be represented at 16 kHz; a plain interpolator would alias it to 4 kHz.
         let x = sine(frequency: 12000, rate: 48000, count: 48000)
-        let y = try WAVAudio.resample(x, from: 48000, to: 16000)
+        let y = try WAVAudio.resample(x, from: 48000, to: 16000, method: .bandLimitedSinc)
         let rms = (y[200..<15800].reduce(0) { $0 + Double($1 * $1) } / 15600).squareRoot()
         #expect(rms < 0.002)
         #expect(dftMagnitude(y, frequency: 4000, rate: 16000) < 0.002)
     }
 
     @Test func outputLengthFollowsTheRateRatio() throws {
-        #expect(try WAVAudio.resample([Float](repeating: 0.1, count: 44100), from: 44100, to: 16000).count == 16000)
-        #expect(try WAVAudio.resample([Float](repeating: 0.1, count: 2205), from: 22050, to: 16000).count == 1600)
-        #expect(try WAVAudio.resample([Float](repeating: 0.1, count: 3), from: 48000, to: 16000).count == 1)
-        #expect(try WAVAudio.resample([], from: 8000, to: 16000).isEmpty)
+        #expect(
+            try WAVAudio.resample([Float](repeating: 0.1, count: 44100), from: 44100, to: 16000, method: .bandLimitedSinc).count == 16000)
+        #expect(try WAVAudio.resample([Float](repeating: 0.1, count: 2205), from: 22050, to: 16000, method: .bandLimitedSinc).count == 1600)
+        #expect(try WAVAudio.resample([Float](repeating: 0.1, count: 3), from: 48000, to: 16000, method: .bandLimitedSinc).count == 1)
+        #expect(try WAVAudio.resample([], from: 8000, to: 16000, method: .bandLimitedSinc).isEmpty)
         // A constant stays constant away from the edges.
-        let dc = try WAVAudio.resample([Float](repeating: 0.5, count: 4410), from: 44100, to: 16000)
+        let dc = try WAVAudio.resample([Float](repeating: 0.5, count: 4410), from: 44100, to: 16000, method: .bandLimitedSinc)
         #expect(dc[100..<1500].allSatisfy { abs($0 - 0.5) < 1e-3 })
     }
 
     @Test func unsupportedRatesThrow() {
-        #expect(throws: WAVError.unsupportedSampleRate(0)) { try WAVAudio.resample([0], from: 0, to: 16000) }
-        #expect(throws: WAVError.unsupportedSampleRate(-5)) { try WAVAudio.resample([0], from: 16000, to: -5) }
+        #expect(throws: WAVError.unsupportedSampleRate(0)) { try WAVAudio.resample([0], from: 0, to: 16000, method: .bandLimitedSinc) }
+        #expect(throws: WAVError.unsupportedSampleRate(-5)) { try WAVAudio.resample([0], from: 16000, to: -5, method: .bandLimitedSinc) }
         #expect(throws: WAVError.unsupportedSampleRate(999)) { try WAVAudio(samples: [0], sampleRate: 999) }
     }
 

@@ -56,6 +56,12 @@ import Testing
                 w.metadata.remove("clip.projector_type")
                 w.metadata.set("clip.audio.projector_type", .string("lfm2a"))
             } == nil)
+        // Only the audio modality's key stands in for clip.projector_type.
+        #expect(
+            try load { w, _ in
+                w.metadata.remove("clip.projector_type")
+                w.metadata.set("clip.vision.projector_type", .string("lfm2a"))
+            } == .missingKey(path: Self.name, key: "clip.projector_type"))
         let error = try load { w, _ in w.metadata.set("clip.projector_type", .string("whisper")) }
         #expect(error?.description.contains(Self.name) == true && error?.description.contains("lfm2a") == true)
         // A path that is no GGUF at all.

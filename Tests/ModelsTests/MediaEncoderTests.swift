@@ -74,4 +74,32 @@ import Testing
         let perModality = try MediaEncoder.load(file: GGUFFile(bytes: try w.serialize()), path: "edited.gguf", pool: Self.pool)
         #expect(perModality.outputWidth == 128)
     }
+
+    /// One rule reads the projector type, for the loader and for each encoder:
+    /// `clip.projector_type`, else a modality's own key (the loader tries vision, then audio;
+    /// an encoder only its own), else `missingKey` naming `clip.projector_type`.
+    @Test func theProjectorTypeIsReadByOneRule() throws {
+        let file = try GGUFFile(path: Self.audio)
+        func edited(_ edit: (inout GGUFMetadata) -> Void) throws -> GGUFFile {
+            var w = GGUFWriter(copyingMetadataOf: file)
+            for t in file.tensors { try w.addTensor(name: t.name, type: t.type, shape: t.shape, data: Array(file.data(for: t))) }
+            w.metadata.remove("clip.projector_type")
+            edit(&w.metadata)
+            return try GGUFFile(bytes: try w.serialize())
+        }
+        let audioKey = try edited { $0.set("clip.audio.projector_type", .string("lfm2a")) }
+        #expect(try MediaEncoder.type(of: audioKey, path: "edited.gguf") == "lfm2a")
+        guard case .audio = try MediaEncoder.load(file: audioKey, path: "edited.gguf", pool: Self.pool) else {
+            Issue.record("clip.audio.projector_type did not load the audio encoder")
+            return
+        }
+        // The vision encoder does not read the audio modality's key.
+        #expect(throws: ProjectorError.missingKey(path: "edited.gguf", key: "clip.projector_type")) {
+            try SigLIP2VisionEncoder(file: audioKey, path: "edited.gguf", pool: Self.pool)
+        }
+        let none = try edited { _ in }
+        #expect(throws: ProjectorError.missingKey(path: "edited.gguf", key: "clip.projector_type")) {
+            try MediaEncoder.type(of: none, path: "edited.gguf")
+        }
+    }
 }

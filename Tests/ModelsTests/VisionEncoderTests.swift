@@ -166,18 +166,18 @@ struct VisionGolden {
     @Test func pixelUnshuffleOrder() {
         // A 4x2 grid of patches with 2 channels; patch p = y·4 + x holds (10p, 10p + 1).
         let x = (0..<8).flatMap { p in [Float(10 * p), Float(10 * p + 1)] }
-        let t = SigLIP2VisionEncoder.pixelUnshuffle(x, gridWidth: 4, gridHeight: 2, channels: 2, factor: 2)
+        let t = VisionGeometry.pixelUnshuffle(x, gridWidth: 4, gridHeight: 2, channels: 2, factor: 2)
         #expect(t == [0, 1, 10, 11, 40, 41, 50, 51, 20, 21, 30, 31, 60, 61, 70, 71])
         // Factor 3 on a 3x6 grid, one channel: token (1, 0) is rows 3...5, columns 0...2.
         let y = (0..<18).map(Float.init)
-        let u = SigLIP2VisionEncoder.pixelUnshuffle(y, gridWidth: 3, gridHeight: 6, channels: 1, factor: 3)
+        let u = VisionGeometry.pixelUnshuffle(y, gridWidth: 3, gridHeight: 6, channels: 1, factor: 3)
         #expect(Array(u[9..<18]) == [9, 10, 11, 12, 13, 14, 15, 16, 17])
     }
 
     /// The antialiased bilinear taps on sizes worked out by hand from torch's rule.
     @Test func antialiasedResizeTaps() {
         func taps(_ a: Int, _ b: Int) -> [(Int, [Float])] {
-            SigLIP2VisionEncoder.antialiasedBilinearTaps(from: a, to: b).map { ($0.first, $0.weights) }
+            VisionGeometry.antialiasedBilinearTaps(from: a, to: b).map { ($0.first, $0.weights) }
         }
         func close(_ a: [(Int, [Float])], _ b: [(Int, [Float])]) -> Bool {
             a.count == b.count
@@ -200,17 +200,17 @@ struct VisionGolden {
 
     @Test func resizedPositionTable() {
         // 2x2 table, one channel: [[1, 2], [3, 4]] up to 4x4 is separable bilinear.
-        let up = SigLIP2VisionEncoder.resizedPositionTable([1, 2, 3, 4], side: 2, channels: 1, gridWidth: 4, gridHeight: 4)
+        let up = VisionGeometry.resizedPositionTable([1, 2, 3, 4], side: 2, channels: 1, gridWidth: 4, gridHeight: 4)
         let expected: [Float] = [1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4]
         let upError = zip(up, expected).map { abs($0 - $1) }.max() ?? 1
         #expect(up.count == 16 && upError < 1e-6)
         // 4x4 (value y·4 + x) down to 2x1: x weights (3/7, 3/7, 1/7), (1/7, 3/7, 3/7); all
         // four rows average to y = 1.5.
         let table = (0..<16).map(Float.init)
-        let down = SigLIP2VisionEncoder.resizedPositionTable(table, side: 4, channels: 1, gridWidth: 2, gridHeight: 1)
+        let down = VisionGeometry.resizedPositionTable(table, side: 4, channels: 1, gridWidth: 2, gridHeight: 1)
         let left: Float = 6 + 5.0 / 7, right: Float = 6 + 16.0 / 7
         #expect(abs(down[0] - left) < 1e-5 && abs(down[1] - right) < 1e-5)
         // The stored size: unchanged, bit for bit.
-        #expect(SigLIP2VisionEncoder.resizedPositionTable(table, side: 4, channels: 1, gridWidth: 4, gridHeight: 4) == table)
+        #expect(VisionGeometry.resizedPositionTable(table, side: 4, channels: 1, gridWidth: 4, gridHeight: 4) == table)
     }
 }
