@@ -10,6 +10,15 @@ import NIOCore
 /// reads from local files; no inline code, no frames), `nosniff`, and an ETag
 /// (`If-None-Match` gets 304). The page names its files with `?v=` and their content hash,
 /// so those are cached for a year; the page itself is revalidated every time.
+///
+/// The script is ES modules (`chat.js` and the modules it imports, no build step). A module
+/// names another as `"./NAME.js"` (double quotes, the only form allowed); the server
+/// rewrites each such name to `"./NAME.js?v=HASH"`, the imported file's hash as served, and
+/// hashes a module after rewriting its imports, so a change to any module changes the
+/// versions of every module that imports it, directly or not, and of the page: a browser
+/// never mixes a cached old module with new ones. A module that names a file not in
+/// `assetTypes`, or modules that import each other in a cycle, stop the page from loading
+/// (the server warns at start and `/` answers 500).
 public struct WebUIAssets: Sendable {
     /// One file as served.
     struct Asset: Sendable {
@@ -23,9 +32,17 @@ public struct WebUIAssets: Sendable {
     /// The files by name (`index.html`, `chat.js`, ...).
     let files: [String: Asset]
 
-    /// The files under `/webui/`, with their content types.
-    static let assetTypes = [
-        "chat.css": "text/css; charset=utf-8", "chat.js": "text/javascript; charset=utf-8", "icon.svg": "image/svg+xml"
+    /// The files under `/webui/`, with their content types: every file the page loads is
+    /// listed here (nothing else in the directory is served).
+    static let assetTypes: [String: String] = {
+        var types = ["chat.css": "text/css; charset=utf-8", "icon.svg": "image/svg+xml"]
+        for module in modules { types[module] = "text/javascript; charset=utf-8" }
+        return types
+    }()
+
+    /// The page's JavaScript modules: `chat.js` (the one the page loads) and those it imports.
+    static let modules = [
+        "chat.js", "api.js", "attachments.js", "dom.js", "markup.js", "messages.js", "settings.js", "storage.js"
     ]
 
     /// The Content-Security-Policy of every page response.
@@ -33,13 +50,23 @@ public struct WebUIAssets: Sendable {
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src data:; connect-src 'self'; "
         + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-    /// Reads the files from `directory`, and points the page's references at the files'
-    /// current versions (`/webui/chat.js?v=HASH`).
+    /// Reads the files from `directory`, and points the page's references and the modules'
+    /// imports at the files' current versions (`/webui/chat.js?v=HASH`, `"./dom.js?v=HASH"`).
     public init(directory: URL) throws {
         var files: [String: Asset] = [:]
+        var sources: [String: String] = [:]
         for (name, type) in Self.assetTypes {
-            let bytes = try [UInt8](Data(contentsOf: directory.appendingPathComponent(name)))
-            files[name] = Asset(bytes: bytes, contentType: type, hash: Self.hash(bytes))
+            let data = try Data(contentsOf: directory.appendingPathComponent(name))
+            if Self.modules.contains(name) {
+                guard let text = String(data: data, encoding: .utf8) else { throw WebUIError("\(name) is not UTF-8 text") }
+                sources[name] = text
+            } else {
+                let bytes = [UInt8](data)
+                files[name] = Asset(bytes: bytes, contentType: type, hash: Self.hash(bytes))
+            }
+        }
+        for (name, bytes) in try Self.versionImports(sources) {
+            files[name] = Asset(bytes: bytes, contentType: "text/javascript; charset=utf-8", hash: Self.hash(bytes))
         }
         var page = try String(contentsOf: directory.appendingPathComponent("index.html"), encoding: .utf8)
         for (name, asset) in files {
@@ -87,6 +114,40 @@ public struct WebUIAssets: Sendable {
             }
         }
         return nil
+    }
+
+    /// The modules as served: each `"./NAME.js"` in a module's text becomes
+    /// `"./NAME.js?v=HASH"`, HASH being the hash of NAME.js as served (its own imports
+    /// rewritten first). Throws for a name that is not a module, for `'./` (an import the
+    /// rewriting would miss), and for a cycle of imports.
+    static func versionImports(_ sources: [String: String]) throws -> [String: [UInt8]] {
+        var served: [String: [UInt8]] = [:]
+        func serve(_ name: String, importedBy chain: [String]) throws -> [UInt8] {
+            if let bytes = served[name] { return bytes }
+            if chain.contains(name) {
+                throw WebUIError("the chat page's modules import each other in a cycle: \((chain + [name]).joined(separator: " -> "))")
+            }
+            guard let text = sources[name] else { throw WebUIError("the chat page's module \(name) is missing") }
+            if text.contains("'./") {
+                throw WebUIError("\(name) names a module as './…': write \"./NAME.js\", so that the server versions it")
+            }
+            let pieces = text.components(separatedBy: "\"./")
+            var out = pieces[0]
+            for piece in pieces.dropFirst() {
+                guard let quote = piece.firstIndex(of: "\"") else { throw WebUIError("\(name): an unterminated \"./") }
+                let imported = String(piece[..<quote])
+                guard modules.contains(imported) else {
+                    throw WebUIError("\(name) imports ./\(imported), which is not one of the served modules (WebUIAssets.modules)")
+                }
+                let version = hash(try serve(imported, importedBy: chain + [name]))
+                out += "\"./\(imported)?v=\(version)" + piece[quote...]
+            }
+            let bytes = Array(out.utf8)
+            served[name] = bytes
+            return bytes
+        }
+        for name in sources.keys.sorted() { _ = try serve(name, importedBy: []) }
+        return served
     }
 
     /// 64-bit FNV-1a of `bytes`, as 16 hex digits.

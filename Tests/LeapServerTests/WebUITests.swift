@@ -50,6 +50,61 @@ import Testing
         }
     }
 
+    @Test func modulesImportTheVersionsOfTheModulesTheyImport() async throws {
+        let assets = try WebUIAssets.bundled.get()
+        let page = String(decoding: try #require(assets.files["index.html"]).bytes, as: UTF8.self)
+        #expect(page.contains("<script type=\"module\" src=\"/webui/chat.js?v="))
+        var imports = 0
+        for name in WebUIAssets.modules {
+            let text = String(decoding: try #require(assets.files[name]).bytes, as: UTF8.self)
+            // Every "./NAME" in a served module is a listed module at its current version.
+            for piece in text.components(separatedBy: "\"./").dropFirst() {
+                let quote = try #require(piece.firstIndex(of: "\""))
+                let specifier = String(piece[..<quote])
+                let parts = specifier.split(separator: "?v=", omittingEmptySubsequences: false)
+                #expect(parts.count == 2, "\(name) imports \(specifier) without a version")
+                let imported = String(parts[0])
+                #expect(WebUIAssets.modules.contains(imported), "\(name) imports \(imported)")
+                #expect(parts.count == 2 && String(parts[1]) == assets.files[imported]?.hash, "\(name): \(specifier)")
+                imports += 1
+            }
+        }
+        #expect(imports >= WebUIAssets.modules.count - 1, "every module but one is imported somewhere")
+
+        // A change to a module deep down changes the versions of the modules above it and of
+        // the page, and of nothing else.
+        let directory = try #require(WebUIAssets.bundledDirectory())
+        let copy = FileManager.default.temporaryDirectory.appendingPathComponent("webui-\(UUID().uuidString)")
+        try FileManager.default.copyItem(at: directory, to: copy)
+        defer { try? FileManager.default.removeItem(at: copy) }
+        let dom = copy.appendingPathComponent("dom.js")
+        let original = try String(contentsOf: dom, encoding: .utf8)
+        try (original + "\n// changed\n").write(to: dom, atomically: true, encoding: .utf8)
+        let changed = try WebUIAssets(directory: copy)
+        for name in ["dom.js", "messages.js", "chat.js", "index.html"] {
+            #expect(changed.files[name]?.hash != assets.files[name]?.hash, "\(name) has a new version")
+        }
+        for name in ["markup.js", "chat.css", "icon.svg"] {
+            #expect(changed.files[name]?.hash == assets.files[name]?.hash, "\(name) keeps its version")
+        }
+        let messages = String(decoding: try #require(changed.files["messages.js"]).bytes, as: UTF8.self)
+        #expect(messages.contains("\"./dom.js?v=\(try #require(changed.files["dom.js"]).hash)\""))
+
+        // An import of a file that is not served, a quote the rewriting would miss, or a
+        // cycle is refused when the files are read.
+        for (text, reason) in [
+            ("import \"./nothing.js\";", "not one of the served modules"), ("import './markup.js';", "write \"./NAME.js\""),
+            ("import \"./chat.js\";", "cycle")
+        ] {
+            try (text + "\n" + original).write(to: dom, atomically: true, encoding: .utf8)
+            #expect {
+                _ = try WebUIAssets(directory: copy)
+            } throws: { error in
+                "\(error)".contains(reason)
+            }
+        }
+    }
+
     @Test func aMatchingETagGets304() async throws {
         let server = try await TestServer()
         try await server.test { client in
@@ -129,7 +184,7 @@ import Testing
     }
 
     @Test func serverDefaultsFillTheFieldsARequestLeavesOut() throws {
-        let defaults = ServingSampling(temperature: 0.3, topK: 7, dryMultiplier: 1.5, drySequenceBreakers: ["\n"])
+        let defaults = SamplingOverrides(temperature: 0.3, topK: 7, dryMultiplier: 1.5, drySequenceBreakers: ["\n"])
         let request = try ChatCompletionRequest(json: JSONValue.parse(#"{"messages": \#(userHello), "temperature": 0.9, "dry_base": 2}"#))
         let s = WireMapping.sampling(request.sampling, defaults: defaults)
         #expect(s.temperature == 0.9)  // the request's
