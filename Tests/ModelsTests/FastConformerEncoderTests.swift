@@ -157,13 +157,27 @@ import Testing
         #expect(maxAndMeanDifference(a, b.map(Double.init)).max > 1e-2)
     }
 
-    @Test func theLongestInputEncodes() throws {
+    /// The longest input the position table allows is encoded as the reference encodes it
+    /// (every relative position of the table in use), and one frame more is refused.
+    @Test func theLongestInputMatchesTheReference() throws {
         let encoder = try Self.encoder()
         let frames = encoder.maximumFrameCount
-        let out = try encoder.encode(mel: EncoderRandom.mel(bins: 128, frames: frames, seed: 3), frames: frames)
+        let mel = EncoderRandom.mel(bins: 128, frames: frames, seed: 3)
+        let out = try encoder.encode(mel: mel, frames: frames)
+        let reference = try ReferenceFastConformerEncoder(file: try GGUFFile(path: Self.mmproj), path: Self.mmproj)
+        let expected = try reference.encode(mel: mel, frames: frames).map(Double.init)
         let tokens = try encoder.tokenCount(frames: frames)
-        #expect(out.count == tokens * 128)
-        #expect(out.allSatisfy { $0.isFinite })
+        #expect(out.count == expected.count && out.count == tokens * 128)
+        let d = maxAndMeanDifference(out, expected)
+        print("the longest input, \(frames) frames: max |diff| \(d.max)")
+        #expect(d.max < 1e-4)
+        let longer = EncoderRandom.mel(bins: 128, frames: frames + 1, seed: 3)
+        #expect {
+            try encoder.encode(mel: longer, frames: frames + 1)
+        } throws: { error in
+            guard case ProjectorError.inputTooLarge(_, let value, let maximum) = error else { return false }
+            return value == frames + 1 && maximum == frames
+        }
     }
 
     /// Weights converted to F32 at load give the products of the weights as stored.
