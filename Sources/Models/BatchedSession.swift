@@ -85,6 +85,8 @@ public final class BatchedSession: @unchecked Sendable {
     private var isOpen: [Bool]
     /// Per slot: the logits of its sequence's last evaluated token.
     private let slotLogits: UnsafeMutablePointer<Float>
+    /// Per slot: the hidden state of its sequence's last evaluated token (`hiddenState(of:)`).
+    private let slotHiddenStates: UnsafeMutablePointer<Float>
     /// A step's tokens, input after input, and its pass inputs (kept: a step allocates
     /// nothing but what the caller passes).
     private let stepTokens: UnsafeMutablePointer<Int>
@@ -125,6 +127,8 @@ public final class BatchedSession: @unchecked Sendable {
         isOpen = Array(repeating: false, count: slotCount)
         slotLogits = .allocate(capacity: slotCount * hp.vocabularySize)
         slotLogits.initialize(repeating: 0, count: slotCount * hp.vocabularySize)
+        slotHiddenStates = .allocate(capacity: slotCount * hp.embeddingLength)
+        slotHiddenStates.initialize(repeating: 0, count: slotCount * hp.embeddingLength)
         stepTokens = .allocate(capacity: self.maxStepTokens)
         pass.reserveCapacity(slotCount)
         lastStep = Array(repeating: 0, count: slotCount)
@@ -132,6 +136,7 @@ public final class BatchedSession: @unchecked Sendable {
 
     deinit {
         slotLogits.deallocate()
+        slotHiddenStates.deallocate()
         stepTokens.deallocate()
         stepEmbeddings?.deallocate()
     }
@@ -150,6 +155,8 @@ public final class BatchedSession: @unchecked Sendable {
         slots[slot].reset()
         let vocab = model.hyperparameters.vocabularySize
         (slotLogits + slot * vocab).update(repeating: 0, count: vocab)
+        let d = model.hyperparameters.embeddingLength
+        (slotHiddenStates + slot * d).update(repeating: 0, count: d)
         return Sequence(slot: slot, generation: generations[slot])
     }
 
@@ -185,9 +192,19 @@ public final class BatchedSession: @unchecked Sendable {
         return UnsafeBufferPointer(start: slotLogits + sequence.slot * vocab, count: vocab)
     }
 
+    /// The hidden state of the sequence's last evaluated token: the last layer's output
+    /// after the final norm, the output head's input (`embeddingLength` floats), as
+    /// `InferenceSession.hiddenState`. Valid until its next step; zeros before its first.
+    public func hiddenState(of sequence: Sequence) throws(ModelError) -> UnsafeBufferPointer<Float> {
+        try check(sequence)
+        let d = model.hyperparameters.embeddingLength
+        return UnsafeBufferPointer(start: slotHiddenStates + sequence.slot * d, count: d)
+    }
+
     /// Evaluates each input's tokens at its sequence's next positions in one forward pass
     /// (each sequence at most once; `maxStepTokens` tokens at most in all), appends them to
-    /// the sequences' caches, and leaves each one's last logits in `logits(of:)`. A refused
+    /// the sequences' caches, and leaves each one's last logits in `logits(of:)` (and its
+    /// last hidden state in `hiddenState(of:)`). A refused
     /// step (a closed sequence, a token outside the vocabulary, a sequence past its
     /// context, too many tokens) throws and changes nothing.
     public func step(_ inputs: [Input]) throws(ModelError) {
@@ -232,6 +249,8 @@ public final class BatchedSession: @unchecked Sendable {
         pass.removeAll(keepingCapacity: true)
         for (i, input) in inputs.enumerated() {
             (slotLogits + input.sequence.slot * vocab).update(from: forward.logits + i * vocab, count: vocab)
+            // Row i of `normed` is input i's last row, output-normed (ForwardPass.run).
+            (slotHiddenStates + input.sequence.slot * d).update(from: forward.normed + i * d, count: d)
         }
     }
 
