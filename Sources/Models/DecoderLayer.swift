@@ -75,4 +75,16 @@ struct TransformerWeights: Sendable {
     var embeddingScale: Float = 1
     /// The final logit soft cap `c` (Gemma 2 style; nil: none).
     var finalLogitSoftcap: Float? = nil
+    /// An embedding model's output projection (nil for a language model): what its final
+    /// hidden states (`InferenceSession.evaluateHiddenStates`) are mapped through in place
+    /// of the head, by the model's user (`AudioDetokenizer`).
+    var outputProjection: OutputProjection? = nil
+}
+
+/// An embedding model's output projection, `y = W h + b` on each final-normed hidden
+/// state `h` (`W`: `[outputWidth, d]`): LFM2.5-Audio's detokenizer maps each row to the
+/// 1282 values of a spectrum row through `dense_2` (`<arch>.embedding_length_out` wide).
+struct OutputProjection: Sendable {
+    let weight: Linear  // [outputWidth, d]
+    let bias: [Float]  // [outputWidth]
 }

@@ -245,10 +245,17 @@ final class ForwardPass {
     /// in all, at most `maxSequences` inputs, each sequence once), appending them to its
     /// caches, and leaves the logits of each input's last token in row `i` of `logits`.
     /// With `allLogits` (one input only), passes every row's logits to it instead, in order.
-    func run(_ inputs: [PassInput], allLogits: ((UnsafeBufferPointer<Float>) -> Void)? = nil) {
+    /// With `allHiddenStates` (one input only), passes every row's hidden state after the
+    /// final norm to it (`n x d` floats, in order; an embedding model's output) and
+    /// computes no logits; row 0 of `normed` is then the last row's, as after any pass.
+    func run(
+        _ inputs: [PassInput], allLogits: ((UnsafeBufferPointer<Float>) -> Void)? = nil,
+        allHiddenStates: ((UnsafeBufferPointer<Float>) -> Void)? = nil
+    ) {
         let d = hp.embeddingLength, w = model.weights, vocab = hp.vocabularySize
         layOut(inputs)
         precondition(allLogits == nil || inputs.count == 1, "every row's logits: one sequence per pass")
+        precondition(allHiddenStates == nil || (inputs.count == 1 && allLogits == nil), "every row's hidden state: one sequence, no logits")
         let n = rowCount
         // A decode step (one row per sequence) on the threads DecodeThreading chooses, timed.
         let decodeStep = adaptsDecodeThreads && model.pool.threads > 1 && n == inputs.count
@@ -284,8 +291,13 @@ final class ForwardPass {
 
         for layer in w.layers { layer(x, self) }
 
-        // logits = output(RMSNorm(x)) for the last row of each input, or every row when asked
-        if let allLogits {
+        // logits = output(RMSNorm(x)) for the last row of each input, or every row when asked;
+        // or, asked for every row's RMSNorm(x), no logits
+        if let allHiddenStates {
+            _ = w.outputNorm(x, self)
+            allHiddenStates(UnsafeBufferPointer(start: normed, count: n * d))
+            if n > 1 { normed.update(from: normed + (n - 1) * d, count: d) }
+        } else if let allLogits {
             for i in 0..<n {
                 let normedRow = w.outputNorm(Rows(base: x[i], count: 1, width: d), into: normed, self)
                 _ = project(w.output, quantize(normedRow, eachRowAlone: true, for: w.output), into: logits)

@@ -6,6 +6,12 @@ import Kernels
 /// layers RMS-normalize each query and key head before RoPE, which rotates the two halves
 /// of a head against each other (the NeoX pairing). The final norm is `token_embd_norm`;
 /// the head is tied unless `output.weight` exists.
+///
+/// The same blocks make LFM2.5-Audio's detokenizer (`tokenizer-*.gguf`), an embedding
+/// model, which two keys describe: `attention.sliding_window` (every attention layer sees
+/// the latest `window` positions: rows `i - window < j <= i`) and `embedding_length_out`
+/// (the width of its output projection `dense_2.weight` `[out, d]` with `dense_2.bias`,
+/// `TransformerWeights.outputProjection`). A language model has neither.
 enum LFM2: Architecture {
     static let name = "lfm2"
 
@@ -18,10 +24,25 @@ enum LFM2: Architecture {
         /// `shortconv.l_cache`: the convolution's kernel length `L` (0 when no layer is a
         /// convolution).
         var convolutionLength: Int
+        /// `attention.sliding_window`: the positions each attention layer's query sees (its
+        /// own and the `window - 1` before it), or nil (absent or 0): every earlier one.
+        var window: Int? = nil
+        /// `embedding_length_out`: an embedding model's output width (`dense_2`), or nil
+        /// for a language model.
+        var outputWidth: Int? = nil
     }
 
     static func settings(_ m: GGUFMetadata, _ hp: Hyperparameters) throws(ModelError) -> Settings {
-        Settings(convolutionLength: try convolutionLength(m, hp))
+        let windowKey = "\(name).attention.sliding_window", outputKey = "\(name).embedding_length_out"
+        let window = try m.modelOptionalInt(windowKey) ?? 0
+        guard window >= 0, window <= 1 << 20 else {
+            throw .invalidHyperParameter(key: windowKey, value: String(window), reason: "must be 0 (none) or 1...1048576")
+        }
+        let outputWidth = try m.modelOptionalInt(outputKey)
+        if let outputWidth, outputWidth < 1 || outputWidth > 1 << 20 {
+            throw .invalidHyperParameter(key: outputKey, value: String(outputWidth), reason: "must be 1...1048576")
+        }
+        return Settings(convolutionLength: try convolutionLength(m, hp), window: window > 0 ? window : nil, outputWidth: outputWidth)
     }
 
     static func weights(_ w: WeightLoader, _ s: Settings) throws(ModelError) -> TransformerWeights {
@@ -33,14 +54,21 @@ enum LFM2: Architecture {
             layers.append(
                 LFM2Layer(
                     operatorNorm: try w.norm("blk.\(i).attn_norm.weight"),
-                    mixer: try mixer(w, layer: i, kernelLength: kernelLength),
+                    mixer: try mixer(w, layer: i, kernelLength: kernelLength, window: s.window),
                     ffnNorm: try w.norm("blk.\(i).ffn_norm.weight"),
                     ffn: try w.swiGLU(i)))
+        }
+        // An embedding model's projection: dense_2 [out, d] and its bias.
+        var projection: OutputProjection?
+        if let width = s.outputWidth {
+            projection = OutputProjection(
+                weight: try w.linear("dense_2.weight", rows: width, cols: hp.embeddingLength),
+                bias: try w.vector("dense_2.bias", count: width))
         }
         return TransformerWeights(
             tokenEmbedding: embedding, layers: layers,
             outputNorm: try w.norm("token_embd_norm.weight"),
-            output: output)
+            output: output, outputProjection: projection)
     }
 
     /// The shared keys of `architecture` (`lfm2`, or `lfm2moe` whose layers are LFM2's);
@@ -52,11 +80,11 @@ enum LFM2: Architecture {
     }
 
     /// Layer `i`'s token mixer: a `ShortConv` where `head_count_kv` is 0, else attention
-    /// with q/k norms and NeoX-paired RoPE.
-    static func mixer(_ w: WeightLoader, layer i: Int, kernelLength: Int) throws(ModelError) -> LFM2Layer.Mixer {
+    /// with q/k norms and NeoX-paired RoPE (over a sliding `window`, when given).
+    static func mixer(_ w: WeightLoader, layer i: Int, kernelLength: Int, window: Int? = nil) throws(ModelError) -> LFM2Layer.Mixer {
         let hp = w.hp, d = hp.embeddingLength
         guard hp.headCountKV[i] == 0 else {
-            return .attention(try w.attention(i, queryKeyNorm: true, ropeStyle: .neox))
+            return .attention(try w.attention(i, queryKeyNorm: true, ropeStyle: .neox, window: window))
         }
         return .shortConv(
             ShortConv(

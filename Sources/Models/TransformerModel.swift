@@ -13,11 +13,18 @@ public final class TransformerModel: Sendable {
 
     /// Loads the model in `file`, checking the architecture, the hyper-parameters and
     /// every tensor's presence, shape and type. `threads` defaults to the number of cores.
-    public init(file: GGUFFile, threads: Int? = nil) throws(ModelError) {
+    public convenience init(file: GGUFFile, threads: Int? = nil) throws(ModelError) {
+        try self.init(file: file, pool: ThreadPool(threads: threads ?? ThreadPool.defaultThreads))
+    }
+
+    /// Loads the model in `file`, its products running on `pool`, which it shares with
+    /// the pool's other users (a model run beside another and never at the same time, as
+    /// LFM2.5-Audio's detokenizer beside its language model).
+    public init(file: GGUFFile, pool: ThreadPool) throws(ModelError) {
         let architecture = try Architectures.architecture(of: file)
         (hyperparameters, weights) = try architecture.load(file)
         self.file = file
-        self.pool = ThreadPool(threads: threads ?? ThreadPool.defaultThreads)
+        self.pool = pool
     }
 
     /// Opens and loads the GGUF model at `path`.
@@ -48,6 +55,11 @@ public final class TransformerModel: Sendable {
         }
         return total
     }
+
+    /// The width of an embedding model's output, its final hidden states mapped through its
+    /// own projection (LFM2's `embedding_length_out`, `dense_2`: LFM2.5-Audio's
+    /// detokenizer), or nil for a language model.
+    public var outputEmbeddingLength: Int? { weights.outputProjection?.weight.rows }
 
     /// Number of parameters (elements of all tensors).
     public var parameterCount: Int { file.tensors.reduce(0) { $0 + $1.elementCount } }
