@@ -112,7 +112,7 @@ let package = Package(
         .target(name: "Tokenizers", dependencies: ["GGUF"]),
         .target(name: "Audio"),
         .target(name: "ChatTemplates", dependencies: ["LeapJSON"]),
-        .target(name: "Models", dependencies: ["GGUF", "Kernels"], swiftSettings: kernelSwiftSettings),
+        .target(name: "Models", dependencies: ["GGUF", "Kernels", "Sampling", "Audio"], swiftSettings: kernelSwiftSettings),
         // The plain references: the forward pass and both media encoders written out, the
         // oracles the tests hold the engine to and a first read (docs/walkthrough.md). Only
         // test targets may depend on it, never the engine (scripts/check-reference-isolation.sh).
@@ -176,7 +176,7 @@ let package = Package(
         .testTarget(name: "ImagesTests", dependencies: ["Images", "TestSupport", "LeapJSON"]),
         .testTarget(name: "GGUFTests", dependencies: ["GGUF", "TestSupport"]),
         .testTarget(name: "KernelsTests", dependencies: ["GGUF", "Kernels", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ModelsTests", dependencies: ["Models", "Reference", "GGUF", "Kernels", "LeapJSON", "TestSupport"]),
+        .testTarget(name: "ModelsTests", dependencies: ["Models", "Reference", "GGUF", "Kernels", "LeapJSON", "Sampling", "TestSupport"]),
         .testTarget(name: "QuantizationTests", dependencies: ["Quantization", "Models", "GGUF", "Kernels", "TestSupport"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport", "LeapJSON", "Sampling"]),
         .testTarget(name: "TokenizersTests", dependencies: ["GGUF", "Tokenizers", "TestSupport", "leap-ref"]),
@@ -184,7 +184,8 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["leap-ref", "GGUF", "LeapJSON", "LeapSDKCore", "TestSupport"]),
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "LeapSDKTests", dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "TestSupport"]),
+            name: "LeapSDKTests",
+            dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "Models", "Tokenizers", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
         .testTarget(

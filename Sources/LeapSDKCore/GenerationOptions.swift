@@ -40,6 +40,15 @@ public struct GenerationOptions: Sendable {
     /// Whether the model may, must, or must not call the registered functions
     /// (leap-ref's addition; `nil` is `.auto`).
     public var functionCallMode: FunctionCallMode?
+    /// Whether a speech-capable model speaks its reply (`nil` is `.automatic`: as the
+    /// system prompt says). The audio arrives as `.audioSample`s while the model talks,
+    /// and `.complete`'s message holds it as a WAV `.audio` part.
+    public var speech: SpeechOutput?
+    /// The temperature of a spoken reply's audio codes (nil: the mode's default, or greedy
+    /// when `temperature` is 0; see `SpeechRequest`).
+    public var audioTemperature: Float?
+    /// The most likely codes an audio code is drawn from (nil: the mode's default).
+    public var audioTopK: Int?
 
     /// Sampling temperature; 0 is greedy (`sampling.temperature`).
     public var temperature: Float? {

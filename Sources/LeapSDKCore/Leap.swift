@@ -1,5 +1,6 @@
 import Foundation
 import GGUF
+import Models
 
 /// Options for loading a model with `Leap.load`.
 public struct LiquidInferenceEngineOptions: Sendable {
@@ -37,11 +38,29 @@ public struct LiquidInferenceEngineOptions: Sendable {
     public var mmProjPath: String?
     /// Bounds on the images and audio a message may carry (leap-ref's addition).
     public var mediaLimits: MediaLimits
+    /// A speech-capable model's audio-code decoder, a `vocoder-*.gguf` file (LFM2.5-Audio's
+    /// depthformer and code embeddings). Default nil: the `vocoder-*.gguf` beside the model
+    /// (`CompanionFile.vocoder`), looked for when the model's vocabulary has the speech
+    /// tokens (`<|audio_start|>`, `<|text_end|>`). Speech needs it and `audioTokenizerPath`.
+    public var vocoderPath: String?
+    /// A speech-capable model's audio detokenizer, a `tokenizer-*.gguf` file (codes to a
+    /// 24 kHz waveform). Default nil: the `tokenizer-*.gguf` beside the model, as
+    /// `vocoderPath`.
+    public var audioTokenizerPath: String?
+    /// How the vocoder's depthformer holds its matrices (default `.asStored`: the file's
+    /// size in memory, activations rounded to 8 bits as in the language model's decode;
+    /// `.float32`: dequantized at load, the reference's numbers, about 7 times the memory).
+    public var vocoderWeights: SpeechVocoder.WeightStorage
 
+    /// Options with the given fields; every argument has a default.
     public init(
         cpuThreads: Int? = nil, contextSize: Int? = nil, kvCacheType: KVCacheType = .f32, defaultRNGSeed: UInt64? = nil,
-        parallelSequences: Int = 1, mmProjPath: String? = nil, mediaLimits: MediaLimits = MediaLimits()
+        parallelSequences: Int = 1, mmProjPath: String? = nil, mediaLimits: MediaLimits = MediaLimits(),
+        vocoderPath: String? = nil, audioTokenizerPath: String? = nil, vocoderWeights: SpeechVocoder.WeightStorage = .asStored
     ) {
+        self.vocoderPath = vocoderPath
+        self.audioTokenizerPath = audioTokenizerPath
+        self.vocoderWeights = vocoderWeights
         self.cpuThreads = cpuThreads
         self.contextSize = contextSize
         self.kvCacheType = kvCacheType

@@ -73,7 +73,7 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         var seeded = request
         if seeded.options.rngSeed == nil { seeded.options.rngSeed = defaultRNGSeed }
         do throws(LeapError) {
-            let serving = try LiquidInferenceEngineRunner.servingRequest(seeded)
+            let serving = try LiquidInferenceEngineRunner.servingRequest(seeded, speaks: loaded.speech != nil)
             return LiquidInferenceEngineRunner.generate(serving, on: try sharedScheduler(), onResponse: onResponse, onError: onError)
         } catch {
             onError(error)

@@ -35,6 +35,15 @@ public struct GenerationStats: Sendable, Equatable {
     public var cachedPromptTokens: UInt64
     /// Prompt-processing speed: newly processed prompt tokens per second.
     public var promptTokenPerSecond: Float
+    /// A spoken reply's audio frames (80 ms of speech each, `samplesPerAudioFrame` samples;
+    /// end-of-audio frames included, which make no sound), 0 for a text reply. Counted in
+    /// `completionTokens` too. leap-ref's addition.
+    public var audioFrames: UInt64 = 0
+    /// Seconds from the request to its first audio sample (nil: no speech). leap-ref's
+    /// addition.
+    public var secondsToFirstAudioSample: Double?
+    /// Samples of 24 kHz speech one audio frame makes.
+    public static let samplesPerAudioFrame = 1920
 
     public init(
         promptTokens: UInt64, completionTokens: UInt64, totalTokens: UInt64, tokenPerSecond: Float,

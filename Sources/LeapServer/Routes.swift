@@ -275,6 +275,8 @@ struct Handlers: Sendable {
                     if includeUsage { out.append(chunk(.usage(WireMapping.usage(usage), WireMapping.timings(usage)))) }
                     return out
                 case .event(.started): return []
+                // The server does not ask for speech yet (issue 43: `modalities`).
+                case .event(.audio), .event(.speechStep): return []
                 }
             }
         }

@@ -49,6 +49,15 @@ public final class InferenceSession: @unchecked Sendable {
         UnsafeBufferPointer(start: forward.logits, count: model.hyperparameters.vocabularySize)
     }
 
+    /// The hidden state of the last evaluated token (or embedding row): the last layer's
+    /// output after the final norm, the output head's input (`embeddingLength` floats).
+    /// LFM2.5-Audio's depthformer turns it into audio codes (`Depthformer`). Valid after
+    /// an evaluation, until the next one.
+    public var hiddenState: UnsafeBufferPointer<Float> {
+        // ForwardPass.run leaves row i of `normed` as input i's last row, output-normed.
+        UnsafeBufferPointer(start: forward.normed, count: model.hyperparameters.embeddingLength)
+    }
+
     /// Bytes held by the attention and convolution caches (their capacity; pages are
     /// touched only as positions fill).
     public var cacheByteCount: Int { sequence.byteCount }
@@ -100,6 +109,32 @@ public final class InferenceSession: @unchecked Sendable {
                 start = end
             }
         }
+    }
+
+    /// Evaluates rows of embeddings given directly (`embeddingLength` floats a row, one
+    /// position each) at the current position and returns every row's hidden state: the
+    /// last layer's output after the final norm, `embeddingLength` floats a row, in order.
+    /// This is an embedding model's evaluation (LFM2.5-Audio's detokenizer, which maps the
+    /// rows through its own projection): no logits are computed, `logits` is left as it
+    /// was; `hiddenState` is the last row's.
+    public func evaluateHiddenStates(embeddings: [Float]) throws(ModelError) -> [Float] {
+        let d = model.hyperparameters.embeddingLength
+        let rows = try BatchedSession.rowCount(tokens: [], embeddings: embeddings, width: d, vocabularySize: 1)
+        guard position + rows <= contextLength else {
+            throw .contextOverflow(position: position, tokens: rows, contextLength: contextLength)
+        }
+        var hidden: [Float] = []
+        hidden.reserveCapacity(rows * d)
+        var start = 0
+        embeddings.withUnsafeBufferPointer { buf in
+            while start < rows {
+                let end = min(rows, start + maxBatch)
+                input[0] = PassInput(sequence: sequence, embeddings: buf.baseAddress! + start * d, rows: end - start)
+                forward.run(input, allHiddenStates: { hidden.append(contentsOf: $0) })
+                start = end
+            }
+        }
+        return hidden
     }
 
     private func evaluate(_ tokens: [Int], allLogits: ((UnsafeBufferPointer<Float>) -> Void)?) throws(ModelError) {

@@ -107,7 +107,7 @@ struct Generate: AsyncParsableCommand {
                 case .finished(let reason, let usage):
                     result.reason = reason
                     result.usage = usage
-                case .started, .toolCalls: break
+                case .started, .toolCalls, .audio, .speechStep: break
                 }
             }
         } catch let error as ServingError {

@@ -16,6 +16,7 @@ struct LeapRef: AsyncParsableCommand {
             RenderTemplate.self,
             SchemaBench.self,
             Serve.self,
+            Speak.self,
             Tokenize.self
         ]
     )

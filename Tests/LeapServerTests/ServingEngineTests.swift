@@ -44,6 +44,7 @@ func collect(_ completion: ServingCompletion) async throws -> CompletionResult {
         case .finished(let reason, let usage):
             r.reason = reason
             r.usage = usage
+        case .audio, .speechStep: Issue.record("a text model spoke")
         }
     }
     return r
@@ -127,6 +128,7 @@ func greedyChat(_ text: String, maxTokens: Int = 12, stop: [String] = []) -> Ser
                 case .reasoning(let t): pieces.append("reasoning \(t)")
                 case .toolCalls(let c): pieces.append("calls \(c.count)")
                 case .finished(let reason, let usage): pieces.append("finished \(reason) \(usage.completionTokens)")
+                case .audio, .speechStep: pieces.append("speech")
                 }
             }
             return (pieces, finishedAtFirstText)

@@ -10,6 +10,9 @@ protocol SequenceCaches: AnyObject {
     func evaluate(_ tokens: [Int]) throws(ModelError)
     /// The logits of the last evaluated token.
     var logits: UnsafeBufferPointer<Float> { get }
+    /// The last evaluated position's hidden state, after the final norm (what a speech
+    /// model's depthformer reads).
+    var hiddenState: UnsafeBufferPointer<Float> { get }
 }
 
 extension InferenceSession: SequenceCaches {}
@@ -43,6 +46,10 @@ final class BatchedSequenceCaches: SequenceCaches {
 
     var logits: UnsafeBufferPointer<Float> {
         (try? batch.logits(of: sequence)) ?? UnsafeBufferPointer(start: nil, count: 0)
+    }
+
+    var hiddenState: UnsafeBufferPointer<Float> {
+        (try? batch.hiddenState(of: sequence)) ?? UnsafeBufferPointer(start: nil, count: 0)
     }
 }
 
@@ -151,9 +158,16 @@ final class CachedSequence {
         tokenEvaluated(token)
     }
 
-    /// The logits the next token is sampled from.
-    func withNextLogits<R, E: Error>(_ body: (UnsafeBufferPointer<Float>) throws(E) -> R) throws(E) -> R {
-        if sampleFromSnapshot { return try promptEndLogits.withUnsafeBufferPointer(body) }
-        return try body(caches.logits)
+    /// The logits the next token is sampled from, and the hidden state they came from
+    /// (empty when the logits are the prompt's snapshot: a reply's first step is text).
+    func withNextLogits<R, E: Error>(
+        _ body: (_ logits: UnsafeBufferPointer<Float>, _ hiddenState: UnsafeBufferPointer<Float>) throws(E) -> R
+    ) throws(E) -> R {
+        if sampleFromSnapshot {
+            return try promptEndLogits.withUnsafeBufferPointer { (logits) throws(E) -> R in
+                try body(logits, UnsafeBufferPointer(start: nil, count: 0))
+            }
+        }
+        return try body(caches.logits, caches.hiddenState)
     }
 }

@@ -35,6 +35,8 @@ final class LoadedModel: @unchecked Sendable {
     let projector: MediaEncoder?
     /// Reads a message's image and audio parts for `projector`.
     let mediaReader: MediaReader?
+    /// What the model speaks with (nil: it writes text only).
+    let speech: SpeechParts?
     /// Serial queue on which every generation runs.
     let queue = DispatchQueue(label: "leap-ref.inference", qos: .userInitiated)
 
@@ -67,6 +69,7 @@ final class LoadedModel: @unchecked Sendable {
         self.projector = projector
         let tokenizer = self.tokenizer
         mediaReader = projector.map { MediaReader(projector: $0, tokenizer: tokenizer, limits: options.mediaLimits) }
+        speech = try SpeechParts.load(modelPath: path, options: options, model: model, tokenizer: tokenizer)
     }
 
     /// The media encoder of the model: `options.mmProjPath`, or the `mmproj-*.gguf` beside
@@ -116,7 +119,17 @@ final class LoadedModel: @unchecked Sendable {
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?,
         positionLimit: Int? = nil
     ) throws(ServingError) -> PromptSequence {
-        let media = messages.flatMap { $0.content.filter { if case .text = $0 { return false } else { return true } } }
+        // The parts the media encoder reads, in order (a spoken reply's audio is not one:
+        // `PromptBuilder.render` leaves it out).
+        let media = messages.flatMap { message in
+            message.content.filter { part in
+                switch part {
+                case .text: return false
+                case .audio: return message.role != .assistant
+                case .image: return true
+                }
+            }
+        }
         let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
         let text = try prompts.render(
             messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking, mediaMarker: marker)

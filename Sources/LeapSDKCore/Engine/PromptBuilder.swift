@@ -32,7 +32,8 @@ struct PromptBuilder: Sendable {
     /// "parameters"}` each). An image or audio part becomes `mediaMarker` in its message's
     /// text (the caller splits the text there and puts the media's positions in its place,
     /// as llama.cpp's libmtmd does with its `<__media__>` marker); without a marker (a model
-    /// with no media encoder), such a part is an error.
+    /// with no media encoder), such a part is an error. An assistant message's audio (a
+    /// spoken reply) is left out: its text part stands for it.
     func render(
         messages: [ChatMessage], tools: [JSONValue], callFormat: LeapFunctionCallParserProtocol,
         enableThinking: Bool?, mediaMarker: String? = nil
@@ -50,6 +51,10 @@ struct PromptBuilder: Sendable {
             for part in message.content {
                 switch part {
                 case .text(let t): text += t
+                case .audio where message.role == .assistant:
+                    // A spoken reply's waveform: its text stands for it. (The reference feeds
+                    // the reply's audio codes back; leap-ref does not keep them yet.)
+                    continue
                 case .image where mediaMarker != nil, .audio where mediaMarker != nil:
                     text += mediaMarker ?? ""
                 case .image:

@@ -17,8 +17,9 @@ extension ServingTool {
 
 extension LiquidInferenceEngineRunner {
     /// The serving request for `request`: its conversation and functions, sampling
-    /// options, constraint and call handling.
-    static func servingRequest(_ request: GenerationRequest) throws(LeapError) -> ServingRequest {
+    /// options, constraint, call handling and speech (`speaks`: whether the model has its
+    /// speech files).
+    static func servingRequest(_ request: GenerationRequest, speaks: Bool) throws(LeapError) -> ServingRequest {
         let options = request.options
         if let max = options.maxOutputTokens, max < 0 {
             throw .generationFailure("maxOutputTokens is \(max); pass a positive number or nil")
@@ -41,12 +42,34 @@ extension LiquidInferenceEngineRunner {
         if case .jsonSchema = constraint { toolChoice = .none }
         if request.functions.isEmpty { toolChoice = .auto }
         let parser = options.functionCallParser
+        var speech: SpeechRequest?
+        switch options.speech ?? .automatic {
+        case .off: speech = nil
+        case .automatic:
+            let system = request.messages.first { $0.role == .system }.map(\.textContent)
+            speech = speaks ? system.flatMap(SpeechMode.init(systemPrompt:)).map { SpeechRequest(mode: $0) } : nil
+        case .speak(let mode):
+            guard speaks else {
+                throw .unsupportedContent(
+                    "this model cannot speak: speech needs a speech model (LFM2.5-Audio) with its vocoder-*.gguf and tokenizer-*.gguf files"
+                )
+            }
+            speech = SpeechRequest(mode: mode)
+        }
+        speech?.audioTemperature = options.audioTemperature
+        speech?.audioTopK = options.audioTopK
+        // A spoken reply is not constrained; its calls are not parsed.
+        if speech != nil, constraint != .none {
+            throw .generationFailure(
+                "jsonSchemaConstraint and speech cannot go together: turn speech off (GenerationOptions.speech = .off)")
+        }
         return ServingRequest(
             prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: options.sampling,
             maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
             cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking,
-            callParser: parser ?? LFMFunctionCallParser(), parsesCalls: parser != nil, contextLimit: options.sequenceLength,
-            continuesAfterToolCalls: true)
+            callParser: parser ?? LFMFunctionCallParser(), parsesCalls: parser != nil && speech == nil,
+            contextLimit: options.sequenceLength,
+            continuesAfterToolCalls: true, speech: speech)
     }
 
     /// Runs `request` on `scheduler`, delivering its responses: chunks, reasoning and calls
@@ -86,6 +109,8 @@ extension LiquidInferenceEngineRunner {
                     case .text(let t, _): onResponse(.chunk(t))
                     case .reasoning(let r): onResponse(.reasoningChunk(r))
                     case .toolCalls(let c): onResponse(.functionCall(c))
+                    case .audio(let samples, let rate): onResponse(.audioSample(samples: samples, sampleRate: rate))
+                    case .speechStep: break
                     case .finished(let reason, let usage):
                         // `.length` is maxOutputTokens (a normal stop) or the context.
                         let contextFull = reason == .length && usage.completionTokens < (maxTokens ?? Int.max)
@@ -125,6 +150,8 @@ extension GenerationStats {
             tokenPerSecond: usage.generationSeconds > 0 ? Float(Double(usage.completionTokens) / usage.generationSeconds) : 0,
             cachedPromptTokens: UInt64(usage.cachedTokens),
             promptTokenPerSecond: usage.promptSeconds > 0 ? Float(Double(processed) / usage.promptSeconds) : 0)
+        audioFrames = UInt64(usage.audioFrames)
+        secondsToFirstAudioSample = usage.firstAudioSeconds
     }
 }
 

@@ -1,4 +1,5 @@
 import Grammar
+import Models
 import Sampling
 import Tokenizers
 
@@ -23,6 +24,9 @@ struct SequenceGeneration {
     /// What a step decided: the token to evaluate next, or the end of the completion.
     enum Step: Equatable {
         case next(Int)
+        /// A spoken reply's audio frame: the backbone takes `embedding` next, at a position
+        /// whose prompt-cache key is `key`.
+        case nextEmbedding([Float], key: Int)
         case finished(ServingFinishReason)
     }
 
@@ -55,6 +59,8 @@ struct SequenceGeneration {
     private(set) var calledTools = false
     /// The log-probabilities of tokens whose text has not been released yet.
     private var pendingLogprobs: [ServingTokenLogprob] = []
+    /// A spoken reply's schedule, depthformer and detokenizer (nil: text only).
+    private var speech: SpeechGeneration?
 
     /// The generation state of a sequence whose prompt has `promptLength` tokens (the
     /// prompt's tokens feed the sampler's penalties).
@@ -62,8 +68,9 @@ struct SequenceGeneration {
         tokenizer: Tokenizer, sampling: SamplingParameters, prompt: [Int], constraints: ActiveConstraints,
         callParser: (any LeapFunctionCallParserProtocol)?, splitsReasoning: Bool, stops: [String], maxTokens: Int?, lengthLimit: Int,
         logprobs: Int?,
-        ignoresEndOfGeneration: Bool, continuesAfterToolCalls: Bool
+        ignoresEndOfGeneration: Bool, continuesAfterToolCalls: Bool, speech: SpeechGeneration? = nil
     ) {
+        self.speech = speech
         self.tokenizer = tokenizer
         sampler = Sampler(sampling)
         for t in prompt.suffix(sampling.historyLength) { sampler.accept(t) }
@@ -93,10 +100,31 @@ struct SequenceGeneration {
     /// Samples the next token from `logits` and reports the text it completes through
     /// `emit`. Returns the token for the caller to evaluate, or how the completion ended
     /// (then call `finish`).
-    mutating func next(_ logits: UnsafeBufferPointer<Float>, emit: (ServingEvent) -> Void) throws(ServingError) -> Step {
+    mutating func next(
+        _ logits: UnsafeBufferPointer<Float>, hiddenState: UnsafeBufferPointer<Float> = UnsafeBufferPointer(start: nil, count: 0),
+        emit: (ServingEvent) -> Void
+    ) throws(ServingError) -> Step {
         if let reason = limitReached { return .finished(reason) }
+        if speech != nil, speech?.schedule.beginStep() == .audio { return try audioStep(hiddenState, emit: emit) }
         guard let token = try sample(logits) else { return .finished(.stop) }
-        if tokenizer.isEndOfGeneration(TokenID(token)) { return .finished(.stop) }
+        if var spoken = speech {
+            let outcome = spoken.schedule.recordText(token)
+            speech = spoken
+            if outcome == .ended { return .finished(.stop) }
+            emit(.speechStep(.text(token)))
+            if outcome == .emittedAndEnded || (tokenizer.isEndOfGeneration(TokenID(token)) && !spoken.steers(token)) {
+                generated += 1
+                return .finished(.stop)
+            }
+            if spoken.steers(token) {
+                // A step of the reply, not a piece of its text.
+                sampler.accept(token)
+                generated += 1
+                return limitReached.map { .finished($0) } ?? .next(token)
+            }
+        } else if tokenizer.isEndOfGeneration(TokenID(token)) {
+            return .finished(.stop)
+        }
         if let n = logprobCount {
             let entry = TokenLogprobs(logits: logits, chosen: token, top: n)
             pendingLogprobs.append(
@@ -130,6 +158,10 @@ struct SequenceGeneration {
     /// splitter) and returns how the completion ended: `reason`, or `.toolCalls` for a
     /// reply that stopped after calling tools. Not for a cancelled completion.
     mutating func finish(_ reason: ServingFinishReason, emit: (ServingEvent) -> Void) -> ServingFinishReason {
+        if let spoken = speech {
+            let tail = spoken.finish()
+            if !tail.isEmpty { emit(.audio(samples: tail, sampleRate: AudioDetokenizer.sampleRate)) }
+        }
         if !stops.stopped {
             let tail = stops.feed(detokenizer.finish())
             release(output.feed(tail + stops.finish()), emit)
@@ -141,6 +173,24 @@ struct SequenceGeneration {
         }
         return calledTools && reason == .stop ? .toolCalls : reason
     }
+
+    /// A spoken reply's audio step: a frame from the backbone's hidden state, its samples
+    /// streamed, its embedding fed back.
+    private mutating func audioStep(_ hiddenState: UnsafeBufferPointer<Float>, emit: (ServingEvent) -> Void) throws(ServingError)
+        -> Step
+    {
+        guard var spoken = speech else { return .finished(.stop) }
+        let (frame, samples, embedding) = try spoken.frame(from: hiddenState)
+        speech = spoken
+        generated += 1
+        emit(.speechStep(.frame(frame.codes)))
+        if !samples.isEmpty { emit(.audio(samples: samples, sampleRate: AudioDetokenizer.sampleRate)) }
+        if let reason = limitReached { return .finished(reason) }
+        return .nextEmbedding(embedding, key: SpeechGeneration.key(frame))
+    }
+
+    /// Frames generated by a spoken reply (end-of-audio frames included).
+    var audioFrames: Int { speech?.frames ?? 0 }
 
     /// The token drawn from `logits` through every mask in force; nil when none is allowed.
     private mutating func sample(_ logits: UnsafeBufferPointer<Float>) throws(ServingError) -> Int? {

@@ -11,6 +11,8 @@ extension ServingEngine {
     enum StepWork {
         /// The token it just sampled.
         case token(Int)
+        /// A spoken reply's audio frame, fed back as an embedding row (its prompt-cache key).
+        case frame(key: Int)
         /// Its prompt's tokens up to this index.
         case prompt(end: Int)
     }
@@ -46,9 +48,15 @@ extension ServingEngine {
                 finish(slot, .cancelled)
                 continue
             }
-            guard let next = sampleNext(slot, seq) else { continue }
-            stepInputs.append(.init(slot.handle, [next]))
-            stepWork.append((slot, seq, .token(next)))
+            switch sampleNext(slot, seq) {
+            case .next(let token)?:
+                stepInputs.append(.init(slot.handle, [token]))
+                stepWork.append((slot, seq, .token(token)))
+            case .nextEmbedding(let row, let key)?:
+                stepInputs.append(.init(slot.handle, embeddings: row))
+                stepWork.append((slot, seq, .frame(key: key)))
+            case .finished?, nil: continue
+            }
             room -= 1
         }
         // Prompts in progress, oldest request first.
@@ -136,6 +144,8 @@ extension ServingEngine {
             switch item {
             case .token(let t):
                 slot.cache.tokenEvaluated(t)
+            case .frame(let key):
+                slot.cache.tokenEvaluated(key)
             case .prompt(let end):
                 seq.promptOffset = end
                 if end == seq.job.tokens.count {
@@ -205,19 +215,25 @@ extension ServingEngine {
             callParser: outputParser, splitsReasoning: job.isChat, stops: job.request.stop, maxTokens: job.request.maxTokens,
             lengthLimit: job.lengthLimit,
             logprobs: job.request.logprobs, ignoresEndOfGeneration: job.request.ignoreEndOfGeneration,
-            continuesAfterToolCalls: job.request.continuesAfterToolCalls)
+            continuesAfterToolCalls: job.request.continuesAfterToolCalls,
+            speech: job.request.speech.flatMap { request in
+                loaded.speech.map {
+                    SpeechGeneration(parts: $0, request: request, textTemperature: job.sampling.temperature, seed: job.sampling.seed)
+                }
+            })
         job.continuation.yield(.started(promptTokens: job.tokens.count, cachedTokens: seq.cachedTokens, slot: slot.index))
     }
 
-    /// The sequence's next token, from its logits through its generation step (its text
-    /// streamed to the client), or nil when the completion ended (then it is finished and
-    /// the slot free).
-    private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) -> Int? {
+    /// The sequence's next input, from its logits (and hidden state) through its
+    /// generation step (its text and audio streamed to the client): a token, or a spoken
+    /// reply's frame embedding; nil when the completion ended (then it is finished and the
+    /// slot free).
+    private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) -> SequenceGeneration.Step? {
         guard var generation = seq.generation else { return nil }
         let step: SequenceGeneration.Step
         do {
-            step = try slot.cache.withNextLogits { logits throws(ServingError) in
-                try generation.next(logits) { seq.deliver($0) }
+            step = try slot.cache.withNextLogits { logits, hiddenState throws(ServingError) in
+                try generation.next(logits, hiddenState: hiddenState) { seq.deliver($0) }
             }
         } catch {
             seq.generation = generation
@@ -226,12 +242,12 @@ extension ServingEngine {
         }
         seq.generation = generation
         switch step {
-        case .next(let token):
+        case .next, .nextEmbedding:
             if seq.job.cancel.isCancelled {
                 finish(slot, .cancelled)
                 return nil
             }
-            return token
+            return step
         case .finished(let reason):
             finish(slot, reason)
             return nil
@@ -256,11 +272,13 @@ extension ServingEngine {
         }
         let now = DispatchTime.now().uptimeNanoseconds
         let promptStart = seq.promptStart ?? now, promptEnd = seq.promptEnd ?? now
-        let usage = ServingUsage(
+        var usage = ServingUsage(
             promptTokens: seq.job.tokens.count, cachedTokens: seq.cachedTokens, completionTokens: seq.generation?.generated ?? 0,
             queueSeconds: Double(promptStart - seq.job.submitted) / 1e9,
             promptSeconds: Double(promptEnd - promptStart) / 1e9,
             generationSeconds: Double(now - promptEnd) / 1e9, slot: slot.index)
+        usage.audioFrames = seq.generation?.audioFrames ?? 0
+        usage.firstAudioSeconds = seq.firstAudio.map { Double($0 - seq.job.submitted) / 1e9 }
         lock.withLock {
             finishedCount += 1
             if reason == .cancelled { cancelledCount += 1 }

@@ -206,6 +206,27 @@ public final class ServingEngine: @unchecked Sendable {
         try promptSequence(prompt, enableThinking: enableThinking, callParser: callParser).keys
     }
 
+    /// Whether the model speaks: it has its vocoder and audio tokenizer files
+    /// (`ServingRequest.speech`).
+    public var speaks: Bool { loaded.speech != nil }
+
+    /// Refuses a spoken reply the model or the request cannot give.
+    private func checkSpeech(_ speech: SpeechRequest, _ request: ServingRequest) throws(ServingError) {
+        guard speaks else {
+            throw .unsupportedContent(
+                "this model cannot speak: speech needs a speech model (LFM2.5-Audio) with its vocoder-*.gguf and tokenizer-*.gguf files")
+        }
+        if request.constraint != .none { throw .invalidRequest("a JSON Schema constraint and speech cannot go together") }
+        switch request.toolChoice {
+        case .required, .function: throw .invalidRequest("a spoken reply cannot be made to call a tool")
+        case .auto, .none: break
+        }
+        if let t = speech.audioTemperature, !(t >= 0 && t.isFinite) {
+            throw .invalidRequest("the audio temperature must be a finite number of at least 0, not \(t)")
+        }
+        if let k = speech.audioTopK, k < 0 { throw .invalidRequest("the audio top-k must not be negative, not \(k)") }
+    }
+
     /// Whether the model reads images (it has a vision encoder) and audio (an audio encoder).
     public var takesImages: Bool { if case .vision? = loaded.projector { return true } else { return false } }
     public var takesAudio: Bool { if case .audio? = loaded.projector { return true } else { return false } }
@@ -250,6 +271,7 @@ public final class ServingEngine: @unchecked Sendable {
     public func submit(_ request: ServingRequest) throws(ServingError) -> ServingCompletion {
         let parser = request.callParser ?? callParser
         if let limit = request.contextLimit, limit < 1 { throw .invalidRequest("the context limit must be positive, not \(limit)") }
+        if let speech = request.speech { try checkSpeech(speech, request) }
         let lengthLimit = min(request.contextLimit ?? contextSize, contextSize)
         let prompt = try promptSequence(
             request.prompt, enableThinking: request.enableThinking, callParser: parser, positionLimit: lengthLimit)
@@ -258,7 +280,7 @@ public final class ServingEngine: @unchecked Sendable {
         guard tokens.count < lengthLimit else { throw .promptTooLong(tokens: tokens.count, limit: lengthLimit) }
         if let max = request.maxTokens, max < 0 { throw .invalidRequest("max_tokens must not be negative, not \(max)") }
         if let n = request.logprobs, n < 0 || n > 20 { throw .invalidRequest("top_logprobs must be between 0 and 20, not \(n)") }
-        let plan = try constraintPlan(request, parser: request.parsesCalls ? parser : nil)
+        let plan = try constraintPlan(request, parser: request.parsesCalls && request.speech == nil ? parser : nil)
         var sampling = request.sampling.apply(to: loaded.defaults, breakers: loaded.dryBreakers)
         if request.sampling.seed == nil { sampling.seed = UInt64.random(in: 0...UInt64.max) }
 
@@ -357,6 +379,6 @@ public final class ServingEngine: @unchecked Sendable {
 
     /// A copy of the logits slot `slot` samples its next token from. Call on the queue.
     func currentLogits(slot: Int = 0) -> [Float] {
-        slots[slot].cache.withNextLogits { Array($0) }
+        slots[slot].cache.withNextLogits { logits, _ in Array(logits) }
     }
 }

@@ -87,8 +87,12 @@ final class SlotSequence {
     /// (`ServingRequest.deliversEventsAsGenerated` false).
     private var heldEvents: [ServingEvent] = []
 
+    /// When the reply's first audio samples were made (uptime nanoseconds).
+    var firstAudio: UInt64?
+
     /// Delivers `event` to the request now, or holds it until the reply ends.
     func deliver(_ event: ServingEvent) {
+        if firstAudio == nil, case .audio = event { firstAudio = DispatchTime.now().uptimeNanoseconds }
         if job.request.deliversEventsAsGenerated { job.continuation.yield(event) } else { heldEvents.append(event) }
     }
 

@@ -1,4 +1,5 @@
 import LeapJSON
+import Models
 
 // The request and event types of `ServingEngine`: the generation entry point below
 // `Conversation` that an HTTP server (or any multi-client front end) drives. They carry
@@ -106,15 +107,19 @@ public struct ServingRequest: Sendable {
     /// the whole reply, so that its task wakes once per completion rather than once per
     /// token, on the cores the engine's threads compute on.
     public var deliversEventsAsGenerated: Bool
+    /// A spoken reply (a model with speech files: `ServingEngine.speaks`), or nil for text.
+    public var speech: SpeechRequest?
 
+    /// A request with the given fields; every argument but the prompt has a default.
     public init(
         prompt: ServingPrompt, sampling: SamplingOverrides = SamplingOverrides(), maxTokens: Int? = nil,
         stop: [String] = [], logprobs: Int? = nil, constraint: ServingOutputConstraint = .none,
         toolChoice: ServingToolChoice = .auto, cachePrompt: Bool = true, enableThinking: Bool? = nil,
         ignoreEndOfGeneration: Bool = false, callParser: (any LeapFunctionCallParserProtocol)? = nil,
         parsesCalls: Bool = true, contextLimit: Int? = nil, continuesAfterToolCalls: Bool = false,
-        deliversEventsAsGenerated: Bool = true
+        deliversEventsAsGenerated: Bool = true, speech: SpeechRequest? = nil
     ) {
+        self.speech = speech
         self.deliversEventsAsGenerated = deliversEventsAsGenerated
         self.prompt = prompt
         self.sampling = sampling
@@ -175,6 +180,10 @@ public struct ServingUsage: Sendable, Equatable {
     public var generationSeconds: Double
     /// Which slot ran the completion.
     public var slot: Int
+    /// Audio frames a spoken reply generated (end-of-audio frames included), and the
+    /// seconds from submission to its first audio sample (nil: none yet, or no speech).
+    public var audioFrames = 0
+    public var firstAudioSeconds: Double?
 }
 
 /// What a running completion reports, in order: `.started`, then text, reasoning and
@@ -188,6 +197,12 @@ public enum ServingEvent: Sendable {
     case reasoning(String)
     /// Tool calls, parsed once their call block closed.
     case toolCalls([LeapFunctionCall])
+    /// Speech: mono samples in [-1, 1] at `sampleRate` (24,000 Hz), each final when sent;
+    /// the reply's chunks, in order, are its whole waveform.
+    case audio(samples: [Float], sampleRate: Int)
+    /// A spoken reply's step (a text token or a frame's codes), for tools that check the
+    /// reply against the reference's (`leap-ref speak --json`).
+    case speechStep(SpeechStep)
     case finished(ServingFinishReason, ServingUsage)
 }
 
@@ -203,6 +218,9 @@ public struct ServingReply: Sendable {
     public var toolCalls: [LeapFunctionCall] = []
     /// The log-probabilities of the reply's tokens (when the request asked for them).
     public var logprobs: [ServingTokenLogprob] = []
+    /// A spoken reply's waveform and its sample rate (empty: no speech).
+    public var audio: [Float] = []
+    public var audioSampleRate = AudioDetokenizer.sampleRate
 
     /// An empty reply.
     public init() {}
@@ -215,14 +233,20 @@ public struct ServingReply: Sendable {
             logprobs += lp
         case .reasoning(let r): reasoning = (reasoning ?? "") + r
         case .toolCalls(let calls): toolCalls += calls
-        case .started, .finished: break
+        case .audio(let samples, let rate):
+            audio += samples
+            audioSampleRate = rate
+        case .started, .finished, .speechStep: break
         }
     }
 
-    /// The reply as the assistant's message.
+    /// The reply as the assistant's message: its text, and a spoken reply's waveform as a
+    /// 32-bit float WAV `.audio` part.
     public var message: ChatMessage {
-        ChatMessage(
-            role: .assistant, content: [.text(text)], reasoningContent: reasoning, functionCalls: toolCalls.isEmpty ? nil : toolCalls)
+        var content: [ChatMessageContent] = [.text(text)]
+        if !audio.isEmpty { content.append(.fromFloatSamples(audio, sampleRate: audioSampleRate, channelCount: 1)) }
+        return ChatMessage(
+            role: .assistant, content: content, reasoningContent: reasoning, functionCalls: toolCalls.isEmpty ? nil : toolCalls)
     }
 }
 
