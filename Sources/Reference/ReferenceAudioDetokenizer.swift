@@ -236,15 +236,7 @@ public final class ReferenceAudioDetokenizer {
         let key = (file === vocoder ? "vocoder:" : "tokenizer:") + name
         if let t = tensors[key] { return t }
         let t = try file.requireTensor(name)
-        let rowBytes = t.type.rowBytes(count: t.rowLength)!
-        var values = [Float](repeating: 0, count: t.elementCount)
-        let bytes = file.data(for: t).baseAddress!
-        values.withUnsafeMutableBufferPointer { v in
-            for r in 0..<t.rowCount {
-                t.type.dequantizeRowReference(bytes + r * rowBytes, into: v.baseAddress! + r * t.rowLength, count: t.rowLength)
-            }
-        }
-        let result = values.map(Double.init)
+        let result = ReferenceMath.dequantized(t, of: file)
         tensors[key] = result
         return result
     }

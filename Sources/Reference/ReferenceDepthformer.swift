@@ -185,17 +185,10 @@ public final class ReferenceDepthformer {
     func tensor(_ name: String) throws(SpeechError) -> [Double] {
         if let t = tensors[name] { return t }
         guard let t = file.tensor(named: name) else { throw .missingTensor(path: path, name: name) }
-        guard t.type.hasKernels, let rowBytes = t.type.rowBytes(count: t.rowLength) else {
+        guard t.type.hasKernels, t.type.rowBytes(count: t.rowLength) != nil else {
             throw .tensorType(path: path, name: name, type: t.type, accepted: GGMLType.kernelTypes)
         }
-        var values = [Float](repeating: 0, count: t.elementCount)
-        let bytes = file.data(for: t).baseAddress!
-        values.withUnsafeMutableBufferPointer { v in
-            for r in 0..<t.rowCount {
-                t.type.dequantizeRowReference(bytes + r * rowBytes, into: v.baseAddress! + r * t.rowLength, count: t.rowLength)
-            }
-        }
-        let result = values.map(Double.init)
+        let result = ReferenceMath.dequantized(t, of: file)
         tensors[name] = result
         return result
     }

@@ -1,10 +1,12 @@
+import GGUF
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// The operations both reference encoders write their layers with, in Double over rows
+/// The operations the references write their layers with, in Double over rows
 /// (`[[Double]]`, one array per token), as plain loops.
 enum ReferenceMath {
     /// `y = x Wᵀ + b` per row, `W` of `outputs x inputs` row-major (`b` nil: no bias).
@@ -53,4 +55,19 @@ enum ReferenceMath {
 
     /// SiLU: `x / (1 + e^(-x))`.
     static func silu(_ x: Double) -> Double { x / (1 + exp(-x)) }
+
+    /// Every value of tensor `t` of `file` in Double: each row dequantized by the scalar
+    /// reference of its block format (`dequantizeRowReference`), never the fast kernels.
+    /// The caller has checked that the type has kernels (a row length in bytes).
+    static func dequantized(_ t: GGUFTensorInfo, of file: GGUFFile) -> [Double] {
+        let rowBytes = t.type.rowBytes(count: t.rowLength)!
+        var values = [Float](repeating: 0, count: t.elementCount)
+        let bytes = file.data(for: t).baseAddress!
+        values.withUnsafeMutableBufferPointer { v in
+            for r in 0..<t.rowCount {
+                t.type.dequantizeRowReference(bytes + r * rowBytes, into: v.baseAddress! + r * t.rowLength, count: t.rowLength)
+            }
+        }
+        return values.map(Double.init)
+    }
 }

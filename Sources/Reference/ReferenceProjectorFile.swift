@@ -70,14 +70,6 @@ struct ReferenceProjectorFile {
         guard let t = file.tensor(named: name) else { throw .missingTensor(path: path, name: name) }
         guard count > 0, t.elementCount == count else { throw .tensorShape(path: path, name: name, expected: [count], found: t.shape) }
         guard t.type.hasKernels else { throw .tensorType(path: path, name: name, type: t.type, accepted: GGMLType.kernelTypes) }
-        var values = [Float](repeating: 0, count: count)
-        let bytes = file.data(for: t).baseAddress!
-        let rowBytes = t.byteCount / t.rowCount
-        values.withUnsafeMutableBufferPointer { v in
-            for r in 0..<t.rowCount {
-                t.type.dequantizeRowReference(bytes + r * rowBytes, into: v.baseAddress! + r * t.rowLength, count: t.rowLength)
-            }
-        }
-        return values.map(Double.init)
+        return ReferenceMath.dequantized(t, of: file)
     }
 }
