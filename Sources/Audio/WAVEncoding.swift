@@ -50,3 +50,67 @@ extension WAVAudio {
         return Data(out)
     }
 }
+
+extension WAVAudio {
+    /// A sample as a 16-bit integer, the inverse of `WAVAudio(data:)`'s Int16 decoding
+    /// (`v / 32768`): `x · 32768` rounded to the nearest integer (halves away from zero) and
+    /// clamped to [-32768, 32767]; NaN is 0. A sample in [-1, 32767/32768] comes back from
+    /// the decoder within half a step (2^-16, about 1.5e-5); louder ones are clipped.
+    public static func int16Sample(_ x: Float) -> Int16 {
+        guard !x.isNaN else { return 0 }
+        let scaled = (x * 32768).rounded(.toNearestOrAwayFromZero)
+        return Int16(max(-32768, min(32767, scaled)))
+    }
+
+    /// Samples as raw 16-bit signed little-endian PCM (`int16Sample` each), no header:
+    /// OpenAI's `pcm` speech format.
+    public static func encodePCM16(samples: [Float]) -> Data {
+        var out = [UInt8](repeating: 0, count: samples.count * 2)
+        for (i, x) in samples.enumerated() {
+            let v = UInt16(bitPattern: int16Sample(x))
+            out[2 * i] = UInt8(v & 0xFF)
+            out[2 * i + 1] = UInt8(v >> 8)
+        }
+        return Data(out)
+    }
+
+    /// Encodes samples as a 16-bit integer PCM WAV file (format tag 1, the 16-byte `fmt `
+    /// chunk every player reads), each sample converted by `int16Sample`: interleaved samples
+    /// of `channelCount` channels at `sampleRate` Hz. As `encodeFloat32WAV`, it never fails:
+    /// header fields that cannot hold a value are clamped.
+    public static func encodePCM16WAV(samples: [Float], sampleRate: Int, channelCount: Int) -> Data {
+        let channels = UInt16(clamping: channelCount)
+        let rate = UInt32(clamping: sampleRate)
+        let blockAlign = UInt16(clamping: Int(channels) * 2)
+        let byteRate = UInt32(clamping: Int(rate) * Int(blockAlign))
+        // "WAVE" + fmt (8 + 16) + data header (8) + samples; the sizes are 32-bit.
+        let kept = min(samples.count, (Int(UInt32.max) - 36) / 2)
+        let dataSize = UInt32(kept * 2)
+
+        var out = [UInt8]()
+        out.reserveCapacity(44)
+        func put(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
+        func put16(_ v: UInt16) {
+            out.append(UInt8(v & 0xFF))
+            out.append(UInt8(v >> 8))
+        }
+        func put32(_ v: UInt32) { for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8((v >> UInt32(shift)) & 0xFF)) } }
+
+        put("RIFF")
+        put32(36 + dataSize)
+        put("WAVE")
+        put("fmt ")
+        put32(16)
+        put16(1)
+        put16(channels)
+        put32(rate)
+        put32(byteRate)
+        put16(blockAlign)
+        put16(16)
+        put("data")
+        put32(dataSize)
+        var data = Data(out)
+        data.append(encodePCM16(samples: kept == samples.count ? samples : Array(samples.prefix(kept))))
+        return data
+    }
+}

@@ -27,7 +27,7 @@ public enum LeapHTTPServer {
             router: router,
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
-                    additionalChannelHandlers: [ContinueHandler(maxBodyBytes: configuration.maxBodyBytes)],
+                    additionalChannelHandlers: [ContinueHandler(maxBodyBytes: configuration.maxBodyBytes), ClientGoneHandler()],
                     idleTimeout: configuration.idleTimeoutSeconds.map { .nanoseconds(Int64($0 * 1e9)) })),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "leap-ref",

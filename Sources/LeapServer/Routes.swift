@@ -45,6 +45,9 @@ public enum ServerRoutes {
         for path in ["/v1/completions", "/completions"] {
             router.post(RouterPath(path)) { request, context in try await handlers.text(request, context) }
         }
+        for path in ["/v1/audio/speech", "/audio/speech"] {
+            router.post(RouterPath(path)) { request, context in try await handlers.speech(request, context) }
+        }
         router.post("/tokenize") { request, _ in try await handlers.tokenize(request) }
         router.post("/detokenize") { request, _ in try await handlers.detokenize(request) }
         if configuration.webUI { addWebUI(to: router, assets: webUIAssets) }
@@ -153,7 +156,9 @@ struct Handlers: Sendable {
     func models() throws -> Response {
         let engine = try state.engine()
         let inputs = WireMapping.MediaInputs(engine).modalities
-        return Self.json(ModelList(ids: [engine.modelId], created: WireMapping.now, inputModalities: inputs).json)
+        let outputs = ["text"] + (engine.speaks ? ["audio"] : [])
+        return Self.json(
+            ModelList(ids: [engine.modelId], created: WireMapping.now, inputModalities: inputs, outputModalities: outputs).json)
     }
 
     /// The body as JSON, within the size limit.
@@ -287,6 +292,46 @@ struct Handlers: Sendable {
             logprobs: withLogprobs ? result.logprobs.map(WireMapping.logprob) : nil, finishReason: WireMapping.finishReason(reason),
             usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
         return Self.json(response.json)
+    }
+
+    // MARK: Speech
+
+    /// `POST /v1/audio/speech`: the whole reply's waveform as a 16-bit PCM WAV file
+    /// (`audio/wav`) or raw 16-bit little-endian samples (`audio/pcm`), mono, 24 kHz. The
+    /// text the model writes on its way to the audio is not returned. A client that goes
+    /// away cancels the generation (`submit`).
+    func speech(_ request: Request, _ context: ServerContext) async throws -> Response {
+        let engine = try state.engine()
+        let wire = try await decode(AudioSpeechRequest.self, request)
+        guard engine.speaks else {
+            throw APIError(
+                status: 400,
+                message: "the model '\(engine.modelId)' cannot speak: /v1/audio/speech needs a speech model (LFM2.5-Audio) served with "
+                    + "its vocoder and audio tokenizer (leap-ref serve --vocoder V.gguf --audio-tokenizer T.gguf, or the "
+                    + "vocoder-*.gguf and tokenizer-*.gguf files beside the model)",
+                param: "model")
+        }
+        let serving = try WireMapping.speechRequest(wire, maxTokensLimit: configuration.maxTokensLimit)
+        let completion: ServingCompletion
+        do {
+            completion = try submit(serving, to: engine, context: context)
+        } catch let error as APIError where error.body.param == "messages" {
+            // The prompt is the voice's system prompt and `input`: a prompt too long is the input's.
+            throw APIError(status: error.body.status, message: error.body.message, param: "input")
+        }
+        let (reply, _, _) = try await Self.collect(completion)
+        let bytes: Data
+        let type: String
+        switch wire.responseFormat {
+        case .wav:
+            bytes = WAVAudio.encodePCM16WAV(samples: reply.audio, sampleRate: reply.audioSampleRate, channelCount: 1)
+            type = "audio/wav"
+        case .pcm:
+            bytes = WAVAudio.encodePCM16(samples: reply.audio)
+            type = "audio/pcm"
+        }
+        return Response(
+            status: .ok, headers: [.contentType: type], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     // MARK: Text completions

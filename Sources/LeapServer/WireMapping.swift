@@ -146,6 +146,48 @@ enum WireMapping {
             ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream)
     }
 
+    /// The most steps (text tokens and 80 ms audio frames) a speech request runs when it
+    /// sets no `max_steps`: about 80 seconds of speech (at most the server's max tokens).
+    static let defaultSpeechSteps = 1024
+
+    /// The model's voice for a wire voice.
+    static func voice(_ v: WireSpeechVoice) -> SpeechVoice {
+        switch v {
+        case .usFemale: return .usFemale
+        case .usMale: return .usMale
+        case .ukFemale: return .ukFemale
+        case .ukMale: return .ukMale
+        }
+    }
+
+    /// `/v1/audio/speech` as a serving request: sequential text-to-speech of `input` in the
+    /// voice's system prompt (`Perform TTS. Use the UK female voice.`), decoded as the
+    /// reference does (greedy text unless `temperature` is given, no repetition penalty, no
+    /// DRY; the server's sampling defaults do not apply), `max_steps` within the server's
+    /// max tokens (`defaultSpeechSteps` when absent, the limit when that is lower).
+    static func speechRequest(_ r: AudioSpeechRequest, maxTokensLimit: Int?) throws(APIError) -> ServingRequest {
+        let steps: Int
+        if let asked = r.maxSteps {
+            if let limit = maxTokensLimit, asked > limit {
+                throw APIError(
+                    status: 400, message: "'max_steps' is \(asked), more than this server allows (\(limit), --max-tokens)",
+                    param: "max_steps")
+            }
+            steps = asked
+        } else {
+            steps = min(defaultSpeechSteps, maxTokensLimit ?? defaultSpeechSteps)
+        }
+        let messages = [
+            ChatMessage(role: .system, textContent: voice(r.voice).systemPrompt), ChatMessage(role: .user, textContent: r.input)
+        ]
+        return ServingRequest(
+            prompt: .chat(messages: messages, tools: []),
+            sampling: SamplingOverrides(
+                temperature: Float(r.temperature ?? 0), repetitionPenalty: 1, seed: r.seed.map { UInt64(bitPattern: Int64($0)) },
+                dryMultiplier: 0),
+            maxTokens: steps, parsesCalls: false, deliversEventsAsGenerated: false, speech: SpeechRequest(mode: .sequential))
+    }
+
     static func logprob(_ l: ServingTokenLogprob) -> WireTokenLogprob {
         func candidate(_ c: ServingTokenLogprob.Candidate) -> WireTokenLogprob.Candidate {
             WireTokenLogprob.Candidate(token: c.token, bytes: c.bytes, logprob: Double(c.logprob))

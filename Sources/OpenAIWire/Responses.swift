@@ -307,17 +307,21 @@ public struct ModelList: Sendable, Equatable {
     /// What the models read: `"text"`, plus `"image"` with a vision encoder and `"audio"`
     /// with an audio encoder.
     public var inputModalities: [String]
+    /// What the models write: `"text"`, plus `"audio"` for a model that speaks.
+    public var outputModalities: [String]
 
-    public init(ids: [String], created: Int, inputModalities: [String] = ["text"]) {
+    public init(ids: [String], created: Int, inputModalities: [String] = ["text"], outputModalities: [String] = ["text"]) {
         self.ids = ids
         self.created = created
         self.inputModalities = inputModalities
+        self.outputModalities = outputModalities
     }
 
     /// The JSON the API sends: each model with `input_modalities`, and the same under
     /// `architecture` (with `output_modalities`), as OpenRouter's model list has it.
     public var json: JSONValue {
         let inputs = JSONValue.array(inputModalities.map { .string($0) })
+        let outputs = JSONValue.array(outputModalities.map { .string($0) })
         return [
             "object": "list",
             "data": .array(
@@ -325,7 +329,7 @@ public struct ModelList: Sendable, Equatable {
                     [
                         "id": .string($0), "object": "model", "created": .integer(created), "owned_by": "leap-ref",
                         "input_modalities": inputs,
-                        "architecture": ["input_modalities": inputs, "output_modalities": ["text"]]
+                        "architecture": ["input_modalities": inputs, "output_modalities": outputs]
                     ]
                 })
         ]

@@ -18,7 +18,8 @@ struct Serve: AsyncParsableCommand {
             answers /health with 503 until the model is loaded. SIGTERM or SIGINT: stop accepting, finish \
             running completions (cancelled after --shutdown-grace seconds), exit 0. With a media encoder (--mmproj, or the \
             mmproj-*.gguf beside the model), chat messages may carry image_url parts (base64 data URLs of PNG or JPEG) or \
-            input_audio parts (WAV). See docs/serving.md.
+            input_audio parts (WAV). A speech model (LFM2.5-Audio with --vocoder and --audio-tokenizer, or its \
+            vocoder-*.gguf and tokenizer-*.gguf beside it) speaks at POST /v1/audio/speech. See docs/serving.md.
             """
     )
 
@@ -90,6 +91,20 @@ struct Serve: AsyncParsableCommand {
             "The media encoder (vision or audio projector) for the model (default: the mmproj-*.gguf beside the model, when one goes with it).",
             valueName: "path"))
     var mmproj: String?
+
+    // Speech out (POST /v1/audio/speech): a speech model's vocoder and audio tokenizer.
+    @Option(help: ArgumentHelp("A speech model's vocoder-*.gguf (default: the one beside the model, when it speaks).", valueName: "path"))
+    var vocoder: String?
+
+    @Option(
+        name: .customLong("audio-tokenizer"),
+        help: ArgumentHelp("A speech model's tokenizer-*.gguf audio detokenizer (default: the one beside the model).", valueName: "path"))
+    var audioTokenizer: String?
+
+    @Option(
+        name: .customLong("vocoder-weights"),
+        help: "stored (the file's size in memory, 8-bit products; the default) or f32 (the reference's numbers, about 7x the memory).")
+    var vocoderWeights = "stored"
 
     @Option(help: ArgumentHelp("Most pixels (width × height) of one image, read from its header before decoding.", valueName: "n"))
     var maxImagePixels = Serve.defaultMediaLimits.maxImagePixels
@@ -188,6 +203,10 @@ struct Serve: AsyncParsableCommand {
             if let mmproj, !FileManager.default.fileExists(atPath: mmproj) {
                 throw CLIError("--mmproj: no file at '\(mmproj)'")
             }
+            for (flag, file) in [("--vocoder", vocoder), ("--audio-tokenizer", audioTokenizer)] {
+                if let file, !FileManager.default.fileExists(atPath: file) { throw CLIError("\(flag): no file at '\(file)'") }
+            }
+            guard ["f32", "stored"].contains(vocoderWeights) else { throw CLIError("--vocoder-weights is f32 or stored") }
             var keys = Set<String>()
             if let apiKey { keys.insert(apiKey) }
             if let file = apiKeyFile {
@@ -216,7 +235,8 @@ struct Serve: AsyncParsableCommand {
                 configuration: configuration, modelPath: path,
                 loadOptions: LiquidInferenceEngineOptions(
                     cpuThreads: threads, contextSize: ctxSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj,
-                    mediaLimits: mediaLimits),
+                    mediaLimits: mediaLimits, vocoderPath: vocoder, audioTokenizerPath: audioTokenizer,
+                    vocoderWeights: vocoderWeights == "f32" ? .float32 : .asStored),
                 serving: ServingEngine.Configuration(
                     slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,
@@ -227,6 +247,7 @@ struct Serve: AsyncParsableCommand {
                 onReady: { engine in
                     let inputs = ["text"] + (engine.takesImages ? ["image"] : []) + (engine.takesAudio ? ["audio"] : [])
                     writeOut("leap-ref serve: input: \(inputs.joined(separator: ", "))\n")
+                    if engine.speaks { writeOut("leap-ref serve: output: text, audio (POST /v1/audio/speech)\n") }
                     writeOut("leap-ref serve: ready: \(engine.modelId)\n")
                 })
         }

@@ -66,12 +66,13 @@ import Testing
     }
 
     @Test func modelsSayWhatTheModelReads() async throws {
-        for (model, inputs) in [(Self.vision, ["text", "image"]), (Self.audio, ["text", "audio"])] {
+        // The tiny LFM2-Audio fixture also speaks: its vocoder-* and tokenizer-* files are beside it.
+        for (model, inputs, outputs) in [(Self.vision, ["text", "image"], ["text"]), (Self.audio, ["text", "audio"], ["text", "audio"])] {
             let (_, client) = try await Self.server(model)
             let entry = try await client.get("/v1/models").json["data"]?.arrayValue?.first
             #expect(entry?["input_modalities"] == .array(inputs.map { .string($0) }), "\(model)")
             #expect(entry?["architecture"]?["input_modalities"] == .array(inputs.map { .string($0) }))
-            #expect(entry?["architecture"]?["output_modalities"] == ["text"])
+            #expect(entry?["architecture"]?["output_modalities"] == .array(outputs.map { .string($0) }), "\(model)")
         }
         let text = try await TestServer()
         try await text.test { client in
