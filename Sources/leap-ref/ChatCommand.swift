@@ -61,6 +61,17 @@ struct Chat: AsyncParsableCommand {
         help: "With --tools: the first reply to each message must call a tool (for small models that do not call on their own).")
     var forceCall = false
 
+    @Option(help: "A speech model's vocoder-*.gguf file (default: the one beside the model).")
+    var vocoder: String?
+
+    @Option(name: .customLong("audio-tokenizer"), help: "A speech model's tokenizer-*.gguf file (default: the one beside the model).")
+    var audioTokenizer: String?
+
+    @Option(
+        name: .customLong("audio-out"),
+        help: "A folder where each spoken reply of a speech model is saved as reply-N.wav (24 kHz, 32-bit float).")
+    var audioOut: String?
+
     func run() async throws {
         try await runReportingErrors {
             let path = try ModelCache.resolve(model)
@@ -74,6 +85,14 @@ struct Chat: AsyncParsableCommand {
             let interactive = isatty(STDIN_FILENO) != 0
             var session = makeSession(runner: runner, interactive: interactive)
             session.media = projector?.kind
+            if let audioOut {
+                do {
+                    try FileManager.default.createDirectory(atPath: audioOut, withIntermediateDirectories: true)
+                } catch {
+                    throw CLIError("--audio-out: cannot make the folder '\(audioOut)': \(error.localizedDescription)")
+                }
+                session.audioFolder = URL(fileURLWithPath: audioOut)
+            }
             session.toolSession = try await tools?.makeSession(runner: runner)
             if forceCall {
                 guard let toolSession = session.toolSession else { throw CLIError("--force-call needs --tools") }
@@ -98,7 +117,8 @@ extension Chat {
     /// the companion as `ProjectorChoice.resolve` does).
     var loadOptions: LiquidInferenceEngineOptions {
         LiquidInferenceEngineOptions(
-            cpuThreads: threads, contextSize: contextSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj)
+            cpuThreads: threads, contextSize: contextSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj,
+            vocoderPath: vocoder, audioTokenizerPath: audioTokenizer)
     }
 
     /// The command's session over `runner`, with the flags' options.
@@ -131,6 +151,9 @@ struct ChatSession {
     var media: MediaKind?
     /// Images or audio attached (`/image`, `/audio`) to the next message.
     private(set) var attachments: [MediaAttachment] = []
+    /// Where spoken replies are saved (`--audio-out`), and how many were.
+    var audioFolder: URL?
+    private(set) var savedReplies = 0
 
     /// The chat's commands, as /help lists them.
     static let help = """
@@ -271,6 +294,7 @@ struct ChatSession {
                     lastCompletion = completion
                     if reasoning, interactive { writeOut("\u{1B}[0m") }
                     writeOut("\n")
+                    saveSpokenReply(completion.message)
                     guard let s = completion.stats else { break }
                     if interactive {
                         note(
@@ -285,6 +309,21 @@ struct ChatSession {
             }
         } catch let error as LeapError {
             note("error: \(error.description)")
+        }
+    }
+
+    /// Writes a spoken reply's WAV part to the `--audio-out` folder as `reply-N.wav`.
+    private mutating func saveSpokenReply(_ message: ChatMessage) {
+        guard let folder = audioFolder else { return }
+        for case .audio(let wav) in message.content {
+            savedReplies += 1
+            let file = folder.appendingPathComponent("reply-\(savedReplies).wav")
+            do {
+                try wav.write(to: file)
+                note("spoken reply saved: \(file.path)")
+            } catch {
+                note("error: cannot save the spoken reply to \(file.path): \(error.localizedDescription)")
+            }
         }
     }
 

@@ -94,4 +94,30 @@ import Testing
         #expect(frames.status != 0)
         #expect(frames.stderr.contains("8 codes"), "\(frames.stderr)")
     }
+
+    /// `chat --audio-out DIR` with a speech model (its vocoder and tokenizer found beside
+    /// it) under the interleaved system prompt: each spoken reply is saved as a WAV, and a
+    /// text-only system prompt saves none.
+    @Test func chatSavesSpokenReplies() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-chat-audio-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let model = TestFixtures.path("models/lfm2-audio-out-tiny.gguf")
+        let run = try LeapRefBinary.run(
+            [
+                "chat", "--model", model, "--system", "Respond with interleaved text and audio.", "--max-tokens", "30", "--temp", "0",
+                "--audio-out", folder.path
+            ], stdin: "Hello! How are you today?\n")
+        #expect(run.status == 0, "\(run.stderr)")
+        let saved = folder.appendingPathComponent("reply-1.wav")
+        let wav = try WAVAudio(data: Data(contentsOf: saved))
+        #expect(wav.sampleRate == 24_000)
+        #expect(wav.samples.count > 0 && wav.samples.count % 320 == 0, "\(wav.samples.count) samples")
+        #expect(run.stderr.contains("spoken reply saved"), "\(run.stderr)")
+
+        let quiet = folder.appendingPathComponent("quiet")
+        let text = try LeapRefBinary.run(
+            ["chat", "--model", model, "--system", "You are helpful.", "--max-tokens", "4", "--audio-out", quiet.path], stdin: "Hi\n")
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: quiet.path))?.isEmpty == true)
+    }
 }
