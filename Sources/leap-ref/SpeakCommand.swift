@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Kernels
 import LeapJSON
-import LeapSDKCore
+@_spi(Tools) import LeapSDKCore
 import Models
 
 /// `leap-ref speak`: one spoken turn of a speech model (LFM2.5-Audio), scripted, as the
@@ -66,6 +66,14 @@ struct Speak: AsyncParsableCommand {
     @Option(help: "Write the waveform here (WAV, mono, 24 kHz, 32-bit float).")
     var wav: String?
 
+    @Option(
+        help: """
+            Feed the steps of this golden-like JSON file's "outputs" (text tokens, whole frames, and within a frame \
+            the earlier codebooks' codes) instead of the model's own choices; "outputs" then holds the greedy \
+            choice made at each step given that history, and --wav the waveform of the frames fed.
+            """)
+    var follow: String?
+
     @Option(name: .customLong("decode-frames"), help: "Decode the frames of this golden-like JSON file into --wav, without generating.")
     var decodeFrames: String?
 
@@ -103,6 +111,19 @@ struct Speak: AsyncParsableCommand {
                         mmProjPath: projector, vocoderPath: vocoder, audioTokenizerPath: audioTokenizer, vocoderWeights: weights))
             } catch let error as LeapError {
                 throw CLIError(error.description)
+            }
+            let messages = [ChatMessage(role: .system, textContent: system), ChatMessage(role: .user, content: content)]
+            if let follow {
+                guard let local = runner as? LiquidInferenceEngineRunner else { throw CLIError("\(path) did not load as a local model") }
+                let report: SpeechProbe.Report
+                do {
+                    report = try SpeechProbe(runner: local).run(messages: messages, follow: try Self.steps(follow))
+                } catch let error as LeapError {
+                    throw CLIError(error.description)
+                }
+                writeOut(report.text + "\n")
+                try write(steps: report.choices, text: report.text, waveform: report.waveform)
+                return
             }
             let engine = try ServingEngine(runner: runner, configuration: .init(prefillChunk: 512))
             guard engine.speaks else {
@@ -155,6 +176,21 @@ struct Speak: AsyncParsableCommand {
         if let wav {
             try WAVAudio.encodeFloat32WAV(samples: waveform, sampleRate: AudioDetokenizer.sampleRate, channelCount: 1)
                 .write(to: URL(fileURLWithPath: wav))
+        }
+    }
+
+    /// The steps of a golden-like file's `outputs` (`{"text": id}` or `{"audio": [8 codes]}`).
+    static func steps(_ file: String) throws -> [SpeechStep] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8), let parsed = try? JSONValue.parse(text) else {
+            throw CLIError("--follow: cannot read '\(file)' as JSON")
+        }
+        guard let outputs = parsed["outputs"]?.arrayValue else { throw CLIError("--follow: '\(file)' has no \"outputs\" list") }
+        return try outputs.enumerated().map { index, output -> SpeechStep in
+            if let id = output["text"]?.intValue { return .text(id) }
+            if let codes = output["audio"]?.arrayValue?.compactMap(\.intValue), codes.count == AudioFrame.codebookCount {
+                return .frame(codes)
+            }
+            throw CLIError("--follow: output \(index) is neither {\"text\": id} nor {\"audio\": [8 codes]}")
         }
     }
 

@@ -120,4 +120,57 @@ import Testing
         #expect(text.status == 0, "\(text.stderr)")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: quiet.path))?.isEmpty == true)
     }
+
+    /// `--follow`: the golden's steps fed back; "outputs" holds leap-ref's greedy choice at
+    /// each step. On the LM's F32 form every choice is the golden's wherever its margin
+    /// exceeds 1e-3; on the Q4_0 file (8-bit activations) wherever it exceeds 1 (measured
+    /// parting at margins up to 0.83); the waveform is the fed frames', the golden's.
+    @Test(arguments: [("tts-gap.sequential", true), ("weather.interleaved", true), ("tts-rain.sequential", false)])
+    func followRecordsTheChoicesAlongTheGolden(_ name: String, _ exact: Bool) throws {
+        let (golden, waveform) = try Self.golden(name)
+        let messages = golden["messages"]?.arrayValue ?? []
+        let system = try #require(messages.first?.arrayValue?[1].stringValue)
+        let user = try #require(messages.last?.arrayValue?[1].stringValue)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-follow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let json = folder.appendingPathComponent("out.json").path, wav = folder.appendingPathComponent("out.wav").path
+        let model = exact ? try TestFixtures.require(Self.model) : TestFixtures.path("models/lfm2-audio-out-tiny.gguf")
+        let run = try LeapRefBinary.run([
+            "speak", "--model", model, "--vocoder", Self.vocoder, "--audio-tokenizer", Self.tokenizer, "--system", system, "--user", user,
+            "--follow", TestFixtures.path("golden/audio-out/lfm2-audio-out-tiny.\(name).json"), "--json", json, "--wav", wav
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let ours = try JSONValue.parse(String(contentsOfFile: json, encoding: .utf8))["outputs"]?.arrayValue ?? []
+        let theirs = golden["outputs"]?.arrayValue ?? []
+        #expect(ours.count == theirs.count)
+        let bound = exact ? 1e-3 : 1.0
+        var textMargins = (golden["text_margins"]?.arrayValue ?? []).compactMap(\.doubleValue).makeIterator()
+        var frameMargins = (golden["audio_steps"]?.arrayValue ?? []).map { $0["margins"]?.arrayValue?.compactMap(\.doubleValue) ?? [] }
+            .makeIterator()
+        var compared = 0, parted = 0
+        for (index, (mine, reference)) in zip(ours, theirs).enumerated() {
+            if let id = reference["text"]?.intValue {
+                let margin = textMargins.next() ?? 0
+                guard margin > bound else { continue }
+                compared += 1
+                if mine["text"]?.intValue != id { parted += 1 }
+                #expect(mine["text"]?.intValue == id, "\(name) step \(index): margin \(margin)")
+            } else {
+                let codes = reference["audio"]?.arrayValue?.compactMap(\.intValue) ?? []
+                let chosen = mine["audio"]?.arrayValue?.compactMap(\.intValue) ?? []
+                let margins = frameMargins.next() ?? []
+                let endOfAudio = codes.first == 2048
+                for c in 0..<min(8, codes.count, chosen.count, margins.count) where margins[c] > bound && (!endOfAudio || c == 0) {
+                    compared += 1
+                    #expect(chosen[c] == codes[c], "\(name) step \(index) codebook \(c): margin \(margins[c])")
+                }
+            }
+        }
+        print("speak --follow \(name) (\(exact ? "F32" : "Q4_0") LM): \(compared) choices compared, \(parted) text parted")
+        #expect(compared > theirs.count)
+        let decoded = try WAVAudio(data: Data(contentsOf: URL(fileURLWithPath: wav)))
+        #expect(decoded.samples.count == waveform.count)
+        #expect(Self.maxDifference(decoded.samples, waveform) <= 1e-5)
+    }
 }
