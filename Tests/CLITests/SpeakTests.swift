@@ -52,6 +52,29 @@ import Testing
         #expect(Self.maxDifference(decoded.samples, waveform) <= 1e-5)
     }
 
+    /// Audio in, end to end: the chirp clip through leap-ref's own audio encoder (the
+    /// mmproj fixture), then an interleaved reply: every step and the waveform are the
+    /// reference's (whose prompt took the F32-mmproj golden's embeddings).
+    @Test func speakAnswersAClipAsTheReferenceDoes() throws {
+        let (golden, waveform) = try Self.golden("chirp-1s.interleaved")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-speak-clip-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let json = folder.appendingPathComponent("out.json").path, wav = folder.appendingPathComponent("out.wav").path
+        let run = try LeapRefBinary.run([
+            "speak", "--model", try TestFixtures.require(Self.model), "--vocoder", Self.vocoder, "--audio-tokenizer", Self.tokenizer,
+            "--mmproj", TestFixtures.path("models/mmproj-lfm2-audio-tiny.gguf"), "--audio",
+            TestFixtures.path("audio/lfm2-audio-chirp-1s-16k.wav"), "-n", String(golden["max_new_tokens"]?.intValue ?? 0),
+            "--json", json, "--wav", wav
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let ours = try JSONValue.parse(String(contentsOfFile: json, encoding: .utf8))
+        #expect(ours["outputs"] == golden["outputs"])
+        let decoded = try WAVAudio(data: Data(contentsOf: URL(fileURLWithPath: wav)))
+        #expect(decoded.samples.count == waveform.count)
+        #expect(Self.maxDifference(decoded.samples, waveform) <= 1e-5)
+    }
+
     /// `--decode-frames`: the golden's frames alone (end-of-audio frames skipped) give its
     /// waveform, for a sequential turn of several audio runs.
     @Test func decodeFramesGivesTheGoldensWaveform() throws {
