@@ -27,6 +27,12 @@ public struct ChatMessage: Sendable {
     public var reasoningContent: String?
     /// The function calls this (assistant) message requested.
     public var functionCalls: [LeapFunctionCall]?
+    /// A spoken reply's steps, in the order the model made them (text tokens, audio
+    /// frames' codes): in the next turn the model reads these in place of the message's
+    /// text and audio, as liquid-audio's chat state feeds a reply back. Set on the
+    /// `.complete` message of a spoken reply; nil otherwise. leap-ref's addition (not
+    /// exported with the history).
+    public var speechSteps: [SpeechStep]?
 
     /// A message made of content fragments.
     public init(

@@ -183,4 +183,45 @@ import Tokenizers
         #expect(spoken.completion?.message.content.count == 2)
         await runner.unload()
     }
+
+    /// The next turn reads a spoken reply back as the reference's chat state does: the
+    /// reply's steps in order (text tokens as tokens, each frame as one position of its
+    /// summed code embeddings) in the assistant message's place, then `<|im_end|>`; and
+    /// the turn finds them in the prompt cache, since they are keyed as generation keyed
+    /// them.
+    @Test func theNextTurnReadsTheSpokenReplyBack() async throws {
+        let runner = try await Self.load()
+        let conversation = runner.createConversation(systemPrompt: SpeechMode.interleavedSystemPrompt)
+        let first = try await collect(
+            conversation.generateResponse(userTextMessage: "Hello! How are you today?", generationOptions: Self.greedy(20)))
+        let reply = try #require(first.completion?.message)
+        let steps = try #require(reply.speechSteps)
+        #expect(steps.count == 20)
+        #expect(steps.contains { if case .frame = $0 { return true } else { return false } })
+        #expect(conversation.history.last?.speechSteps == steps)
+
+        // The second turn's prompt: the first turn's prompt, the steps, then the template's
+        // `<|im_end|>\n<|im_start|>user...`.
+        let engine = try runner.sharedScheduler()
+        let firstPrompt = try engine.promptTokens(.chat(messages: Array(conversation.history.prefix(2)), tools: []))
+        let next = ChatMessage(role: .user, textContent: "And tomorrow?")
+        let keys = try engine.promptTokens(.chat(messages: conversation.history + [next], tools: []))
+        let expected = steps.map { step -> Int in
+            switch step {
+            case .text(let id): return id
+            case .frame(let codes): return SpeechGeneration.key(AudioFrame(codes))
+            }
+        }
+        #expect(Array(keys.prefix(firstPrompt.count)) == firstPrompt)
+        #expect(Array(keys[firstPrompt.count..<(firstPrompt.count + steps.count)]) == expected)
+        let end = try #require(runner.loaded.tokenizer.tokenID(forText: "<|im_end|>"))
+        #expect(keys[firstPrompt.count + steps.count] == Int(end))
+
+        // The cache holds the first turn: its prompt and every step that was evaluated (all
+        // but the last, which ended the reply at its limit before it was fed).
+        let second = try await collect(conversation.generateResponse(message: next, generationOptions: Self.greedy(4)))
+        let cached = try #require(second.completion?.stats?.cachedPromptTokens)
+        #expect(cached == UInt64(firstPrompt.count + steps.count - 1), "\(cached) cached")
+        await runner.unload()
+    }
 }

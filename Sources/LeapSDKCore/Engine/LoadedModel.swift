@@ -119,42 +119,110 @@ final class LoadedModel: @unchecked Sendable {
         messages: [ChatMessage], tools: [JSONValue], callFormat: any LeapFunctionCallParserProtocol, enableThinking: Bool?,
         positionLimit: Int? = nil
     ) throws(ServingError) -> PromptSequence {
-        // The parts the media encoder reads, in order (a spoken reply's audio is not one:
-        // `PromptBuilder.render` leaves it out).
-        let media = messages.flatMap { message in
-            message.content.filter { part in
+        // The parts that take positions of their own, in order: the images and audio the
+        // media encoder reads (a spoken reply's audio is not one: `PromptBuilder.render`
+        // leaves it out), and a spoken reply's steps, read in its content's place.
+        let parts: [PromptPart] = messages.flatMap { message -> [PromptPart] in
+            if speech != nil, message.role == .assistant, let steps = message.speechSteps, !steps.isEmpty { return [.spoken(steps)] }
+            return message.content.compactMap { part in
                 switch part {
-                case .text: return false
-                case .audio: return message.role != .assistant
-                case .image: return true
+                case .text: return nil
+                case .audio: return message.role == .assistant ? nil : .media(part)
+                case .image: return .media(part)
                 }
             }
         }
-        let marker = media.isEmpty || mediaReader == nil ? nil : Self.mediaMarker
+        let spoken = parts.contains { if case .spoken = $0 { return true } else { return false } }
+        let marker = parts.isEmpty || (mediaReader == nil && !spoken) ? nil : Self.mediaMarker
         let text = try prompts.render(
-            messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking, mediaMarker: marker)
-        guard let marker, let reader = mediaReader else {
+            messages: messages, tools: tools, callFormat: callFormat, enableThinking: enableThinking, mediaMarker: marker,
+            spokenRepliesAsMarkers: spoken)
+        guard let marker else {
             return PromptSequence(tokens: try tokenizePrompt([text], positionLimit: positionLimit)[0])
         }
-        let parts = text.components(separatedBy: marker)
-        guard parts.count == media.count + 1 else {
+        let texts = text.components(separatedBy: marker)
+        guard texts.count == parts.count + 1 else {
             throw .invalidRequest(
-                "the chat template wrote \(parts.count - 1) of the conversation's \(media.count) image and audio parts; it must write each message's content once"
+                "the chat template wrote \(texts.count - 1) of the conversation's \(parts.count) image, audio and spoken parts; it must write each message's content once"
             )
         }
-        var mediaPositions = 0
+        var partPositions = 0
         if positionLimit != nil {
-            for part in media { mediaPositions += reader.positions(part) ?? 0 }
+            for part in parts {
+                switch part {
+                case .media(let content): partPositions += mediaReader?.positions(content) ?? 0
+                case .spoken(let steps): partPositions += fedSteps(steps).count
+                }
+            }
         }
-        let texts = try tokenizePrompt(parts, positionLimit: positionLimit, mediaPositions: mediaPositions)
+        let ids = try tokenizePrompt(texts, positionLimit: positionLimit, mediaPositions: partPositions)
         var prompt = PromptSequence()
-        for (index, ids) in texts.enumerated() {
-            prompt.append(.tokens(ids))
-            if index < media.count {
-                for piece in try reader.pieces(media[index]) { prompt.append(piece) }
+        for (index, run) in ids.enumerated() {
+            prompt.append(.tokens(run))
+            guard index < parts.count else { continue }
+            switch parts[index] {
+            case .media(let content):
+                guard let reader = mediaReader else {
+                    throw .unsupportedContent(
+                        "this model has no media encoder (mmproj file), so it cannot read image or audio content; send text only")
+                }
+                for piece in try reader.pieces(content) { prompt.append(piece) }
+            case .spoken(let steps):
+                for piece in try spokenPieces(steps) { prompt.append(piece) }
             }
         }
         return prompt
+    }
+
+    /// The steps of a spoken reply that are read back: all but a trailing `<|im_end|>`.
+    private func fedSteps(_ steps: [SpeechStep]) -> ArraySlice<SpeechStep> {
+        if case .text(let last)? = steps.last, last == speech?.tokens.endOfTurn { return steps.dropLast() }
+        return steps[...]
+    }
+
+    /// A part of a prompt with positions of its own.
+    private enum PromptPart {
+        /// An image or audio part the media encoder reads.
+        case media(ChatMessageContent)
+        /// A spoken reply's steps.
+        case spoken([SpeechStep])
+    }
+
+    /// A spoken reply's steps as the model reads them back: its text tokens as tokens, and
+    /// each frame as one position holding its embedding (the summed `audio_embedding`
+    /// rows, as when the frame was made), keyed as the generation keyed it, so that the
+    /// turn that made the reply finds it in the prompt cache. A trailing `<|im_end|>` (a
+    /// sequential reply's last step) is left out: the template closes the turn with its own.
+    private func spokenPieces(_ steps: [SpeechStep]) throws(ServingError) -> [PromptSequence.Piece] {
+        guard let speech else { return [] }
+        var pieces: [PromptSequence.Piece] = []
+        var run: [Int] = []
+        for step in fedSteps(steps) {
+            switch step {
+            case .text(let id):
+                guard id >= 0, id < tokenizer.vocabularySize else {
+                    throw .invalidRequest("a spoken reply's step is token \(id), outside the vocabulary (0..<\(tokenizer.vocabularySize))")
+                }
+                run.append(id)
+            case .frame(let codes):
+                guard let frame = AudioFrame(checking: codes) else {
+                    throw .invalidRequest(
+                        "a spoken reply's frame is \(AudioFrame.codebookCount) codes of 0...\(AudioFrame.endOfAudioCode), not \(codes)")
+                }
+                if !run.isEmpty {
+                    pieces.append(.tokens(run))
+                    run = []
+                }
+                let vocoder = speech.vocoder
+                pieces.append(
+                    .media(
+                        MediaChunk(kind: "speech", positions: 1, contentHash: SpeechGeneration.contentHash(frame)) {
+                            () throws(ServingError) -> [Float] in vocoder.frameEmbedding(frame)
+                        }))
+            }
+        }
+        if !run.isEmpty { pieces.append(.tokens(run)) }
+        return pieces
     }
 
     /// The token ids of a prompt's text parts (the text before the first part starts the

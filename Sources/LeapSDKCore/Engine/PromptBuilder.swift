@@ -33,10 +33,12 @@ struct PromptBuilder: Sendable {
     /// text (the caller splits the text there and puts the media's positions in its place,
     /// as llama.cpp's libmtmd does with its `<__media__>` marker); without a marker (a model
     /// with no media encoder), such a part is an error. An assistant message's audio (a
-    /// spoken reply) is left out: its text part stands for it.
+    /// spoken reply) is left out: its text part stands for it; with
+    /// `spokenRepliesAsMarkers`, an assistant message with `speechSteps` is the marker alone
+    /// (its steps go there).
     func render(
         messages: [ChatMessage], tools: [JSONValue], callFormat: LeapFunctionCallParserProtocol,
-        enableThinking: Bool?, mediaMarker: String? = nil
+        enableThinking: Bool?, mediaMarker: String? = nil, spokenRepliesAsMarkers: Bool = false
     ) throws(ServingError) -> String {
         var rendered: [JSONValue] = []
         var toolsInSystem: String?
@@ -48,6 +50,11 @@ struct PromptBuilder: Sendable {
         }
         for (index, message) in messages.enumerated() {
             var text = ""
+            if spokenRepliesAsMarkers, let marker = mediaMarker, message.role == .assistant, message.speechSteps?.isEmpty == false {
+                // A spoken reply: its steps take its content's place.
+                rendered.append(["role": .string(message.role.rawValue), "content": .string(marker)])
+                continue
+            }
             for part in message.content {
                 switch part {
                 case .text(let t): text += t

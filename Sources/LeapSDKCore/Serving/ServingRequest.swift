@@ -218,6 +218,8 @@ public struct ServingReply: Sendable {
     public var toolCalls: [LeapFunctionCall] = []
     /// The log-probabilities of the reply's tokens (when the request asked for them).
     public var logprobs: [ServingTokenLogprob] = []
+    /// A spoken reply's steps, in order (empty: no speech).
+    public var speechSteps: [SpeechStep] = []
     /// A spoken reply's waveform and its sample rate (empty: no speech).
     public var audio: [Float] = []
     public var audioSampleRate = AudioDetokenizer.sampleRate
@@ -236,7 +238,8 @@ public struct ServingReply: Sendable {
         case .audio(let samples, let rate):
             audio += samples
             audioSampleRate = rate
-        case .started, .finished, .speechStep: break
+        case .speechStep(let step): speechSteps.append(step)
+        case .started, .finished: break
         }
     }
 
@@ -245,8 +248,10 @@ public struct ServingReply: Sendable {
     public var message: ChatMessage {
         var content: [ChatMessageContent] = [.text(text)]
         if !audio.isEmpty { content.append(.fromFloatSamples(audio, sampleRate: audioSampleRate, channelCount: 1)) }
-        return ChatMessage(
+        var message = ChatMessage(
             role: .assistant, content: content, reasoningContent: reasoning, functionCalls: toolCalls.isEmpty ? nil : toolCalls)
+        if !speechSteps.isEmpty { message.speechSteps = speechSteps }
+        return message
     }
 }
 

@@ -69,11 +69,18 @@ struct SpeechGeneration {
     /// The prompt-cache key of a frame's position: negative, so never a token id, and the
     /// same for the same codes.
     static func key(_ frame: AudioFrame) -> Int {
+        // A one-position media chunk of this hash keys its position the same way
+        // (`MediaChunk.key(0)`), so a reply read back in the next turn's prompt matches it.
+        -1 - Int(contentHash(frame) & 0x3FFF_FFFF_FFFF_FFFF)
+    }
+
+    /// FNV-1a over a frame's codes.
+    static func contentHash(_ frame: AudioFrame) -> UInt64 {
         var h: UInt64 = 0xCBF2_9CE4_8422_2325
         for c in frame.codes {
             h ^= UInt64(truncatingIfNeeded: c)
             h = h &* 0x0000_0100_0000_01B3
         }
-        return -1 - Int(h & 0x3FFF_FFFF_FFFF_FFFF)
+        return h
     }
 }
