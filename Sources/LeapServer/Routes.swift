@@ -253,6 +253,14 @@ struct Handlers: Sendable {
     func chat(_ request: Request, _ context: ServerContext) async throws -> Response {
         let engine = try state.engine()
         let wire = try await decode(ChatCompletionRequest.self, request)
+        if wire.audioOutput != nil && !engine.speaks {
+            throw APIError(
+                status: 400,
+                message: "the model '\(engine.modelId)' cannot speak: audio output needs a speech model (LFM2.5-Audio) served with "
+                    + "its vocoder and audio tokenizer (leap-ref serve --vocoder V.gguf --audio-tokenizer T.gguf, or the "
+                    + "vocoder-*.gguf and tokenizer-*.gguf files beside the model); ask for 'modalities': [\"text\"]",
+                param: "modalities")
+        }
         let serving = try WireMapping.chatRequest(
             wire, maxTokensLimit: configuration.maxTokensLimit, defaults: configuration.defaultSampling,
             takes: WireMapping.MediaInputs(engine))
@@ -260,6 +268,8 @@ struct Handlers: Sendable {
         let id = WireMapping.newID(prefix: "chatcmpl-"), created = WireMapping.now
         let model = wire.model ?? engine.modelId
         let withLogprobs = wire.topLogprobs != nil
+        // A spoken reply's audio id (OpenAI's `audio_…`), the same in every chunk.
+        let audioID = wire.audioOutput.map { _ in WireMapping.newID(prefix: "audio_") }
         if wire.sampling.stream {
             let includeUsage = wire.sampling.includeUsage
             return Self.eventStream(completion) { event in
@@ -270,7 +280,10 @@ struct Handlers: Sendable {
                 case .start: return [chunk(.role)]
                 case .event(.text(let text, let logprobs)):
                     guard !text.isEmpty || !logprobs.isEmpty else { return [] }
-                    return [chunk(.content(text, logprobs: withLogprobs ? logprobs.map(WireMapping.logprob) : nil))]
+                    let lp = withLogprobs ? logprobs.map(WireMapping.logprob) : nil
+                    // A spoken reply's text streams as its transcript, as OpenAI streams it.
+                    if let audioID { return [chunk(.audioTranscript(id: audioID, text, logprobs: lp))] }
+                    return [chunk(.content(text, logprobs: lp))]
                 case .event(.reasoning(let text)): return [chunk(.reasoning(text))]
                 case .event(.toolCalls(let calls)):
                     let first = event.callsSoFar - calls.count
@@ -280,17 +293,29 @@ struct Handlers: Sendable {
                     if includeUsage { out.append(chunk(.usage(WireMapping.usage(usage), WireMapping.timings(usage)))) }
                     return out
                 case .event(.started): return []
-                // The server does not ask for speech yet (issue 43: `modalities`).
-                case .event(.audio), .event(.speechStep): return []
+                case .event(.audio(let samples, _)):
+                    // Only a spoken reply (`modalities` with audio) has audio events.
+                    guard let audioID, !samples.isEmpty else { return [] }
+                    return [chunk(.audioData(id: audioID, WAVAudio.encodePCM16(samples: samples).base64EncodedString()))]
+                case .event(.speechStep): return []
                 }
             }
         }
         let (result, reason, usage) = try await Self.collect(completion)
+        var audio: WireReplyAudio?
+        if let audioID, let asked = wire.audioOutput {
+            let bytes =
+                asked.format == .wav
+                ? WAVAudio.encodePCM16WAV(samples: result.audio, sampleRate: result.audioSampleRate, channelCount: 1)
+                : WAVAudio.encodePCM16(samples: result.audio)
+            audio = WireReplyAudio(
+                id: audioID, data: bytes.base64EncodedString(), transcript: result.text, expiresAt: WireMapping.now + 3600)
+        }
         let response = ChatCompletionResponse(
             id: id, created: created, model: model, content: result.text,
             reasoningContent: result.reasoning.flatMap { $0.isEmpty ? nil : $0 }, toolCalls: result.toolCalls.map(WireMapping.toolCall),
             logprobs: withLogprobs ? result.logprobs.map(WireMapping.logprob) : nil, finishReason: WireMapping.finishReason(reason),
-            usage: WireMapping.usage(usage), timings: WireMapping.timings(usage))
+            usage: WireMapping.usage(usage), timings: WireMapping.timings(usage), audio: audio)
         return Self.json(response.json)
     }
 

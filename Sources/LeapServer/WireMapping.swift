@@ -124,11 +124,32 @@ enum WireMapping {
         case .jsonObject: constraint = .jsonSchema(["type": "object"])
         case .jsonSchema(let s): constraint = .jsonSchema(s)
         }
+        var messages = r.messages.map(message)
+        var speech: SpeechRequest?
+        if r.audioOutput != nil {
+            let mode: SpeechMode
+            (mode, messages) = spokenChat(messages)
+            speech = SpeechRequest(mode: mode)
+        }
         return ServingRequest(
-            prompt: .chat(messages: r.messages.map(message), tools: tools), sampling: sampling(r.sampling, defaults: defaults),
+            prompt: .chat(messages: messages, tools: tools), sampling: sampling(r.sampling, defaults: defaults),
             maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit), stop: r.sampling.stop,
             logprobs: r.topLogprobs, constraint: constraint, toolChoice: choice, cachePrompt: r.sampling.cachePrompt,
-            enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream)
+            enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream,
+            speech: speech)
+    }
+
+    /// The mode of a spoken chat reply and the conversation it is asked of: a system prompt
+    /// the model was trained on chooses (`SpeechMode(systemPrompt:)`: a TTS prompt is
+    /// sequential, in its voice); any other conversation gets an interleaved reply, and one
+    /// without a system message gets the interleaved system prompt first (the prompt the
+    /// model was trained on for it).
+    static func spokenChat(_ messages: [ChatMessage]) -> (SpeechMode, [ChatMessage]) {
+        guard let system = messages.first(where: { $0.role == .system }) else {
+            return (.interleaved, [ChatMessage(role: .system, textContent: SpeechMode.interleavedSystemPrompt)] + messages)
+        }
+        let text = system.content.map { part -> String in if case .text(let t) = part { return t } else { return "" } }.joined()
+        return (SpeechMode(systemPrompt: text) ?? .interleaved, messages)
     }
 
     static func textRequest(

@@ -373,6 +373,8 @@ public struct ChatCompletionRequest: WireRequest, Equatable {
     public var responseFormat: WireResponseFormat
     /// llama-server's `chat_template_kwargs.enable_thinking`.
     public var enableThinking: Bool?
+    /// A spoken reply (`modalities` with `"audio"` and its `audio` parameters); nil: text only.
+    public var audioOutput: WireChatAudio?
 
     /// The most messages and tools a request may carry.
     public static let maxMessages = 4096
@@ -462,6 +464,87 @@ public struct ChatCompletionRequest: WireRequest, Equatable {
                 "'response_format' with a schema cannot be combined with 'tools'; send one or the other", param: "response_format")
         }
         enableThinking = try r.reader("chat_template_kwargs")?.bool("enable_thinking")
+        audioOutput = try WireChatAudio.decode(r)
+        if audioOutput != nil {
+            if responseFormat != .text {
+                throw WireError(
+                    "'response_format' with a schema cannot be combined with audio output: a spoken reply is not constrained",
+                    param: "response_format")
+            }
+            if !tools.isEmpty {
+                throw WireError("'tools' cannot be combined with audio output: a spoken reply calls no tools", param: "tools")
+            }
+        }
+    }
+}
+
+/// The audio format of a spoken chat reply (`audio.format`).
+public enum WireChatAudioFormat: String, Sendable, Equatable, CaseIterable {
+    /// A WAV file: 16-bit PCM, mono, 24 kHz (as `/v1/audio/speech` writes it).
+    case wav
+    /// Raw samples: 16-bit signed little-endian, mono, 24 kHz.
+    case pcm16
+}
+
+/// A chat completion's spoken reply: `modalities: ["text", "audio"]` with
+/// `audio: {"voice": ..., "format": "wav" | "pcm16"}`.
+public struct WireChatAudio: Sendable, Equatable {
+    /// The voice asked for (the names `/v1/audio/speech` takes).
+    public var voice: WireSpeechVoice
+    /// The voice as the request named it.
+    public var voiceName: String
+    /// The format of the non-streamed reply's `message.audio.data` (streamed chunks are pcm16).
+    public var format: WireChatAudioFormat
+
+    /// The formats OpenAI has and this server does not write.
+    public static let unsupportedFormats = ["mp3", "flac", "opus", "aac"]
+
+    /// A spoken reply in `voice` (named `voiceName`) as `format`.
+    public init(voice: WireSpeechVoice, voiceName: String, format: WireChatAudioFormat) {
+        self.voice = voice
+        self.voiceName = voiceName
+        self.format = format
+    }
+
+    /// A spoken reply when `modalities` holds `"audio"` (then `audio` is required); nil when
+    /// `modalities` is absent or text only (`audio` is then ignored, as before).
+    static func decode(_ r: FieldReader) throws(WireError) -> WireChatAudio? {
+        var speaks = false
+        if let list = try r.array("modalities") {
+            for (i, m) in list.enumerated() {
+                guard case .string(let name) = m, name == "text" || name == "audio" else {
+                    let got: String
+                    if case .string(let s) = m { got = "'\(s)'" } else { got = kindName(m) }
+                    throw WireError("'modalities[\(i)]' must be \"text\" or \"audio\", not \(got)", param: "modalities")
+                }
+                if name == "audio" { speaks = true }
+            }
+        }
+        guard speaks else { return nil }
+        guard let a = try r.reader("audio") else {
+            throw WireError(
+                "'audio' is required when 'modalities' includes \"audio\": {\"voice\": ..., \"format\": \"wav\" or \"pcm16\"}",
+                param: "audio")
+        }
+        guard let name = try a.string("voice") else {
+            throw WireError("'audio.voice' is required: one of \(WireSpeechVoice.acceptedNames)", param: "audio.voice")
+        }
+        guard let voice = WireSpeechVoice(name: name) else {
+            throw WireError(
+                "'audio.voice' '\(name)' is not a voice of this model; the voices are \(WireSpeechVoice.acceptedNames)",
+                param: "audio.voice")
+        }
+        let supported = WireChatAudioFormat.allCases.map { "'\($0.rawValue)'" }.joined(separator: " or ")
+        guard let formatName = try a.string("format") else {
+            throw WireError("'audio.format' is required: \(supported)", param: "audio.format")
+        }
+        guard let format = WireChatAudioFormat(rawValue: formatName.lowercased()) else {
+            let why = unsupportedFormats.contains(formatName.lowercased()) ? "is not supported" : "is not a known format"
+            throw WireError(
+                "'audio.format' '\(formatName)' \(why): this server writes \(supported) (16-bit PCM, mono, 24 kHz)",
+                param: "audio.format")
+        }
+        return WireChatAudio(voice: voice, voiceName: name, format: format)
     }
 }
 

@@ -111,6 +111,29 @@ public struct WireReplyToolCall: Sendable, Equatable {
 }
 
 /// `chat.completion`: the whole reply.
+/// A spoken chat reply's `message.audio`: the whole reply's audio (base64 in the requested
+/// format), its text, and when the id stops being valid (OpenAI's shape).
+public struct WireReplyAudio: Sendable, Equatable {
+    public var id: String
+    /// Base64 of the WAV file or the raw 16-bit samples.
+    public var data: String
+    public var transcript: String
+    /// A unix time.
+    public var expiresAt: Int
+
+    /// The reply's audio.
+    public init(id: String, data: String, transcript: String, expiresAt: Int) {
+        self.id = id
+        self.data = data
+        self.transcript = transcript
+        self.expiresAt = expiresAt
+    }
+
+    var json: JSONValue {
+        ["id": .string(id), "data": .string(data), "expires_at": .integer(expiresAt), "transcript": .string(transcript)]
+    }
+}
+
 public struct ChatCompletionResponse: Sendable, Equatable {
     public var id: String
     public var created: Int
@@ -123,10 +146,13 @@ public struct ChatCompletionResponse: Sendable, Equatable {
     public var finishReason: String
     public var usage: WireUsage
     public var timings: WireTimings?
+    /// A spoken reply's audio (then `content` is null and the text is its transcript, as
+    /// OpenAI answers); nil for text.
+    public var audio: WireReplyAudio?
 
     public init(
         id: String, created: Int, model: String, content: String, reasoningContent: String?, toolCalls: [WireReplyToolCall],
-        logprobs: [WireTokenLogprob]?, finishReason: String, usage: WireUsage, timings: WireTimings?
+        logprobs: [WireTokenLogprob]?, finishReason: String, usage: WireUsage, timings: WireTimings?, audio: WireReplyAudio? = nil
     ) {
         self.id = id
         self.created = created
@@ -138,14 +164,16 @@ public struct ChatCompletionResponse: Sendable, Equatable {
         self.finishReason = finishReason
         self.usage = usage
         self.timings = timings
+        self.audio = audio
     }
 
     /// The JSON the API sends.
     public var json: JSONValue {
         var message = JSONObject([("role", "assistant")])
-        message["content"] = content.isEmpty && !toolCalls.isEmpty ? .null : .string(content)
+        message["content"] = (content.isEmpty && !toolCalls.isEmpty) || audio != nil ? .null : .string(content)
         if let r = reasoningContent { message["reasoning_content"] = .string(r) }
         if !toolCalls.isEmpty { message["tool_calls"] = .array(toolCalls.map { $0.json(index: nil) }) }
+        if let a = audio { message["audio"] = a.json }
         let choice: JSONValue = [
             "index": 0, "message": .object(message),
             "logprobs": logprobs.map { ["content": .array($0.map(\.chatJSON))] } ?? .null,
@@ -174,6 +202,10 @@ public struct ChatCompletionChunk: Sendable, Equatable {
         case finish(String)
         /// The usage chunk (`stream_options.include_usage`): no choices.
         case usage(WireUsage, WireTimings?)
+        /// A spoken reply's text: `{"audio": {"id": ..., "transcript": ...}}`.
+        case audioTranscript(id: String, String, logprobs: [WireTokenLogprob]?)
+        /// A spoken reply's new samples: `{"audio": {"id": ..., "data": base64 pcm16}}`.
+        case audioData(id: String, String)
 
         public static func == (a: Delta, b: Delta) -> Bool {
             switch (a, b) {
@@ -183,6 +215,8 @@ public struct ChatCompletionChunk: Sendable, Equatable {
             case (.toolCalls(let x), .toolCalls(let y)): return x.map(\.index) == y.map(\.index) && x.map(\.call) == y.map(\.call)
             case (.finish(let x), .finish(let y)): return x == y
             case (.usage(let x, let tx), .usage(let y, let ty)): return x == y && tx == ty
+            case (.audioTranscript(let i, let x, let lx), .audioTranscript(let j, let y, let ly)): return i == j && x == y && lx == ly
+            case (.audioData(let i, let x), .audioData(let j, let y)): return i == j && x == y
             default: return false
             }
         }
@@ -221,6 +255,11 @@ public struct ChatCompletionChunk: Sendable, Equatable {
             delta["tool_calls"] = .array(calls.map { $0.call.json(index: $0.index) })
         case .finish(let reason):
             finish = .string(reason)
+        case .audioTranscript(let id, let text, let lp):
+            delta["audio"] = ["id": .string(id), "transcript": .string(text)]
+            if let lp { logprobs = ["content": .array(lp.map(\.chatJSON))] }
+        case .audioData(let id, let data):
+            delta["audio"] = ["id": .string(id), "data": .string(data)]
         case .usage(let usage, let timings):
             o["choices"] = []
             o["usage"] = usage.json
