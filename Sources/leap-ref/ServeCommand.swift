@@ -247,7 +247,9 @@ struct Serve: AsyncParsableCommand {
                 onReady: { engine in
                     let inputs = ["text"] + (engine.takesImages ? ["image"] : []) + (engine.takesAudio ? ["audio"] : [])
                     writeOut("leap-ref serve: input: \(inputs.joined(separator: ", "))\n")
-                    if engine.speaks { writeOut("leap-ref serve: output: text, audio (POST /v1/audio/speech)\n") }
+                    if engine.speaks {
+                        writeOut("leap-ref serve: output: text, audio (POST /v1/audio/speech; chat with modalities text and audio)\n")
+                    }
                     writeOut("leap-ref serve: ready: \(engine.modelId)\n")
                 })
         }
