@@ -51,6 +51,10 @@ public struct LiquidInferenceEngineOptions: Sendable {
     /// size in memory, activations rounded to 8 bits as in the language model's decode;
     /// `.float32`: dequantized at load, the reference's numbers, about 7 times the memory).
     public var vocoderWeights: SpeechVocoder.WeightStorage
+    /// The most audio frames one spoken reply may have (80 ms each; default 4096, 5 min 28 s):
+    /// the detokenizer's context for a turn. A reply that fills it ends as one that fills
+    /// the context does (`.exceedContext`; the server's `length`).
+    public var maxAudioFramesPerReply: Int = AudioDetokenizer.defaultMaxFrames
 
     /// Options with the given fields; every argument has a default.
     public init(

@@ -224,4 +224,30 @@ import Tokenizers
         #expect(cached == UInt64(firstPrompt.count + steps.count - 1), "\(cached) cached")
         await runner.unload()
     }
+
+    /// A spoken reply ends when its detokenizer holds `maxAudioFramesPerReply` frames, as
+    /// one that fills the context ends; a limit of 0 is refused at load.
+    @Test func aReplyEndsAtItsFrameLimit() async throws {
+        var options = LiquidInferenceEngineOptions(
+            contextSize: 1024, vocoderPath: TestFixtures.path("models/vocoder-lfm2-audio-tiny.gguf"),
+            audioTokenizerPath: TestFixtures.path("models/tokenizer-lfm2-audio-tiny.gguf"))
+        options.maxAudioFramesPerReply = 3
+        let runner = try await Leap.load(path: TestFixtures.path("models/lfm2-audio-out-tiny.gguf"), options: options)
+        let reply = try await collect(
+            runner.createConversation(systemPrompt: SpeechMode.interleavedSystemPrompt).generateResponse(
+                userTextMessage: "Hello! How are you today?", generationOptions: Self.greedy(200)))
+        let completion = try #require(reply.completion)
+        let frames = (completion.message.speechSteps ?? []).filter { step in
+            if case .frame(let codes) = step { return codes[0] != AudioFrame.endOfAudioCode }
+            return false
+        }
+        #expect(frames.count == 3)
+        #expect(completion.finishReason == .exceedContext)
+        #expect((completion.stats?.completionTokens ?? 200) < 200)
+        await runner.unload()
+        options.maxAudioFramesPerReply = 0
+        await #expect(throws: LeapError.self) {
+            _ = try await Leap.load(path: TestFixtures.path("models/lfm2-audio-out-tiny.gguf"), options: options)
+        }
+    }
 }

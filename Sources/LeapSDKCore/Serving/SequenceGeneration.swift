@@ -94,6 +94,8 @@ struct SequenceGeneration {
         if let c = constraint, !c.isCallBlock, !c.matcher.canContinue { return .stop }
         if let maxTokens, generated >= maxTokens { return .length }
         if promptLength + generated >= lengthLimit { return .length }
+        // A spoken reply whose detokenizer holds as many frames as a turn may have.
+        if let spoken = speech, spoken.isFull { return .length }
         return nil
     }
 

@@ -63,6 +63,10 @@ struct SpeechGeneration {
         return (step.frame, samples, parts.vocoder.frameEmbedding(step.frame))
     }
 
+    /// Whether the detokenizer's stream holds as many frames as one turn may have
+    /// (`AudioDetokenizer.maxFrames`): the reply then ends as at its token limit.
+    var isFull: Bool { stream.frameCount >= parts.detokenizer.maxFrames }
+
     /// The reply's last samples (the inverse STFT's overlap).
     func finish() -> [Float] { stream.finish() }
 

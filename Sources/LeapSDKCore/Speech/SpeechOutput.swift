@@ -100,7 +100,9 @@ final class SpeechParts: Sendable {
         }
         do {
             return SpeechParts(
-                vocoder: vocoder, detokenizer: try AudioDetokenizer(path: tokenizerPath, vocoder: vocoder), tokens: tokens)
+                vocoder: vocoder,
+                detokenizer: try AudioDetokenizer(path: tokenizerPath, vocoder: vocoder, maxFrames: options.maxAudioFramesPerReply),
+                tokens: tokens)
         } catch {
             throw .modelLoadingFailure("\(error)")
         }
