@@ -20,34 +20,26 @@ extension WAVAudio {
         // "WAVE" + fmt (8 + 18) + fact (8 + 4) + data header (8) + samples.
         let riffSize = UInt32(clamping: 4 + 26 + 12 + 8 + Int(dataSize))
 
-        var out = [UInt8]()
-        out.reserveCapacity(58 + samples.count * 4)
-        func put(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
-        func put16(_ v: UInt16) {
-            out.append(UInt8(v & 0xFF))
-            out.append(UInt8(v >> 8))
-        }
-        func put32(_ v: UInt32) { for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8((v >> UInt32(shift)) & 0xFF)) } }
-
-        put("RIFF")
-        put32(riffSize)
-        put("WAVE")
-        put("fmt ")
-        put32(18)
-        put16(3)
-        put16(channels)
-        put32(rate)
-        put32(byteRate)
-        put16(blockAlign)
-        put16(32)
-        put16(0)
-        put("fact")
-        put32(4)
-        put32(frames)
-        put("data")
-        put32(dataSize)
-        for sample in samples.prefix(Int(dataSize) / 4) { put32(sample.bitPattern) }
-        return Data(out)
+        var out = LittleEndianBytes(capacity: 58 + samples.count * 4)
+        out.put("RIFF")
+        out.put32(riffSize)
+        out.put("WAVE")
+        out.put("fmt ")
+        out.put32(18)
+        out.put16(3)
+        out.put16(channels)
+        out.put32(rate)
+        out.put32(byteRate)
+        out.put16(blockAlign)
+        out.put16(32)
+        out.put16(0)
+        out.put("fact")
+        out.put32(4)
+        out.put32(frames)
+        out.put("data")
+        out.put32(dataSize)
+        for sample in samples.prefix(Int(dataSize) / 4) { out.put32(sample.bitPattern) }
+        return Data(out.bytes)
     }
 }
 
@@ -65,13 +57,9 @@ extension WAVAudio {
     /// Samples as raw 16-bit signed little-endian PCM (`int16Sample` each), no header:
     /// OpenAI's `pcm` speech format.
     public static func encodePCM16(samples: [Float]) -> Data {
-        var out = [UInt8](repeating: 0, count: samples.count * 2)
-        for (i, x) in samples.enumerated() {
-            let v = UInt16(bitPattern: int16Sample(x))
-            out[2 * i] = UInt8(v & 0xFF)
-            out[2 * i + 1] = UInt8(v >> 8)
-        }
-        return Data(out)
+        var out = LittleEndianBytes(capacity: samples.count * 2)
+        for x in samples { out.put16(UInt16(bitPattern: int16Sample(x))) }
+        return Data(out.bytes)
     }
 
     /// Encodes samples as a 16-bit integer PCM WAV file (format tag 1, the 16-byte `fmt `
@@ -87,30 +75,40 @@ extension WAVAudio {
         let kept = min(samples.count, (Int(UInt32.max) - 36) / 2)
         let dataSize = UInt32(kept * 2)
 
-        var out = [UInt8]()
-        out.reserveCapacity(44)
-        func put(_ s: String) { out.append(contentsOf: Array(s.utf8)) }
-        func put16(_ v: UInt16) {
-            out.append(UInt8(v & 0xFF))
-            out.append(UInt8(v >> 8))
-        }
-        func put32(_ v: UInt32) { for shift in stride(from: 0, to: 32, by: 8) { out.append(UInt8((v >> UInt32(shift)) & 0xFF)) } }
+        var out = LittleEndianBytes(capacity: 44 + kept * 2)
+        out.put("RIFF")
+        out.put32(36 + dataSize)
+        out.put("WAVE")
+        out.put("fmt ")
+        out.put32(16)
+        out.put16(1)
+        out.put16(channels)
+        out.put32(rate)
+        out.put32(byteRate)
+        out.put16(blockAlign)
+        out.put16(16)
+        out.put("data")
+        out.put32(dataSize)
+        for sample in samples.prefix(kept) { out.put16(UInt16(bitPattern: int16Sample(sample))) }
+        return Data(out.bytes)
+    }
+}
 
-        put("RIFF")
-        put32(36 + dataSize)
-        put("WAVE")
-        put("fmt ")
-        put32(16)
-        put16(1)
-        put16(channels)
-        put32(rate)
-        put32(byteRate)
-        put16(blockAlign)
-        put16(16)
-        put("data")
-        put32(dataSize)
-        var data = Data(out)
-        data.append(encodePCM16(samples: kept == samples.count ? samples : Array(samples.prefix(kept))))
-        return data
+/// The bytes of a RIFF file as the WAV encoders write them: ASCII tags and little-endian
+/// integers, appended in order.
+private struct LittleEndianBytes {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func put(_ tag: String) { bytes.append(contentsOf: tag.utf8) }
+
+    mutating func put16(_ v: UInt16) {
+        bytes.append(UInt8(v & 0xFF))
+        bytes.append(UInt8(v >> 8))
+    }
+
+    mutating func put32(_ v: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((v >> UInt32(shift)) & 0xFF)) }
     }
 }

@@ -304,10 +304,7 @@ struct Handlers: Sendable {
         let (result, reason, usage) = try await Self.collect(completion)
         var audio: WireReplyAudio?
         if let audioID, let asked = wire.audioOutput {
-            let bytes =
-                asked.format == .wav
-                ? WAVAudio.encodePCM16WAV(samples: result.audio, sampleRate: result.audioSampleRate, channelCount: 1)
-                : WAVAudio.encodePCM16(samples: result.audio)
+            let bytes = WireMapping.spokenAudio(result, asWAV: asked.format == .wav)
             audio = WireReplyAudio(
                 id: audioID, data: bytes.base64EncodedString(), transcript: result.text, expiresAt: WireMapping.now + 3600)
         }
@@ -345,16 +342,8 @@ struct Handlers: Sendable {
             throw APIError(status: error.body.status, message: error.body.message, param: "input")
         }
         let (reply, _, _) = try await Self.collect(completion)
-        let bytes: Data
-        let type: String
-        switch wire.responseFormat {
-        case .wav:
-            bytes = WAVAudio.encodePCM16WAV(samples: reply.audio, sampleRate: reply.audioSampleRate, channelCount: 1)
-            type = "audio/wav"
-        case .pcm:
-            bytes = WAVAudio.encodePCM16(samples: reply.audio)
-            type = "audio/pcm"
-        }
+        let bytes = WireMapping.spokenAudio(reply, asWAV: wire.responseFormat == .wav)
+        let type = wire.responseFormat == .wav ? "audio/wav" : "audio/pcm"
         return Response(
             status: .ok, headers: [.contentType: type], body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -17,6 +17,14 @@ enum WireMapping {
         ).overriding(defaults)
     }
 
+    /// A spoken reply's audio as the OpenAI API sends it: a 16-bit PCM WAV file (mono, the
+    /// reply's rate), or the raw 16-bit little-endian samples.
+    static func spokenAudio(_ reply: ServingReply, asWAV: Bool) -> Data {
+        asWAV
+            ? WAVAudio.encodePCM16WAV(samples: reply.audio, sampleRate: reply.audioSampleRate, channelCount: 1)
+            : WAVAudio.encodePCM16(samples: reply.audio)
+    }
+
     /// `max_tokens` checked against the server's limit (which is also the default).
     static func maxTokens(_ asked: Int?, limit: Int?) throws(APIError) -> Int? {
         guard let limit else { return asked }

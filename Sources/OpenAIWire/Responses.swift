@@ -110,7 +110,6 @@ public struct WireReplyToolCall: Sendable, Equatable {
     }
 }
 
-/// `chat.completion`: the whole reply.
 /// A spoken chat reply's `message.audio`: the whole reply's audio (base64 in the requested
 /// format), its text, and when the id stops being valid (OpenAI's shape).
 public struct WireReplyAudio: Sendable, Equatable {
@@ -134,6 +133,7 @@ public struct WireReplyAudio: Sendable, Equatable {
     }
 }
 
+/// `chat.completion`: the whole reply.
 public struct ChatCompletionResponse: Sendable, Equatable {
     public var id: String
     public var created: Int

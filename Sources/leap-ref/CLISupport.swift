@@ -62,3 +62,14 @@ func writeOut(_ text: String) {
 }
 
 extension KVCacheType: ExpressibleByArgument {}
+
+extension SpeechVocoder.WeightStorage {
+    /// The storage `--vocoder-weights` names (`serve`, `speak`): `f32` or `stored`.
+    init(flag: String) throws {
+        switch flag {
+        case "f32": self = .float32
+        case "stored": self = .asStored
+        default: throw CLIError("--vocoder-weights is f32 or stored, not '\(flag)'")
+        }
+    }
+}

@@ -89,25 +89,24 @@ struct Generate: AsyncParsableCommand {
         of prompt: String, on engine: ServingEngine, count: Int, sampling: SamplingOverrides, contextLength: Int? = nil,
         recordTokens: Bool = false, emit: (String) -> Void
     ) async throws -> Continuation {
-        let promptLength = try engine.promptTokens(.text(prompt)).count
-        let request = ServingRequest(
-            prompt: .text(prompt), sampling: sampling, maxTokens: count, logprobs: recordTokens ? 0 : nil,
-            parsesCalls: false, contextLimit: contextLength ?? (promptLength + max(1, count)))
         var result = Continuation()
         do {
+            // The engine tokenizes the text prompt once; its length sets the default limit.
+            let ids = try engine.promptTokens(.text(prompt))
+            let request = ServingRequest(
+                prompt: .tokens(ids), sampling: sampling, maxTokens: count, logprobs: recordTokens ? 0 : nil,
+                parsesCalls: false, contextLimit: contextLength ?? (ids.count + max(1, count)))
+            // Raw text: no reasoning is split off, no call parsed; the reply is its text.
             for try await event in try engine.submit(request).events {
                 switch event {
                 case .text(let text, let logprobs):
                     result.text += text
                     result.tokens += logprobs.map(\.chosen.id)
                     emit(text)
-                case .reasoning(let text):
-                    result.text += text
-                    emit(text)
                 case .finished(let reason, let usage):
                     result.reason = reason
                     result.usage = usage
-                case .started, .toolCalls, .audio, .speechStep: break
+                case .started, .reasoning, .toolCalls, .audio, .speechStep: break
                 }
             }
         } catch let error as ServingError {

@@ -206,7 +206,7 @@ struct Serve: AsyncParsableCommand {
             for (flag, file) in [("--vocoder", vocoder), ("--audio-tokenizer", audioTokenizer)] {
                 if let file, !FileManager.default.fileExists(atPath: file) { throw CLIError("\(flag): no file at '\(file)'") }
             }
-            guard ["f32", "stored"].contains(vocoderWeights) else { throw CLIError("--vocoder-weights is f32 or stored") }
+            let weights = try SpeechVocoder.WeightStorage(flag: vocoderWeights)
             var keys = Set<String>()
             if let apiKey { keys.insert(apiKey) }
             if let file = apiKeyFile {
@@ -236,7 +236,7 @@ struct Serve: AsyncParsableCommand {
                 loadOptions: LiquidInferenceEngineOptions(
                     cpuThreads: threads, contextSize: ctxSize, kvCacheType: cacheType == .f16 ? .f16 : .f32, mmProjPath: mmproj,
                     mediaLimits: mediaLimits, vocoderPath: vocoder, audioTokenizerPath: audioTokenizer,
-                    vocoderWeights: vocoderWeights == "f32" ? .float32 : .asStored),
+                    vocoderWeights: weights),
                 serving: ServingEngine.Configuration(
                     slots: parallel, contextSize: ctxSize, queueLimit: queue, schemaLimits: schemaLimits),
                 logger: logger,

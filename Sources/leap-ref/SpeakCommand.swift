@@ -82,8 +82,7 @@ struct Speak: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            guard ["f32", "stored"].contains(vocoderWeights) else { throw CLIError("--vocoder-weights is f32 or stored") }
-            let weights: SpeechVocoder.WeightStorage = vocoderWeights == "f32" ? .float32 : .asStored
+            let weights = try SpeechVocoder.WeightStorage(flag: vocoderWeights)
             if let decodeFrames {
                 try decode(decodeFrames, weights: weights)
                 return

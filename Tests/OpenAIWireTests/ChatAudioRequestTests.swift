@@ -8,22 +8,6 @@ import Testing
     static let messages = #""messages": [{"role": "user", "content": "Hi"}]"#
     static let spoken = #"\#(messages), "modalities": ["text", "audio"]"#
 
-    func chat(_ text: String) throws -> ChatCompletionRequest {
-        try ChatCompletionRequest(json: try JSONValue.parse(text))
-    }
-
-    /// The error a chat request body gets.
-    func chatError(_ text: String) -> WireError? {
-        do {
-            _ = try ChatCompletionRequest(json: try JSONValue.parse(text))
-            return nil
-        } catch let e as WireError {
-            return e
-        } catch {
-            return WireError("unexpected \(error)")
-        }
-    }
-
     @Test func decodesTheVoiceAndFormat() throws {
         let wav = try chat(#"{\#(Self.spoken), "audio": {"voice": "alloy", "format": "wav"}}"#)
         #expect(wav.audioOutput == WireChatAudio(voice: .usFemale, voiceName: "alloy", format: .wav))

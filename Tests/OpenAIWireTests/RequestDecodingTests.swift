@@ -3,22 +3,6 @@ import OpenAIWire
 import Testing
 
 @Suite struct RequestDecodingTests {
-    func chat(_ text: String) throws -> ChatCompletionRequest {
-        try ChatCompletionRequest(json: try JSONValue.parse(text))
-    }
-
-    /// The error a chat request body gets.
-    func chatError(_ text: String) -> WireError? {
-        do {
-            _ = try ChatCompletionRequest(json: try JSONValue.parse(text))
-            return nil
-        } catch let e as WireError {
-            return e
-        } catch {
-            return WireError("unexpected \(error)")
-        }
-    }
-
     @Test func decodesAFullChatRequest() throws {
         let r = try chat(
             """
