@@ -3,8 +3,9 @@ import Foundation
 import LeapSDKCore
 
 /// `leap-ref generate`: continues a raw prompt, streaming the text. It runs on the
-/// `ServingEngine`, as every generation does: the prompt is a `.text` prompt (special
-/// tokens parsed, BOS as the model asks) and each token comes from its per-token step.
+/// `ServingEngine`, as every generation does: the engine tokenizes the raw text as it does
+/// a `.text` prompt (special tokens parsed, BOS as the model asks), and each token comes
+/// from its per-token step.
 struct Generate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Continue a prompt (raw text, no chat template), streaming tokens to stdout.",
