@@ -129,7 +129,10 @@ let package = Package(
         ),
         .target(
             name: "LeapSDKCore",
-            dependencies: ["LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio", "Images"]
+            dependencies: [
+                "LeapJSON", "GGUF", "Kernels", "Models", "Sampling", "Tokenizers", "ChatTemplates", "Grammar", "Audio", "Images",
+                "Checksums"
+            ]
         ),
         .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),

@@ -55,6 +55,13 @@ public struct LiquidInferenceEngineOptions: Sendable {
     /// the detokenizer's context for a turn. A reply that fills it ends as one that fills
     /// the context does (`.exceedContext`; the server's `length`).
     public var maxAudioFramesPerReply: Int = AudioDetokenizer.defaultMaxFrames
+    /// A chat template (Jinja source) used instead of the GGUF's `tokenizer.chat_template`
+    /// (default nil: the GGUF's). A LEAP manifest's `chat_template` arrives here.
+    public var chatTemplate: String?
+    /// Sampling defaults over the GGUF's `general.sampling.*` ones (default nil: the GGUF's,
+    /// else leap-ref's): a LEAP manifest's `sampling_parameters` arrive here. A request's
+    /// own settings still win.
+    public var samplingDefaults: SamplingOverrides?
 
     /// Options with the given fields; every argument has a default.
     public init(

@@ -32,7 +32,7 @@ public final class LiquidInferenceEngineRunner: ModelRunner, @unchecked Sendable
         let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         modelId = (try? loaded.model.file.metadata.string("general.name")) ?? fileName
         functionCallFormat = FunctionCallFormat.detect(
-            chatTemplate: try? loaded.model.file.metadata.string("tokenizer.chat_template"),
+            chatTemplate: options.chatTemplate ?? (try? loaded.model.file.metadata.string("tokenizer.chat_template")),
             hasToken: { loaded.tokenizer.tokenID(forText: $0) != nil })
         defaultRNGSeed = options.defaultRNGSeed
         parallelSequences = max(1, options.parallelSequences)

@@ -59,11 +59,11 @@ final class LoadedModel: @unchecked Sendable {
         let metadata = model.file.metadata
         prompts = try PromptBuilder(
             tokenizer: tokenizer,
-            templateSource: try? metadata.string("tokenizer.chat_template"))
+            templateSource: options.chatTemplate ?? (try? metadata.string("tokenizer.chat_template")))
         let trained = model.hyperparameters.trainedContextLength
         contextSize = max(16, min(options.contextSize ?? min(trained, 4096), trained))
         kvCacheType = options.kvCacheType == .f16 ? .f16 : .f32
-        defaults = LoadedModel.samplingDefaults(metadata)
+        defaults = LoadedModel.samplingDefaults(metadata, over: options.samplingDefaults)
         dryBreakers = DRYBreakerResolver(tokenizer: tokenizer)
         let projector = try LoadedModel.loadProjector(modelPath: path, options: options, model: model)
         self.projector = projector
@@ -90,6 +90,19 @@ final class LoadedModel: @unchecked Sendable {
 
     /// leap-ref's defaults, overridden by the model's `general.sampling.*` metadata.
     static func samplingDefaults(_ m: GGUFMetadata) -> SamplingParameters { SamplingDefaults.parameters(m) }
+
+    /// The model's defaults with the load options' `samplingDefaults` (a LEAP manifest's
+    /// `sampling_parameters`) written over them.
+    static func samplingDefaults(_ m: GGUFMetadata, over loaded: SamplingOverrides?) -> SamplingParameters {
+        var p = SamplingDefaults.parameters(m)
+        guard let o = loaded else { return p }
+        if let v = o.temperature { p.temperature = v }
+        if let v = o.topK { p.topK = v }
+        if let v = o.topP { p.topP = v }
+        if let v = o.minP { p.minP = v }
+        if let v = o.repetitionPenalty { p.repetitionPenalty = v }
+        return p
+    }
 
     /// Frees the compiled masks (the caches belong to the serving engines). Call on `queue`.
     func releaseState() {

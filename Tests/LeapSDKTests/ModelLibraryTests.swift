@@ -1,0 +1,359 @@
+import Foundation
+import LeapJSON
+import TestSupport
+import Testing
+
+@testable import LeapSDK
+@testable import LeapSDKCore
+
+/// A model library on 127.0.0.1: LEAP's `model-manifest` endpoint, manifests under
+/// `/bundles/NAME/QUANT.json` and files under `/files/`, each file with its sha256 as ETag
+/// (as Hugging Face sends it) unless the test says otherwise. No test reaches the network.
+final class FakeLibrary: @unchecked Sendable {
+    struct State {
+        var files: [String: Data] = [:]
+        var etags: [String: String] = [:]
+        var manifests: [String: String] = [:]
+        /// Paths whose first GET stops after this many body bytes.
+        var dropFirst: [String: Int] = [:]
+        var chunkDelay = 0.0
+    }
+
+    let state = Locked(State())
+    let cache: URL
+    private(set) var server: LocalHTTPServer!
+    private(set) var library: LeapModelLibrary!
+
+    init() throws {
+        cache = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-library-\(UUID().uuidString)")
+        let state = self.state
+        server = try LocalHTTPServer { request in
+            let host = request.headers["host"] ?? "127.0.0.1"
+            if request.path == "/api/edge-sdk/model-manifest" {
+                let key = (request.query["model_name"] ?? "") + "/" + (request.query["quantization_method"] ?? "")
+                guard state.withLock({ $0.manifests[key] }) != nil else { return .status(404) }
+                return .json(#"{"manifest_url": "http://\#(host)/bundles/\#(key).json"}"#)
+            }
+            if request.path.hasPrefix("/bundles/"), request.path.hasSuffix(".json") {
+                let key = String(request.path.dropFirst("/bundles/".count).dropLast(".json".count))
+                guard let text = state.withLock({ $0.manifests[key] }) else { return .status(404) }
+                return .json(text)
+            }
+            let (data, etag, drop, delay) = state.withLock { s in
+                (s.files[request.path], s.etags[request.path], s.dropFirst.removeValue(forKey: request.path), s.chunkDelay)
+            }
+            guard let data else { return .status(404) }
+            var response = LocalHTTPServer.Response.file(data, request: request, etag: etag)
+            if request.method == "GET", let drop, response.status == 200 { response.dropAfter = drop }
+            response.chunkDelay = delay
+            return response
+        }
+        library = LeapModelLibrary(baseURL: server.baseURL, cacheDirectory: cache, requestTimeout: 10)
+    }
+
+    deinit {
+        server.stop()
+        try? FileManager.default.removeItem(at: cache)
+    }
+
+    /// Serves `data` at `/files/NAME` with its sha256 as ETag; returns the URL.
+    @discardableResult
+    func addFile(_ name: String, _ data: Data, etag: String? = nil) -> String {
+        let path = "/files/" + name
+        state.withLock {
+            $0.files[path] = data
+            $0.etags[path] = etag ?? SHA256.hex(data)
+        }
+        return server.baseURL.absoluteString + path
+    }
+
+    /// Serves a manifest for `model` at `quantization`.
+    func addManifest(model: String, quantization: String, _ text: String) {
+        state.withLock { $0.manifests[model + "/" + quantization] = text }
+    }
+
+    /// A text-to-text manifest of `modelURL`, with sampling parameters and a field of a
+    /// later schema.
+    static func textManifest(_ modelURL: String, type: String = "llama.cpp/text-to-text") -> String {
+        """
+        {
+          "inference_type": "\(type)",
+          "schema_version": "1.0.0",
+          "load_time_parameters": {"model": "\(modelURL)", "a_future_option": 3},
+          "generation_time_parameters": {
+            "sampling_parameters": {"temperature": 0.3, "min_p": 0.15, "top_p": 0.9, "top_k": 7, "repetition_penalty": 1.05}
+          },
+          "a_future_section": {"x": 1}
+        }
+        """
+    }
+}
+
+/// Every report of a progress closure, for the checks that they only grow and end at 1.
+final class ProgressLog: @unchecked Sendable {
+    let reports = Locked<[(Double, Int64)]>([])
+    var closure: @Sendable (Double, Int64) -> Void { { [reports] p, s in reports.withLock { $0.append((p, s)) } } }
+    var fractions: [Double] { reports.withLock { $0.map(\.0) } }
+
+    /// Non-decreasing, within 0...1, ending at exactly 1.
+    var isMonotonicToOne: Bool {
+        let f = fractions
+        return !f.isEmpty && f.last == 1 && zip(f, f.dropFirst()).allSatisfy { $0 <= $1 } && f.allSatisfy { (0...1).contains($0) }
+    }
+}
+
+@Suite(.serialized) struct ModelLibraryTests {
+    static let tinyPath = TestFixtures.path("models/lfm2-tiny.gguf")
+
+    static func tiny() throws -> Data { try Data(contentsOf: URL(fileURLWithPath: tinyPath)) }
+
+    /// LiquidAI's manifest format as leap-bundle 0.9.0 reads it: the file references, the
+    /// sampling parameters, unknown fields kept, relative references and Hugging Face page
+    /// URLs resolved.
+    @Test func aManifestIsReadInLiquidAIsFormat() throws {
+        let text = """
+            {"inference_type": "llama.cpp/lfm2-audio-v1", "schema_version": "1.0.0",
+             "load_time_parameters": {"model": "../LFM2.5-Audio-1.5B-Q4_0.gguf",
+               "multimodal_projector": "https://huggingface.co/LiquidAI/LFM2.5-Audio-1.5B-GGUF/blob/main/mmproj-Q4_0.gguf",
+               "audio_decoder": "https://example.com/vocoder.gguf", "audio_tokenizer": "https://example.com/tokenizer.gguf",
+               "chat_template": "{{ messages }}", "unknown": true},
+             "generation_time_parameters": {"number_of_decoding_threads": 4, "sampling_parameters": {"top_k": 50}},
+             "extra": [1, 2]}
+            """
+        let m = try LeapManifest(text: text, modelName: "LFM2.5-Audio-1.5B")
+        #expect(m.inferenceType == .lfm2AudioV1 && m.schemaVersion == "1.0.0")
+        #expect(m.files.map(\.key) == ["model", "multimodal_projector", "audio_decoder", "audio_tokenizer"])
+        #expect(m.chatTemplate == "{{ messages }}" && m.numberOfDecodingThreads == 4 && m.sampling.topK == 50)
+        #expect(m.sampling.temperature == nil)
+        #expect(m.json["extra"]?.arrayValue?.count == 2 && m.json["load_time_parameters"]?["unknown"] == .bool(true))
+        let manifestURL = URL(string: "https://huggingface.co/LiquidAI/LeapBundles/resolve/main/LFM2.5-Audio-1.5B/Q4_0.json")!
+        #expect(
+            LeapManifest.resolve(m.model, against: manifestURL)?.absoluteString
+                == "https://huggingface.co/LiquidAI/LeapBundles/resolve/main/LFM2.5-Audio-1.5B-Q4_0.gguf")
+        #expect(
+            LeapManifest.resolve(m.multimodalProjector!, against: manifestURL)?.absoluteString
+                == "https://huggingface.co/LiquidAI/LFM2.5-Audio-1.5B-GGUF/resolve/main/mmproj-Q4_0.gguf")
+        #expect(throws: ModelLibraryError.unsupportedInferenceType(model: "M", type: "executorch/text-to-text")) {
+            let text = #"{"inference_type": "executorch/text-to-text", "load_time_parameters": {"model": "m"}}"#
+            _ = try LeapManifest(text: text, modelName: "M")
+        }
+        #expect(throws: ModelLibraryError.self) {
+            try LeapManifest(text: #"{"inference_type": "llama.cpp/text-to-text", "load_time_parameters": {}}"#, modelName: "M")
+        }
+        #expect(ModelFileDownloader.sha256(fromETag: "\"\(String(repeating: "AB", count: 32))\"") == String(repeating: "ab", count: 32))
+        #expect(ModelFileDownloader.sha256(fromETag: "W/\"abc\"") == nil)
+    }
+
+    /// v0.10's call, `Leap.shared.load(model:quantization:options:progress:)`, asks the
+    /// endpoint, downloads the manifest and the model, checks its sha256 against the ETag,
+    /// caches it with a recorded sha256, applies the manifest's sampling parameters, and the
+    /// model generates; a second load takes everything from the cache.
+    @Test func loadByNameDownloadsVerifiesCachesAndGenerates() async throws {
+        let lib = try FakeLibrary()
+        let url = lib.addFile("LFM2-Tiny-Q4_0.gguf", try Self.tiny())
+        lib.addManifest(model: "LFM2-Tiny", quantization: "Q4_0", FakeLibrary.textManifest(url))
+        let saved = Leap.shared.baseURL
+        Leap.shared.baseURL = lib.server.baseURL
+        defer { Leap.shared.baseURL = saved }
+        let log = ProgressLog()
+        let runner = try await Leap.shared.load(
+            model: "LFM2-Tiny", quantization: "Q4_0",
+            options: LiquidInferenceEngineManifestOptions(
+                cacheOptions: .enabled(path: lib.cache.path), contextSize: 256, nGpuLayers: 0,
+                engineOptions: LiquidInferenceEngineOptions(defaultRNGSeed: 1)),
+            progress: log.closure)
+        let endpoint = try #require(lib.server.requests.first)
+        #expect(endpoint.path == "/api/edge-sdk/model-manifest")
+        #expect(endpoint.query == ["model_name": "LFM2-Tiny", "quantization_method": "Q4_0"])
+        #expect(log.isMonotonicToOne)
+        let folder = lib.cache.appendingPathComponent("LFM2-Tiny/Q4_0")
+        let cached = folder.appendingPathComponent("LFM2-Tiny-Q4_0.gguf").path
+        #expect(FileManager.default.contentsEqual(atPath: cached, andPath: Self.tinyPath))
+        let record = try String(contentsOfFile: cached + ".sha256", encoding: .utf8)
+        #expect(record.trimmingCharacters(in: .whitespacesAndNewlines) == SHA256.hex(try Self.tiny()))
+        #expect(!FileManager.default.fileExists(atPath: cached + ".partial"))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.json").path))
+
+        let engine = try #require(runner as? LiquidInferenceEngineRunner)
+        #expect(engine.contextSize == 256)
+        let defaults = engine.loaded.defaults
+        #expect(defaults.temperature == 0.3 && defaults.topK == 7 && defaults.minP == 0.15)
+        #expect(defaults.topP == 0.9 && defaults.repetitionPenalty == 1.05)
+        let reply = try await collect(
+            runner.createConversation(systemPrompt: nil).generateResponse(
+                userTextMessage: "Hello", generationOptions: GenerationOptions(rngSeed: 3, maxOutputTokens: 6)))
+        #expect(reply.completion?.stats?.completionTokens == 6)
+        await runner.unload()
+
+        // Again: the manifest and the file come from the cache (checked against the record).
+        let before = lib.server.requests.count
+        let again = ProgressLog()
+        let files = try await lib.library.fetch(model: "LFM2-Tiny", quantization: "Q4_0", progress: again.closure)
+        #expect(lib.server.requests.count == before)
+        #expect(files.downloadedFiles == 0 && files.modelPath == cached)
+        #expect(again.fractions == [1])
+    }
+
+    /// A connection dropped halfway through the model: the download resumes with a Range
+    /// request for the rest, and the whole file's sha256 holds.
+    @Test func aDroppedConnectionResumesAndTheChecksumHolds() async throws {
+        let lib = try FakeLibrary()
+        let data = try Self.tiny()
+        let url = lib.addFile("tiny.gguf", data)
+        lib.state.withLock { $0.dropFirst["/files/tiny.gguf"] = data.count / 2 }
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        let log = ProgressLog()
+        let files = try await lib.library.fetch(model: "T", quantization: "Q", progress: log.closure)
+        let gets = lib.server.requests.filter { $0.path == "/files/tiny.gguf" && $0.method == "GET" }
+        #expect(gets.count == 2)
+        #expect(gets[0].headers["range"] == nil)
+        let range = try #require(gets[1].headers["range"])
+        let start = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
+        #expect(start > 0 && start <= data.count / 2)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: files.modelPath)) == data)
+        #expect(log.isMonotonicToOne)
+        #expect(log.fractions.contains { $0 > 0 && $0 < 1 })
+    }
+
+    /// A file whose bytes are not the sha256 its ETag states: a typed error naming the
+    /// model and the file, and nothing left in the cache (neither the file nor its partial).
+    @Test func aWrongChecksumIsAnErrorAndLeavesNoFile() async throws {
+        let lib = try FakeLibrary()
+        let url = lib.addFile("tiny.gguf", try Self.tiny(), etag: SHA256.hex(Data("something else".utf8)))
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        do {
+            _ = try await lib.library.fetch(model: "T", quantization: "Q")
+            Issue.record("a wrong checksum was accepted")
+        } catch let error as ModelLibraryError {
+            guard case .checksumMismatch(let model, let file, let expected, let actual) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(model == "T" && file == "tiny.gguf")
+            let tinySHA = SHA256.hex(try Self.tiny())
+            #expect(expected == SHA256.hex(Data("something else".utf8)) && actual == tinySHA)
+            #expect(error.description.contains("T") && error.description.contains("tiny.gguf"))
+        }
+        let folder = lib.cache.appendingPathComponent("T/Q")
+        for name in ["tiny.gguf", "tiny.gguf.partial", "tiny.gguf.sha256"] {
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path))
+        }
+    }
+
+    /// Two loads of one model at once (a slow server keeps the first downloading while the
+    /// second starts): the file is downloaded once, and both get it.
+    @Test func twoConcurrentLoadsDownloadOnce() async throws {
+        let lib = try FakeLibrary()
+        let data = try Self.tiny()
+        let url = lib.addFile("tiny.gguf", data)
+        lib.state.withLock { $0.chunkDelay = 0.002 }
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        // The manifest first, so that both loads reach the file together.
+        let library = lib.library!
+        async let a = library.fetch(model: "T", quantization: "Q")
+        async let b = library.fetch(model: "T", quantization: "Q")
+        let (first, second) = try await (a, b)
+        #expect(lib.server.count("/files/tiny.gguf") == 1)
+        #expect(first.modelPath == second.modelPath)
+        #expect(first.downloadedFiles + second.downloadedFiles == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: first.modelPath)) == data)
+    }
+
+    /// A file the manifest names that the server does not have (404).
+    @Test func aMissingFileIsFileNotFound() async throws {
+        let lib = try FakeLibrary()
+        let url = lib.server.baseURL.absoluteString + "/files/gone.gguf"
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        await #expect(throws: ModelLibraryError.fileNotFound(model: "T", file: "gone.gguf", url: url)) {
+            _ = try await lib.library.fetch(model: "T", quantization: "Q")
+        }
+        #expect(!FileManager.default.fileExists(atPath: lib.cache.appendingPathComponent("T/Q/gone.gguf.partial").path))
+    }
+
+    /// A name the library does not know: the endpoint's 404 is `unknownModel`.
+    @Test func anUnknownNameIsUnknownModel() async throws {
+        let lib = try FakeLibrary()
+        await #expect(throws: ModelLibraryError.unknownModel(model: "LFM9-Nope", quantization: "Q4_0", status: 404)) {
+            _ = try await lib.library.load(model: "LFM9-Nope", quantization: "Q4_0")
+        }
+    }
+
+    /// No server: the refused connection is `networkUnavailable`, naming the model.
+    @Test func aRefusedConnectionIsNetworkUnavailable() async throws {
+        let port = try LocalHTTPServer.closedPort()
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-library-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: cache) }
+        let library = LeapModelLibrary(baseURL: URL(string: "http://127.0.0.1:\(port)")!, cacheDirectory: cache, requestTimeout: 5)
+        do {
+            _ = try await library.fetch(model: "LFM2-Tiny", quantization: "Q4_0")
+            Issue.record("no error without a server")
+        } catch let error as ModelLibraryError {
+            guard case .networkUnavailable(let model, _, _, let reason) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(model == "LFM2-Tiny" && reason == "connection refused")
+        }
+    }
+
+    /// A manifest of a runtime leap-ref does not have: a typed error, and no file fetched.
+    @Test func anUnknownInferenceTypeIsRefused() async throws {
+        let lib = try FakeLibrary()
+        let url = lib.addFile("tiny.pte", Data([1, 2, 3]))
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url, type: "executorch/text-to-text"))
+        await #expect(throws: ModelLibraryError.unsupportedInferenceType(model: "T", type: "executorch/text-to-text")) {
+            _ = try await lib.library.fetch(model: "T", quantization: "Q")
+        }
+        #expect(lib.server.count("/files/tiny.pte") == 0)
+    }
+
+    /// A cached file that no longer matches its recorded sha256 is downloaded again.
+    @Test func aCachedFileIsCheckedAgainstItsRecord() async throws {
+        let lib = try FakeLibrary()
+        let data = try Self.tiny()
+        let url = lib.addFile("tiny.gguf", data)
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        let files = try await lib.library.fetch(model: "T", quantization: "Q")
+        let handle = try #require(FileHandle(forWritingAtPath: files.modelPath))
+        try handle.seek(toOffset: 1000)
+        try handle.write(contentsOf: Data([0xFF, 0xFE]))
+        try handle.close()
+        let again = try await lib.library.fetch(model: "T", quantization: "Q")
+        #expect(again.downloadedFiles == 1 && lib.server.count("/files/tiny.gguf") == 2)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: again.modelPath)) == data)
+    }
+
+    /// An LFM2-Audio manifest: four files, cached under the names leap-ref finds beside a
+    /// model, passed to the loader as its mmproj, vocoder and audio tokenizer; the model loads.
+    @Test func anAudioManifestMapsItsFilesToTheLoader() async throws {
+        let lib = try FakeLibrary()
+        func add(_ name: String) throws -> String {
+            lib.addFile(name, try Data(contentsOf: URL(fileURLWithPath: TestFixtures.path("models/" + name))))
+        }
+        let text = """
+            {"inference_type": "llama.cpp/lfm2-audio-v1", "schema_version": "1.0.0",
+             "load_time_parameters": {"model": "\(try add("lfm2-audio-out-tiny.gguf"))",
+               "multimodal_projector": "\(try add("mmproj-lfm2-audio-tiny.gguf"))",
+               "audio_decoder": "\(try add("vocoder-lfm2-audio-tiny.gguf"))",
+               "audio_tokenizer": "\(try add("tokenizer-lfm2-audio-tiny.gguf"))"},
+             "generation_time_parameters": {"number_of_decoding_threads": 2}}
+            """
+        lib.addManifest(model: "LFM2.5-Audio-Tiny", quantization: "F32", text)
+        let log = ProgressLog()
+        let files = try await lib.library.fetch(model: "LFM2.5-Audio-Tiny", quantization: "F32", progress: log.closure)
+        #expect(log.isMonotonicToOne)
+        #expect(files.downloadedFiles == 4 && files.manifest.numberOfDecodingThreads == 2)
+        let folder = files.directory.path
+        #expect(files.multimodalProjectorPath == folder + "/mmproj-lfm2-audio-out-tiny.gguf")
+        #expect(files.audioDecoderPath == folder + "/vocoder-lfm2-audio-out-tiny.gguf")
+        #expect(files.audioTokenizerPath == folder + "/tokenizer-lfm2-audio-out-tiny.gguf")
+        #expect(CompanionFile.vocoder.companion(of: files.modelPath) == files.audioDecoderPath)
+        let options = files.engineOptions(LiquidInferenceEngineManifestOptions(contextSize: 1024, nGpuLayers: 0))
+        #expect(options.mmProjPath == files.multimodalProjectorPath && options.contextSize == 1024)
+        let runner = try await lib.library.load(
+            model: "LFM2.5-Audio-Tiny", quantization: "F32", options: LiquidInferenceEngineManifestOptions(contextSize: 1024))
+        let engine = try #require(runner as? LiquidInferenceEngineRunner)
+        #expect(engine.loaded.projector != nil && engine.loaded.speech != nil)
+        await runner.unload()
+    }
+}
