@@ -16,11 +16,13 @@ enum ModelCache {
     static var defaultModelPath: String { directory + "/SmolLM2-135M-Instruct.Q4_1.gguf" }
 
     /// The model the user named, or the default one; a missing file is a user error that
-    /// says how to get the model.
+    /// says how to get the model. A `NAME:QUANT` that is not a file is a model of the
+    /// library, pulled into the cache (`leap-ref pull`) and its GGUF's path returned.
     static func resolve(_ path: String?) throws -> String {
         if let path {
             guard FileManager.default.fileExists(atPath: path) else {
-                throw CLIError("model file '\(path)' does not exist")
+                if let (name, quantization) = LibraryPull.parse(path) { return try LibraryPull.pull(name, quantization).modelPath }
+                throw CLIError("model file '\(path)' does not exist (a model of the library is NAME:QUANT)")
             }
             return path
         }

@@ -10,6 +10,7 @@ struct LeapRef: AsyncParsableCommand {
             Chat.self,
             Inspect.self,
             Logits.self,
+            Pull.self,
             Quantize.self,
             Bench.self,
             Generate.self,

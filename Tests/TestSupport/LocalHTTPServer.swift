@@ -6,38 +6,44 @@ import Glibc
 import Darwin
 #endif
 
-/// A small HTTP/1.1 server on 127.0.0.1 for the model library's tests: one thread per
+/// A small HTTP/1.1 server on 127.0.0.1 for the model library's tests (LeapSDKTests, CLITests): one thread per
 /// connection, one request per connection (`Connection: close`), every request recorded.
 /// A response can stop halfway through its body and drop the connection, as a network
 /// failure does.
-final class LocalHTTPServer: @unchecked Sendable {
-    struct Request: Sendable {
-        var method: String
+public final class LocalHTTPServer: @unchecked Sendable {
+    public struct Request: Sendable {
+        public var method: String
         /// The path without the query.
-        var path: String
-        var query: [String: String]
+        public var path: String
+        public var query: [String: String]
         /// Header names lowercased.
-        var headers: [String: String]
+        public var headers: [String: String]
     }
 
-    struct Response {
-        var status: Int
-        var headers: [(String, String)] = []
-        var body = Data()
+    public struct Response {
+        public var status: Int
+        public var headers: [(String, String)] = []
+        public var body = Data()
         /// Send only this many bytes of the body (with the whole body's Content-Length),
         /// then close the connection.
-        var dropAfter: Int?
+        public var dropAfter: Int?
         /// Pause between chunks of 64 KiB of the body, in seconds.
-        var chunkDelay: Double = 0
+        public var chunkDelay: Double = 0
 
-        static func json(_ text: String) -> Response {
+        public init(status: Int, headers: [(String, String)] = [], body: Data = Data()) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+
+        public static func json(_ text: String) -> Response {
             Response(status: 200, headers: [("Content-Type", "application/json")], body: Data(text.utf8))
         }
 
-        static func status(_ code: Int) -> Response { Response(status: code, body: Data("status \(code)".utf8)) }
+        public static func status(_ code: Int) -> Response { Response(status: code, body: Data("status \(code)".utf8)) }
 
         /// `data` as a file: 200, or 206 for a `Range: bytes=N-` request; `etag` quoted.
-        static func file(_ data: Data, request: Request, etag: String?) -> Response {
+        public static func file(_ data: Data, request: Request, etag: String?) -> Response {
             var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
             if let etag { headers.append(("ETag", "\"\(etag)\"")) }
             if let range = request.headers["range"], range.hasPrefix("bytes="), range.hasSuffix("-"),
@@ -52,16 +58,17 @@ final class LocalHTTPServer: @unchecked Sendable {
     }
 
     /// The port the server listens on.
-    let port: Int
+    public let port: Int
     private let listener: Int32
     private let handler: @Sendable (Request) -> Response
     private let lock = NSLock()
     private var log: [Request] = []
+    private var stopped = false
 
     /// `http://127.0.0.1:PORT`.
-    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    init(handler: @escaping @Sendable (Request) -> Response) throws {
+    public init(handler: @escaping @Sendable (Request) -> Response) throws {
         self.handler = handler
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -93,21 +100,28 @@ final class LocalHTTPServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on (bound, then closed): connecting to it is refused.
-    static func closedPort() throws -> Int {
+    public static func closedPort() throws -> Int {
         let server = try LocalHTTPServer { _ in .status(500) }
         server.stop()
         return server.port
     }
 
     /// The requests so far.
-    var requests: [Request] { lock.withLock { log } }
+    public var requests: [Request] { lock.withLock { log } }
 
     /// How many requests of `method` for `path` arrived.
-    func count(_ path: String, method: String = "GET") -> Int {
+    public func count(_ path: String, method: String = "GET") -> Int {
         requests.filter { $0.path == path && $0.method == method }.count
     }
 
-    func stop() {
+    /// Stops listening (once: a second call must not close a descriptor number that
+    /// something else may hold by then).
+    public func stop() {
+        let first = lock.withLock {
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
