@@ -76,6 +76,8 @@ let package = Package(
         .library(name: "Sampling", targets: ["Sampling"]),
         .library(name: "Grammar", targets: ["Grammar"]),
         .library(name: "LeapSDK", targets: ["LeapSDK"]),
+        // What LEAP SDK v0.10 apps `import` for `@Generatable` / `@Guide` (it re-exports LeapSDK).
+        .library(name: "LeapSDKMacros", targets: ["LeapSDKMacros"]),
         .library(name: "RunAnywhere", targets: ["RunAnywhere"]),
         .library(name: "OpenAIWire", targets: ["OpenAIWire"]),
         .library(name: "LeapServer", targets: ["LeapServer"])
@@ -120,8 +122,10 @@ let package = Package(
         .target(name: "Quantization", dependencies: ["GGUF", "Kernels"]),
         .target(name: "Sampling"),
         .target(name: "Grammar", dependencies: ["LeapJSON"]),
+        // The compiler plugin that expands `@Generatable` / `@Guide` (the macros are declared
+        // in LeapSDK; the library LeapSDKMacros re-exports them under v0.10's product name).
         .macro(
-            name: "LeapSDKMacros",
+            name: "LeapSDKMacrosPlugin",
             dependencies: [
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax")
@@ -134,7 +138,8 @@ let package = Package(
                 "Checksums"
             ]
         ),
-        .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacros"]),
+        .target(name: "LeapSDK", dependencies: ["LeapSDKCore", "LeapJSON", "LeapSDKMacrosPlugin"]),
+        .target(name: "LeapSDKMacros", dependencies: ["LeapSDK"]),
         .target(name: "RunAnywhere", dependencies: ["LeapSDKCore", "LeapJSON"]),
         .target(name: "OpenAIWire", dependencies: ["LeapJSON"]),
         .target(
@@ -188,7 +193,7 @@ let package = Package(
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests",
-            dependencies: ["LeapSDK", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "Models", "Tokenizers", "TestSupport"]),
+            dependencies: ["LeapSDK", "LeapSDKMacros", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "Models", "Tokenizers", "TestSupport"]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
         .testTarget(

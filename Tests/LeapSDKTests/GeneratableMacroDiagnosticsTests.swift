@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The compile-time errors of `@Generatable` and `@Guide`, checked by type-checking a source
-/// file with `swiftc` and the package's own built macro plugin (`LeapSDKMacros-tool`, built
+/// file with `swiftc` and the package's own built macro plugin (`LeapSDKMacrosPlugin-tool`, built
 /// beside the test executable because LeapSDK depends on it).
 ///
 /// (A test target depending on the macro target directly, for swift-syntax's
@@ -16,9 +16,9 @@ struct GeneratableMacroDiagnosticsTests {
     static let prelude = """
         protocol GeneratableType {}
         @attached(extension, conformances: GeneratableType, names: named(generatableSchema))
-        macro Generatable(_ description: String) = #externalMacro(module: "LeapSDKMacros", type: "GeneratableMacro")
+        macro Generatable(_ description: String) = #externalMacro(module: "LeapSDKMacrosPlugin", type: "GeneratableMacro")
         @attached(peer)
-        macro Guide(_ description: String) = #externalMacro(module: "LeapSDKMacros", type: "GuideMacro")
+        macro Guide(_ description: String) = #externalMacro(module: "LeapSDKMacrosPlugin", type: "GuideMacro")
         struct Date {}
 
         """
@@ -68,13 +68,13 @@ struct GeneratableMacroDiagnosticsTests {
         )
     ]
 
-    /// The macro plugin built with the tests: `LeapSDKMacros-tool` in the test executable's directory.
+    /// The macro plugin built with the tests: `LeapSDKMacrosPlugin-tool` in the test executable's directory.
     static func pluginPath() throws -> String {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = executable.deletingLastPathComponent()
         // On macOS the executable is inside an .xctest bundle: leave it.
         while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
-        let plugin = directory.appendingPathComponent("LeapSDKMacros-tool").path
+        let plugin = directory.appendingPathComponent("LeapSDKMacrosPlugin-tool").path
         guard FileManager.default.isExecutableFile(atPath: plugin) else {
             throw PluginNotFound(path: plugin)
         }
@@ -106,7 +106,7 @@ struct GeneratableMacroDiagnosticsTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "swiftc", "-typecheck", "-swift-version", "6", "-diagnostic-style", "llvm", "-module-name", "Snippet",
-            "-load-plugin-executable", try Self.pluginPath() + "#LeapSDKMacros", file.path
+            "-load-plugin-executable", try Self.pluginPath() + "#LeapSDKMacrosPlugin", file.path
         ]
         let errors = Pipe()
         process.standardError = errors

@@ -47,9 +47,9 @@ extension GeneratableType {
 /// properties, and `let` constants with an initial value, are not part of the schema.
 /// A custom `CodingKeys` enum is not supported (the JSON keys are the property names).
 @attached(extension, conformances: GeneratableType, names: named(generatableSchema))
-public macro Generatable(_ description: String) = #externalMacro(module: "LeapSDKMacros", type: "GeneratableMacro")
+public macro Generatable(_ description: String) = #externalMacro(module: "LeapSDKMacrosPlugin", type: "GeneratableMacro")
 
 /// Describes a stored property of a `@Generatable` struct for the model: the text becomes
 /// the property schema's `description`. It generates no code of its own.
 @attached(peer)
-public macro Guide(_ description: String) = #externalMacro(module: "LeapSDKMacros", type: "GuideMacro")
+public macro Guide(_ description: String) = #externalMacro(module: "LeapSDKMacrosPlugin", type: "GuideMacro")

@@ -15,7 +15,10 @@ extension ChatMessageContent {
     /// Keeping the encoding faithful means a caller never gets a silent conversion they did
     /// not ask for. Any sample rate is written; rates outside `WAVAudio.supportedSampleRates`
     /// are rejected at use, other rates are resampled to 16 kHz then.
-    public static func fromFloatSamples(_ samples: [Float], sampleRate: Int, channelCount: Int) -> ChatMessageContent {
+    ///
+    /// `channelCount` defaults to 1 (mono), as in LEAP SDK v0.10, whose examples write
+    /// `ChatMessageContent.fromFloatSamples(samples, sampleRate: sampleRate)`.
+    public static func fromFloatSamples(_ samples: [Float], sampleRate: Int, channelCount: Int = 1) -> ChatMessageContent {
         .audio(WAVAudio.encodeFloat32WAV(samples: samples, sampleRate: sampleRate, channelCount: channelCount))
     }
 
