@@ -42,7 +42,8 @@ public struct WebUIAssets: Sendable {
 
     /// The page's JavaScript modules: `chat.js` (the one the page loads) and those it imports.
     static let modules = [
-        "chat.js", "api.js", "attachments.js", "dom.js", "markup.js", "messages.js", "settings.js", "storage.js"
+        "chat.js", "api.js", "attachments.js", "dom.js", "markup.js", "messages.js", "settings.js", "speech.js",
+        "storage.js"
     ]
 
     /// The Content-Security-Policy of every page response.

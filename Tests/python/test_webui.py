@@ -48,8 +48,9 @@ def page_server():
     assert server.stop() == 0
 
 
-@pytest.fixture
-def browser(tmp_path):
+def chromium(tmp_path, *extra):
+    """Headless Chromium with a fresh profile in `tmp_path`, reaching 127.0.0.1 only; `extra`
+    are more command-line switches."""
     options = webdriver.ChromeOptions()
     options.binary_location = executable("chromium")
     for arg in [
@@ -57,13 +58,19 @@ def browser(tmp_path):
         f"--user-data-dir={tmp_path / 'profile'}", "--no-first-run", "--no-default-browser-check",
         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
         "--disable-default-apps", "--disable-domain-reliability", "--no-pings", "--metrics-recording-only",
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--lang=en-US",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--lang=en-US", *extra,
     ]:
         options.add_argument(arg)
     service = Service(executable_path=executable("chromedriver"), log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(60)
+    return driver
+
+
+@pytest.fixture
+def browser(tmp_path):
+    driver = chromium(tmp_path)
     yield driver
     driver.quit()
 
@@ -188,6 +195,7 @@ def test_a_finished_reply_shows_speed_and_cache_hits(page_server, browser):
     wait(browser, lambda d: last_reply(d)[1] == "done", "the first reply did not finish")
     first = stats(browser)
     assert not browser.find_element(By.ID, "attach").is_displayed(), "SmolLM2 reads text only: no attach button"
+    assert browser.find_element(By.ID, "speech-settings").get_attribute("hidden") is not None, "SmolLM2 does not speak"
     assert re.search(r"\d+ tokens · [\d.]+ tokens/s · prompt \d+ tokens, \d+ from the cache", first), first
 
     send(browser, "Write a Python function that adds two numbers.")

@@ -1,7 +1,8 @@
 // leap-ref's chat page: a conversation streamed from /v1/chat/completions (server-sent
 // events), kept in localStorage. Model text is only ever put in the page as text nodes
 // (textContent), never as HTML. With a model that reads images or audio, a user message
-// may carry attachments.
+// may carry attachments; with a model that speaks, replies may be spoken (played as they
+// stream, then kept with a player).
 //
 // The page's modules (ES modules, no build step; the server names each import with the
 // imported file's hash, so an upgrade never mixes old and new files):
@@ -12,6 +13,7 @@
 //   markup.js       model text as text nodes, code blocks and inline code
 //   attachments.js  images and WAV files of user messages
 //   settings.js     the settings panel and the request fields it makes
+//   speech.js       spoken replies: played as they stream, and their WAV
 //   dom.js          small DOM helpers
 import { api, errorMessage, readEvents, setUpKeyDialog } from "./api.js";
 import {
@@ -20,17 +22,22 @@ import {
 import { $, element, setStatus } from "./dom.js";
 import { LiveMessage, renderMessage, ScrollFollower } from "./messages.js";
 import { loadSettings, requestFields, resetSettings, storeSettings } from "./settings.js";
+import { modelSpeaks, SpeechPlayer, speechFields, SpokenReply } from "./speech.js";
 import { ConversationStore } from "./storage.js";
 
 const store = new ConversationStore();
 const state = {
-  // The running generation: { controller, conversation, message, live }.
+  // The running generation: { controller, conversation, message, live, spoken }, `spoken`
+  // the reply's audio as it streams (a SpokenReply) when it is spoken, else null.
   running: null,
   model: null,
   // Attachments of the next message: { kind: "image" | "audio", name, size, data (a data URL) }.
   pending: [],
 };
 const scroller = new ScrollFollower($("messages"));
+// Plays spoken replies; Stop (or Esc) also silences a reply still playing after it ended.
+const player = new SpeechPlayer();
+player.onIdle = () => updateButtons();
 
 // MARK: The model
 
@@ -51,6 +58,8 @@ async function loadModel() {
       state.model = (body.data && body.data[0]) || null;
       $("model-name").textContent = state.model ? state.model.id : "no model";
       updateAttach();
+      // The speech settings, for a model that speaks.
+      $("speech-settings").hidden = !modelSpeaks(state.model);
       return;
     } catch (error) {
       $("model-name").textContent = "cannot reach the server";
@@ -154,7 +163,7 @@ function updateButtons() {
   const c = store.current();
   // Screen readers read the reply once it is complete, not every token.
   $("messages").setAttribute("aria-busy", String(running));
-  $("stop").hidden = !running;
+  $("stop").hidden = !running && !player.playing;
   $("send").disabled = running;
   const last = c && c.messages[c.messages.length - 1];
   $("regenerate").disabled = running || !last || !c.messages.some((m) => m.role === "user");
@@ -206,16 +215,29 @@ async function regenerate() {
   await generate(c);
 }
 
+// Ends the running reply, if any, and silences the spoken one playing.
 function stop() {
+  player.silence();
   if (!state.running) return;
-  const { controller, conversation, message, live } = state.running;
+  const { controller, conversation, message, live, spoken } = state.running;
   message.state = "stopped";
   state.running = null;
   controller.abort();
+  keepSpoken(conversation, message, spoken);
   store.save(conversation);
   live.finish(message);
   updateButtons();
   setStatus("Stopped.");
+}
+
+// A spoken reply that ended (done, stopped or failed): its WAV, built from every sample that
+// came, goes with the message, stored under its own key (or for this tab, when too long).
+function keepSpoken(c, message, spoken) {
+  if (!spoken || message.audio) return;
+  const audio = spoken.audio();
+  if (!audio) return;
+  message.audio = audio;
+  store.storeAttachments(c, [audio]);
 }
 
 // The tool-call pieces of a delta: {index, name, arguments} each, added to the message's
@@ -249,6 +271,7 @@ async function generate(c) {
     openSettings(true);
     return;
   }
+  const speech = speechFields(state.model, $("speak").checked, $("voice").value);
   const system = $("system-prompt").value.trim();
   const messages = [
     ...(system ? [{ role: "system", content: system }] : []),
@@ -257,9 +280,14 @@ async function generate(c) {
   const message = { role: "assistant", content: "", state: "streaming" };
   c.messages.push(message);
   const controller = new AbortController();
+  // A new reply silences the one before; a spoken one starts the audio output now, within
+  // the user's action (browsers let a page start sound then).
+  player.silence();
+  if (speech.audio) player.prime();
+  const spoken = speech.audio ? new SpokenReply(player) : null;
   renderMessages();
   const live = new LiveMessage($("messages").lastElementChild, scroller);
-  state.running = { controller, conversation: c, message, live };
+  state.running = { controller, conversation: c, message, live, spoken };
   updateButtons();
   setStatus("Generating…");
   store.save(c);
@@ -269,6 +297,7 @@ async function generate(c) {
     stream: true,
     stream_options: { include_usage: true },
     ...fields,
+    ...speech,
   };
   try {
     const response = await api("/v1/chat/completions", {
@@ -286,7 +315,9 @@ async function generate(c) {
       }
       for (const choice of event.choices || []) {
         const delta = choice.delta || {};
-        const content = typeof delta.content === "string" ? delta.content : "";
+        // A spoken reply's text is its transcript; its audio plays as it comes.
+        const transcript = spoken ? spoken.add(delta.audio) : "";
+        const content = (typeof delta.content === "string" ? delta.content : "") + transcript;
         const reasoning = typeof delta.reasoning_content === "string" ? delta.reasoning_content : "";
         if (content) message.content += content;
         if (reasoning) message.reasoning = (message.reasoning || "") + reasoning;
@@ -308,6 +339,7 @@ async function generate(c) {
     }
   } finally {
     if (state.running && state.running.message === message) state.running = null;
+    keepSpoken(c, message, spoken);
     store.save(c);
     if (live.el.isConnected) live.finish(message);
     updateButtons();
@@ -365,7 +397,7 @@ $("message").addEventListener("keydown", (event) => {
 });
 
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && state.running && !$("key-dialog").open) {
+  if (event.key === "Escape" && (state.running || player.playing) && !$("key-dialog").open) {
     event.preventDefault();
     stop();
   }

@@ -1,9 +1,10 @@
 // Messages as shown: renderMessage builds a stored or finished one; LiveMessage shows a reply
 // while it streams, adding each token's text at the end instead of building the message
-// again, at most once per frame.
+// again, at most once per frame. A spoken reply gets its player when it ends.
 import { element } from "./dom.js";
 import { renderText, TextStream } from "./markup.js";
 import { attachmentView } from "./attachments.js";
+import { spokenView } from "./speech.js";
 
 export function statsText(m) {
   if (m.state === "stopped") return "stopped";
@@ -51,6 +52,7 @@ export function renderMessage(m) {
     box.append(...calls.map((c) => toolCallView(c).box));
     el.append(box);
   }
+  if (m.audio && typeof m.audio === "object") el.append(spokenView(m.audio));
   renderFooter(el, m);
   return el;
 }
@@ -152,10 +154,14 @@ export class LiveMessage {
     this.scroller.follow();
   }
 
-  /** The reply ended (done, stopped or failed): the rest of its text, its state and footer. */
+  /** The reply ended (done, stopped or failed): the rest of its text, its spoken audio's
+   * player, its state and footer. */
   finish(m) {
     this.flush();
     this.text.finish();
+    if (m.audio && typeof m.audio === "object" && !this.el.querySelector(":scope > .spoken")) {
+      this.el.insertBefore(spokenView(m.audio), this.el.querySelector(":scope > .error, :scope > .stats"));
+    }
     this.el.dataset.state = m.state || "done";
     renderFooter(this.el, m);
     this.scroller.follow();

@@ -1,5 +1,6 @@
 // The settings panel: its fields are kept in localStorage (leap-ref.settings) and sent with
-// every request when set; empty fields are the server's defaults.
+// every request when set; empty fields are the server's defaults. A checkbox is kept as
+// true when ticked; a list (select) as its value, its first option when none is kept.
 import { $ } from "./dom.js";
 import { KEYS, read, write } from "./storage.js";
 
@@ -9,13 +10,20 @@ export function loadSettings() {
   const s = read(localStorage, KEYS.settings, {}) || {};
   for (const el of fields()) {
     const v = s[el.dataset.setting];
-    el.value = v === undefined || v === null ? "" : String(v);
+    if (el.type === "checkbox") el.checked = v === true;
+    else if (el.tagName === "SELECT") {
+      el.value = typeof v === "string" && [...el.options].some((o) => o.value === v) ? v : el.options[0]?.value ?? "";
+    } else el.value = v === undefined || v === null ? "" : String(v);
   }
 }
 
 export function storeSettings() {
   const s = {};
-  for (const el of fields()) if (el.value.trim() !== "") s[el.dataset.setting] = el.value;
+  for (const el of fields()) {
+    if (el.type === "checkbox") {
+      if (el.checked) s[el.dataset.setting] = true;
+    } else if (el.value.trim() !== "") s[el.dataset.setting] = el.value;
+  }
   write(localStorage, KEYS.settings, s);
 }
 

@@ -2,13 +2,15 @@
 //
 //   leap-ref.index               [{id, title}], the conversations in the order they began
 //   leap-ref.conversation.ID     {id, title, messages}; a message's attachments are
-//                                {kind, name, size, key}, their data stored apart:
-//   leap-ref.attachment.KEY      an attachment's data URL (KEY is "ID.RANDOM"), written once,
-//                                when its message is sent
+//                                {kind, name, size, key}, a spoken reply's audio is
+//                                {id, samples, key}, their data stored apart:
+//   leap-ref.attachment.KEY      an attachment's or a spoken reply's data URL (KEY is
+//                                "ID.RANDOM"), written once, when its message is sent or
+//                                the reply ends
 //   leap-ref.current             the open conversation's id
 //
 // So a streaming reply rewrites its own conversation only (at most every quarter second),
-// never the others and never an attachment. The index is rewritten when a conversation
+// never the others and never an attachment (its own audio is stored once it ends). The index is rewritten when a conversation
 // begins, gets its title or goes. Pages before this layout kept every conversation under
 // leap-ref.conversations: when that key is found it is rewritten in this layout and removed.
 import { KEEP_CHARS } from "./attachments.js";
@@ -58,16 +60,28 @@ function storedKeys(prefix) {
   return keys;
 }
 
-// A conversation as stored: attachments without their data.
+const spokenAudio = (m) => (m.audio && typeof m.audio === "object" ? m.audio : null);
+
+// What a message keeps apart under leap-ref.attachment.KEY: its attachments and its spoken audio.
+function stored(m) {
+  const audio = spokenAudio(m);
+  return [...(Array.isArray(m.attachments) ? m.attachments : []), ...(audio ? [audio] : [])];
+}
+
+// A conversation as stored: attachments and spoken audio without their data.
 function record(c) {
   return {
     id: c.id,
     title: c.title,
-    messages: c.messages.map((m) =>
-      Array.isArray(m.attachments)
-        ? { ...m, attachments: m.attachments.map((a) => ({ kind: a.kind, name: a.name, size: a.size, key: a.key ?? null })) }
-        : m,
-    ),
+    messages: c.messages.map((m) => {
+      let out = m;
+      if (Array.isArray(m.attachments)) {
+        out = { ...out, attachments: m.attachments.map((a) => ({ kind: a.kind, name: a.name, size: a.size, key: a.key ?? null })) };
+      }
+      const audio = spokenAudio(m);
+      if (audio) out = { ...out, audio: { id: audio.id ?? null, samples: audio.samples ?? null, key: audio.key ?? null } };
+      return out;
+    }),
   };
 }
 
@@ -111,7 +125,7 @@ export class ConversationStore {
       for (const m of c.messages) {
         // A generation cut short by a reload is no longer running.
         if (m.state === "streaming") m.state = "stopped";
-        for (const a of Array.isArray(m.attachments) ? m.attachments : []) {
+        for (const a of stored(m)) {
           if (typeof a.data !== "string") a.data = this.attachmentData(a.key);
           if (typeof a.key === "string") used.add(KEYS.attachment + a.key);
         }
@@ -199,7 +213,7 @@ export class ConversationStore {
       localStorage.removeItem(key);
       this.attachmentCache.delete(key.slice(KEYS.attachment.length));
     }
-    if (c) for (const m of c.messages) for (const a of m.attachments || []) a.key = null;
+    if (c) for (const m of c.messages) for (const a of stored(m)) a.key = null;
     if (this.currentId === id) this.currentId = null;
     this.saveIndex();
     this.saveCurrent();
@@ -213,8 +227,8 @@ export class ConversationStore {
     write(localStorage, KEYS.current, this.currentId);
   }
 
-  /** Stores each attachment's data under its own key, once; one too long to keep, or that
-   * does not fit, is kept by name only (and for this tab). */
+  /** Stores each attachment's data (or a spoken reply's audio) under its own key, once; one
+   * too long to keep, or that does not fit, is kept by name only (and for this tab). */
   storeAttachments(c, attachments) {
     for (const a of attachments) {
       a.key = null;
@@ -223,12 +237,12 @@ export class ConversationStore {
       if (put(localStorage, KEYS.attachment + key, a.data)) {
         a.key = key;
         this.attachmentCache.set(key, a.data);
-      } else setStatus(`The browser's storage is full: ${a.name} is kept for this tab only.`);
+      } else setStatus(`The browser's storage is full: ${a.name || "the spoken reply"} is kept for this tab only.`);
     }
   }
 
-  /** Saves `c` now. When the storage is full, the stored attachments go first (kept by name
-   * only), then the oldest other conversations. */
+  /** Saves `c` now. When the storage is full, the stored attachments and spoken audio go
+   * first (kept by name only), then the oldest other conversations. */
   save(c) {
     this.dirty.delete(c.id);
     if (!this.conversations.includes(c)) return false;
@@ -239,7 +253,7 @@ export class ConversationStore {
     if (attachments.length) {
       for (const k of attachments) localStorage.removeItem(k);
       this.attachmentCache.clear();
-      setStatus("The browser's storage is full: attachments are kept by name only.");
+      setStatus("The browser's storage is full: attachments and spoken replies are kept by name only.");
       if (put(localStorage, key, value)) return true;
     }
     let dropped = false;
