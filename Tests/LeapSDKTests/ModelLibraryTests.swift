@@ -102,6 +102,44 @@ final class ProgressLog: @unchecked Sendable {
     }
 }
 
+/// A store written as LiquidAI's v0.10 example apps write their model loading (the audio
+/// demo's `setupModel`), with the model's name and the cache path as parameters.
+@MainActor final class V010LoadingStore {
+    var status = "Ready"
+    var isModelReady = false
+    private var modelRunner: (any ModelRunner)?
+
+    func setupModel(modelName: String, quantization: String, cachePath: String) async {
+        guard modelRunner == nil else { return }
+        do {
+            status = "Downloading \(modelName) model..."
+            let runner = try await Leap.shared.load(
+                model: modelName,
+                quantization: quantization,
+                options: LiquidInferenceEngineManifestOptions(
+                    cacheOptions: .enabled(path: cachePath),
+                    contextSize: 1024,
+                    nGpuLayers: 0
+                ),
+                progress: { [weak self] progress, speed in
+                    Task { @MainActor in
+                        if progress < 1.0 {
+                            self?.status = "Downloading: \(Int(progress * 100))%"
+                        } else {
+                            self?.status = "Loading model into memory..."
+                        }
+                    }
+                }
+            )
+            modelRunner = runner
+            isModelReady = true
+            status = "Model ready"
+        } catch {
+            status = "Error loading model: \(error.localizedDescription)"
+        }
+    }
+}
+
 @Suite(.serialized) struct ModelLibraryTests {
     static let tinyPath = TestFixtures.path("models/lfm2-tiny.gguf")
 
@@ -194,6 +232,36 @@ final class ProgressLog: @unchecked Sendable {
         #expect(again.fractions == [1])
     }
 
+    /// v0.10's example code, as written, loads by name through `Leap.shared`.
+    @Test @MainActor func v010ExampleCodeLoadsByName() async throws {
+        let lib = try FakeLibrary()
+        let url = lib.addFile("LFM2-Tiny-Q4_0.gguf", try Self.tiny())
+        lib.addManifest(model: "LFM2-Tiny", quantization: "Q4_0", FakeLibrary.textManifest(url))
+        let saved = Leap.shared.baseURL
+        Leap.shared.baseURL = lib.server.baseURL
+        defer { Leap.shared.baseURL = saved }
+        let store = V010LoadingStore()
+        await store.setupModel(modelName: "LFM2-Tiny", quantization: "Q4_0", cachePath: lib.cache.path)
+        #expect(store.isModelReady && store.status == "Model ready")
+    }
+
+    /// A full disk while writing a file is `diskFull`, naming the model and the file (the
+    /// partial file is made a link to `/dev/full`, whose writes fail with ENOSPC).
+    @Test func aFullDiskIsDiskFull() async throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let lib = try FakeLibrary()
+        let url = lib.addFile("tiny.gguf", try Self.tiny())
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        let folder = lib.cache.appendingPathComponent("T/Q")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let partial = folder.appendingPathComponent("tiny.gguf.partial").path
+        try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: "/dev/full")
+        await #expect(throws: ModelLibraryError.diskFull(model: "T", file: "tiny.gguf", path: partial)) {
+            _ = try await lib.library.fetch(model: "T", quantization: "Q")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("tiny.gguf").path))
+    }
+
     /// A connection dropped halfway through the model: the download resumes with a Range
     /// request for the rest, and the whole file's sha256 holds.
     @Test func aDroppedConnectionResumesAndTheChecksumHolds() async throws {
@@ -237,6 +305,46 @@ final class ProgressLog: @unchecked Sendable {
         let folder = lib.cache.appendingPathComponent("T/Q")
         for name in ["tiny.gguf", "tiny.gguf.partial", "tiny.gguf.sha256"] {
             #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path))
+        }
+    }
+
+    /// A sha256 stated as the `X-Linked-Etag` of a redirect (Hugging Face's way) is
+    /// checked too: the redirect says one thing, the file is another.
+    @Test func aRedirectsLinkedETagIsChecked() async throws {
+        let data = try Self.tiny()
+        let stated = SHA256.hex(Data("not the file".utf8))
+        let server = try LocalHTTPServer { request in
+            let host = request.headers["host"] ?? "127.0.0.1"
+            switch request.path {
+            case "/manifest.json": return .json(FakeLibrary.textManifest("http://\(host)/resolve/tiny.gguf"))
+            case "/resolve/tiny.gguf":
+                return LocalHTTPServer.Response(
+                    status: 302, headers: [("Location", "http://\(host)/store/tiny.gguf"), ("X-Linked-Etag", "\"\(stated)\"")])
+            case "/store/tiny.gguf": return .file(data, request: request, etag: nil)
+            default: return .status(404)
+            }
+        }
+        defer { server.stop() }
+        let cache = FileManager.default.temporaryDirectory.appendingPathComponent("leap-ref-library-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: cache) }
+        let library = LeapModelLibrary(baseURL: server.baseURL, cacheDirectory: cache, requestTimeout: 10)
+        let manifest = server.baseURL.appendingPathComponent("manifest.json")
+        let failure = Self.failure { _ = try library.pull(manifestURL: manifest) }
+        guard case .checksumMismatch(let model, let file, let expected, _) = failure else {
+            Issue.record("unexpected \(String(describing: failure))")
+            return
+        }
+        #expect(model == "manifest" && file == "tiny.gguf" && expected == stated)
+        #expect(server.count("/store/tiny.gguf") == 1)
+    }
+
+    /// The `ModelLibraryError` a call throws (nil: it did not throw one).
+    static func failure(_ body: () throws -> Void) -> ModelLibraryError? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error as? ModelLibraryError
         }
     }
 

@@ -117,12 +117,13 @@ struct ModelFileDownloader {
         return v.lowercased()
     }
 
-    /// The sha256 an exchange states: the final response's `X-Linked-Etag` or `ETag`, else
-    /// a redirect's.
+    /// The sha256 an exchange states: an `X-Linked-Etag` (Hugging Face's redirect to its
+    /// file store carries the file's sha256 there), else the final response's `ETag`,
+    /// else a redirect's.
     static func statedSHA256(_ transfer: HTTPTransfer) -> String? {
-        for headers in [transfer.headers] + transfer.redirectHeaders.reversed() {
-            if let s = sha256(fromETag: headers["x-linked-etag"]) ?? sha256(fromETag: headers["etag"]) { return s }
-        }
+        let all = [transfer.headers] + transfer.redirectHeaders.reversed()
+        for headers in all { if let s = sha256(fromETag: headers["x-linked-etag"]) { return s } }
+        for headers in all { if let s = sha256(fromETag: headers["etag"]) { return s } }
         return nil
     }
 
