@@ -208,7 +208,7 @@ final class ProgressLog: @unchecked Sendable {
         let cached = folder.appendingPathComponent("LFM2-Tiny-Q4_0.gguf").path
         #expect(FileManager.default.contentsEqual(atPath: cached, andPath: Self.tinyPath))
         let record = try String(contentsOfFile: cached + ".sha256", encoding: .utf8)
-        #expect(record.trimmingCharacters(in: .whitespacesAndNewlines) == SHA256.hex(try Self.tiny()))
+        #expect(record.split(separator: " ").first.map(String.init) == SHA256.hex(try Self.tiny()))
         #expect(!FileManager.default.fileExists(atPath: cached + ".partial"))
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.json").path))
 
@@ -429,6 +429,19 @@ final class ProgressLog: @unchecked Sendable {
         let again = try await lib.library.fetch(model: "T", quantization: "Q")
         #expect(again.downloadedFiles == 1 && lib.server.count("/files/tiny.gguf") == 2)
         #expect(try Data(contentsOf: URL(fileURLWithPath: again.modelPath)) == data)
+
+        // Without hashing at every load, a file whose size and time are the recorded ones
+        // is trusted; one whose time changed is hashed (and here downloaded again).
+        lib.library.verifiesCachedFiles = false
+        let record = try String(contentsOfFile: again.modelPath + ".sha256", encoding: .utf8).split(separator: " ")
+        #expect(record.count == 3 && record[0] == SHA256.hex(data) && record[1] == "\(data.count)")
+        #expect(try await lib.library.fetch(model: "T", quantization: "Q").downloadedFiles == 0)
+        let touched = try #require(FileHandle(forWritingAtPath: again.modelPath))
+        try touched.seek(toOffset: 1000)
+        try touched.write(contentsOf: Data([0xFF, 0xFE]))
+        try touched.close()
+        #expect(try await lib.library.fetch(model: "T", quantization: "Q").downloadedFiles == 1)
+        #expect(lib.server.count("/files/tiny.gguf") == 3)
     }
 
     /// An LFM2-Audio manifest: four files, cached under the names leap-ref finds beside a

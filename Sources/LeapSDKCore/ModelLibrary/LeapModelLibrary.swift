@@ -155,10 +155,15 @@ public final class LeapModelLibrary: @unchecked Sendable {
         return URL(fileURLWithPath: root).appendingPathComponent("library")
     }
 
+    /// `LEAP_REF_VERIFY_CACHE`: `0` turns off hashing cached files whose size and
+    /// modification time are the recorded ones (default: hash them at every load).
+    public static var environmentVerifiesCachedFiles: Bool { ProcessInfo.processInfo.environment["LEAP_REF_VERIFY_CACHE"] != "0" }
+
     private let lock = NSLock()
     private var base: URL
     private var cache: URL
     private var timeout: TimeInterval
+    private var verifyCache = LeapModelLibrary.environmentVerifiesCachedFiles
 
     /// A library at `baseURL` (nil: `LEAP_REF_LIBRARY_URL`, else LiquidAI's) caching in
     /// `cacheDirectory` (nil: `$LEAP_REF_CACHE/library`, else `~/.cache/leap-ref/library`).
@@ -179,6 +184,15 @@ public final class LeapModelLibrary: @unchecked Sendable {
     public var cacheDirectory: URL {
         get { lock.withLock { cache } }
         set { lock.withLock { cache = newValue } }
+    }
+
+    /// Whether every load hashes the cached files and compares them with the sha256
+    /// recorded at their download (default true, unless `LEAP_REF_VERIFY_CACHE=0`; about 6 s
+    /// for a 1 GB model). False: a file is hashed only when its size or modification time
+    /// is not the recorded one.
+    public var verifiesCachedFiles: Bool {
+        get { lock.withLock { verifyCache } }
+        set { lock.withLock { verifyCache = newValue } }
     }
 
     /// How long a request may wait for data, in seconds.
@@ -312,7 +326,9 @@ public final class LeapModelLibrary: @unchecked Sendable {
     // MARK: - Internals
 
     private func downloader(_ model: String) -> ModelFileDownloader {
-        ModelFileDownloader(model: model, timeout: requestTimeout)
+        var downloader = ModelFileDownloader(model: model, timeout: requestTimeout)
+        downloader.verifyCached = verifiesCachedFiles
+        return downloader
     }
 
     private static func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

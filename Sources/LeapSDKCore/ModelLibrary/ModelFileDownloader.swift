@@ -106,6 +106,21 @@ struct ModelFileDownloader {
     let timeout: TimeInterval
     /// Attempts at one file when the connection breaks (each resumes where the last ended).
     var maxAttempts = 5
+    /// Whether a cached file is hashed at every load (false: only when its size or
+    /// modification time is not the recorded one).
+    var verifyCached = true
+
+    /// A file's size and modification time, as recorded beside its sha256.
+    static func stamp(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        #if canImport(Darwin)
+        let m = st.st_mtimespec
+        #else
+        let m = st.st_mtim
+        #endif
+        return "\(st.st_size) \(m.tv_sec).\(m.tv_nsec)"
+    }
 
     /// The sha256 a server states in an ETag (Hugging Face's is the file's sha256, for
     /// files stored with Git LFS or Xet), or nil.
@@ -197,15 +212,23 @@ struct ModelFileDownloader {
 
         let record = destination + ".sha256"
         if FileManager.default.fileExists(atPath: destination) {
+            // The record: "SHA256 SIZE MTIME".
+            let fields = (try? String(contentsOfFile: record, encoding: .utf8))?.split(whereSeparator: \.isWhitespace).map(String.init)
+            let recorded = fields?.first
+            let unchanged = fields.map { $0.count >= 3 && $0[1...].joined(separator: " ") == Self.stamp(destination) } ?? false
+            if !verifyCached, recorded != nil, unchanged {
+                progress.setTotal(index, Self.fileSize(destination))
+                progress.complete(index, downloaded: false)
+                return false
+            }
             let actual: String
             do {
                 actual = try Self.sha256(ofFile: destination)
             } catch {
                 throw .fileSystem(model: model, file: file, path: destination, reason: "cannot read the cached file: \(error)")
             }
-            let recorded = (try? String(contentsOfFile: record, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             if recorded == nil || recorded == actual {
-                if recorded == nil { try writeRecord(actual, to: record, file: file) }
+                if recorded == nil || !unchanged { try writeRecord(actual, of: destination, to: record, file: file) }
                 progress.setTotal(index, Self.fileSize(destination))
                 progress.complete(index, downloaded: false)
                 return false
@@ -225,7 +248,7 @@ struct ModelFileDownloader {
             unlink(partial)
             throw .checksumMismatch(model: model, file: file, expected: expected, actual: actual)
         }
-        try writeRecord(actual, to: record, file: file)
+        try writeRecord(actual, of: partial, to: record, file: file)
         guard rename(partial, destination) == 0 else { throw fileError(errno, file: file, path: destination) }
         progress.complete(index)
         return true
@@ -317,9 +340,12 @@ struct ModelFileDownloader {
         }
     }
 
-    private func writeRecord(_ sha: String, to path: String, file: String) throws(ModelLibraryError) {
+    /// Records `sha` with the size and modification time of `data` (which keeps them when
+    /// renamed) at `path`.
+    private func writeRecord(_ sha: String, of data: String, to path: String, file: String) throws(ModelLibraryError) {
         do {
-            try Data((sha + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            let line = [sha, Self.stamp(data)].compactMap { $0 }.joined(separator: " ")
+            try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
             throw .fileSystem(model: model, file: file, path: path, reason: "\(error)")
         }
