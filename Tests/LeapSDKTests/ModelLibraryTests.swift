@@ -204,6 +204,8 @@ final class ProgressLog: @unchecked Sendable {
         #expect(endpoint.path == "/api/edge-sdk/model-manifest")
         #expect(endpoint.query == ["model_name": "LFM2-Tiny", "quantization_method": "Q4_0"])
         #expect(log.isMonotonicToOne)
+        // The speed, in bytes per second, of a download that took some time.
+        #expect(log.reports.withLock { $0.allSatisfy { $0.1 >= 0 } && ($0.last?.1 ?? 0) > 0 })
         let folder = lib.cache.appendingPathComponent("LFM2-Tiny/Q4_0")
         let cached = folder.appendingPathComponent("LFM2-Tiny-Q4_0.gguf").path
         #expect(FileManager.default.contentsEqual(atPath: cached, andPath: Self.tinyPath))

@@ -20,6 +20,9 @@ final class DownloadProgress: @unchecked Sendable {
     private var done: [Int64]
     private var sessionBytes: Int64 = 0
     private var start: Date?
+    /// When the latest bytes arrived: the speed is measured up to there, not over the
+    /// hashing and renaming after the last file.
+    private var lastByte: Date?
     private var last = 0.0
     private var lastReport = Date.distantPast
 
@@ -40,7 +43,9 @@ final class DownloadProgress: @unchecked Sendable {
     /// `bytes` more of the file arrived.
     func add(_ file: Int, _ bytes: Int) {
         lock.withLock {
-            if start == nil { start = Date() }
+            let now = Date()
+            if start == nil { start = now }
+            lastByte = now
             done[file] += Int64(bytes)
             sessionBytes += Int64(bytes)
         }
@@ -80,7 +85,7 @@ final class DownloadProgress: @unchecked Sendable {
 
     private func speed(_ now: Date) -> Int64 {
         guard let start else { return 0 }
-        let elapsed = now.timeIntervalSince(start)
+        let elapsed = min(now, lastByte ?? now).timeIntervalSince(start)
         return elapsed > 0.001 ? Int64(Double(sessionBytes) / elapsed) : 0
     }
 
