@@ -65,6 +65,15 @@ extension MessageResponse {
     public typealias Complete = MessageCompletion
 }
 
+// MARK: - Error messages
+
+extension LeapError: LocalizedError {
+    /// The error's `description`, so that `error.localizedDescription`, which v0.10's
+    /// examples show to the user ("Failed to load model: \(error.localizedDescription)"),
+    /// says what went wrong instead of Foundation's "The operation could not be completed".
+    public var errorDescription: String? { description }
+}
+
 // MARK: - ChatMessageContent's sealed-class view
 
 extension ChatMessageContent {
