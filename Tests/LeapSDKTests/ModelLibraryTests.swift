@@ -285,6 +285,32 @@ final class ProgressLog: @unchecked Sendable {
         #expect(log.fractions.contains { $0 > 0 && $0 < 1 })
     }
 
+    /// Cancelling the loading task stops the download (`cancelled`, the partial file
+    /// kept), and the next load resumes it with a Range request.
+    @Test func aCancelledLoadStopsAndTheNextResumes() async throws {
+        let lib = try FakeLibrary()
+        let data = try Self.tiny()
+        let url = lib.addFile("tiny.gguf", data)
+        lib.state.withLock { $0.chunkDelay = 0.02 }
+        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        let log = ProgressLog()
+        let library = lib.library!
+        let task = Task { try await library.fetch(model: "T", quantization: "Q", progress: log.closure) }
+        let deadline = Date().addingTimeInterval(20)
+        while !log.fractions.contains(where: { $0 > 0 }), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        task.cancel()
+        let result = await task.result
+        #expect(throws: ModelLibraryError.cancelled(model: "T")) { _ = try result.get() }
+        let partial = lib.cache.appendingPathComponent("T/Q/tiny.gguf.partial").path
+        let kept = try #require(ModelFileDownloader.fileSize(partial))
+        #expect(kept > 0 && kept < data.count)
+        lib.state.withLock { $0.chunkDelay = 0 }
+        let files = try await library.fetch(model: "T", quantization: "Q")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: files.modelPath)) == data)
+        let gets = lib.server.requests.filter { $0.path == "/files/tiny.gguf" && $0.method == "GET" }
+        #expect(gets.count == 2 && gets[1].headers["range"] != nil)
+    }
+
     /// A file whose bytes are not the sha256 its ETag states: a typed error naming the
     /// model and the file, and nothing left in the cache (neither the file nor its partial).
     @Test func aWrongChecksumIsAnErrorAndLeavesNoFile() async throws {

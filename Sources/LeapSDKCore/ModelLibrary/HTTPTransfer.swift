@@ -39,6 +39,8 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     private(set) var writeErrno: Int32?
     /// Whether the memory sink's limit was passed.
     private(set) var overLimit = false
+    /// Whether the caller's cancellation stopped the request.
+    private(set) var cancelled = false
 
     private let sink: Sink
     private let accept: (Int, [String: String]) -> Bool
@@ -55,8 +57,9 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     /// Runs `request` and waits for its end. `accept` sees the status and headers before
     /// the body and returns false to stop there; `onData` is told each chunk's size after
     /// it is stored.
+    /// With a `cancel` flag, a cancellation stops the request within 0.1 s (`cancelled`).
     static func run(
-        _ request: URLRequest, sink: Sink, timeout: TimeInterval,
+        _ request: URLRequest, sink: Sink, timeout: TimeInterval, cancel: CancellationFlag? = nil,
         accept: @escaping (Int, [String: String]) -> Bool = { _, _ in true }, onData: @escaping (Int) -> Void = { _ in }
     ) -> HTTPTransfer {
         let transfer = HTTPTransfer(sink: sink, accept: accept, onData: onData)
@@ -70,8 +73,14 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         let session = URLSession(configuration: configuration, delegate: transfer, delegateQueue: queue)
         var request = request
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        session.dataTask(with: request).resume()
-        transfer.finished.wait()
+        let task = session.dataTask(with: request)
+        task.resume()
+        while transfer.finished.wait(timeout: .now() + 0.1) == .timedOut {
+            if cancel?.isCancelled == true, !transfer.cancelled {
+                transfer.cancelled = true
+                task.cancel()
+            }
+        }
         session.finishTasksAndInvalidate()
         return transfer
     }
@@ -130,7 +139,7 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        if let error, !cancelledByUs {
+        if let error, !cancelledByUs, !cancelled {
             self.error = (error as? URLError) ?? URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "\(error)"])
         }
         finished.signal()

@@ -133,7 +133,8 @@ public struct ModelLibraryFiles: Sendable {
 /// file once.
 ///
 /// The calls that download block their thread until done (`pull`) or run on a
-/// background thread (`fetch`, `load`); they are not cancelled with their task.
+/// background thread (`fetch`, `load`) and stop when their task is cancelled
+/// (`ModelLibraryError.cancelled`; the next load resumes the partial file).
 public final class LeapModelLibrary: @unchecked Sendable {
     /// LiquidAI's library, `https://leap.liquid.ai`.
     public static let defaultBaseURL = URL(string: "https://leap.liquid.ai")!
@@ -216,13 +217,17 @@ public final class LeapModelLibrary: @unchecked Sendable {
     /// Asks the library's endpoint for the manifest URL of a model at a quantization.
     /// Blocks the calling thread.
     public func manifestURL(model: String, quantization: String) throws(ModelLibraryError) -> URL {
+        try manifestURL(model: model, quantization: quantization, cancel: nil)
+    }
+
+    func manifestURL(model: String, quantization: String, cancel: CancellationFlag?) throws(ModelLibraryError) -> URL {
         let endpoint = baseURL.appendingPathComponent(Self.manifestEndpointPath)
         guard var parts = URLComponents(url: endpoint, resolvingAgainstBaseURL: false) else {
             throw .invalidManifest(model: model, reason: "the library URL \(endpoint) is not a URL")
         }
         parts.queryItems = [URLQueryItem(name: "model_name", value: model), URLQueryItem(name: "quantization_method", value: quantization)]
         guard let url = parts.url else { throw .invalidManifest(model: model, reason: "the library URL \(endpoint) is not a URL") }
-        let answer = try downloader(model).fetchSmall(url, file: "the manifest location")
+        let answer = try downloader(model, cancel).fetchSmall(url, file: "the manifest location")
         guard (200..<300).contains(answer.status) else {
             if answer.status >= 500 {
                 throw .httpStatus(model: model, file: "the manifest location", url: url.absoluteString, status: answer.status)
@@ -251,13 +256,21 @@ public final class LeapModelLibrary: @unchecked Sendable {
         model: String, quantization: String, cacheDirectory: URL? = nil,
         progress: @escaping @Sendable (Double, Int64) -> Void = { _, _ in }
     ) throws(ModelLibraryError) -> ModelLibraryFiles {
+        try pull(model: model, quantization: quantization, cacheDirectory: cacheDirectory, progress: progress, cancel: nil)
+    }
+
+    func pull(
+        model: String, quantization: String, cacheDirectory: URL?, progress: @escaping @Sendable (Double, Int64) -> Void,
+        cancel: CancellationFlag?
+    ) throws(ModelLibraryError) -> ModelLibraryFiles {
         let folder = directory(model: model, quantization: quantization, cacheDirectory: cacheDirectory)
         let (manifest, manifestURL) = try manifest(
-            in: folder, model: model,
+            in: folder, model: model, cancel: cancel,
             locate: { () throws(ModelLibraryError) -> URL in
-                try self.manifestURL(model: model, quantization: quantization)
+                try self.manifestURL(model: model, quantization: quantization, cancel: cancel)
             })
-        return try files(manifest, from: manifestURL, in: folder, model: model, quantization: quantization, progress: progress)
+        return try files(
+            manifest, from: manifestURL, in: folder, model: model, quantization: quantization, progress: progress, cancel: cancel)
     }
 
     /// Puts the model of a manifest URL in the cache (`{cacheDirectory}/manifests/{URL}/`)
@@ -265,21 +278,30 @@ public final class LeapModelLibrary: @unchecked Sendable {
     public func pull(
         manifestURL: URL, cacheDirectory: URL? = nil, progress: @escaping @Sendable (Double, Int64) -> Void = { _, _ in }
     ) throws(ModelLibraryError) -> ModelLibraryFiles {
+        try pull(manifestURL: manifestURL, cacheDirectory: cacheDirectory, progress: progress, cancel: nil)
+    }
+
+    func pull(
+        manifestURL: URL, cacheDirectory: URL?, progress: @escaping @Sendable (Double, Int64) -> Void, cancel: CancellationFlag?
+    ) throws(ModelLibraryError) -> ModelLibraryFiles {
         let url = LeapManifest.huggingFaceFileURL(manifestURL)
         let name = url.deletingPathExtension().lastPathComponent
         let folder = (cacheDirectory ?? self.cacheDirectory).appendingPathComponent("manifests")
             .appendingPathComponent(Self.component((url.host ?? "") + url.path))
-        let (manifest, resolved) = try manifest(in: folder, model: name, locate: { () throws(ModelLibraryError) -> URL in url })
-        return try files(manifest, from: resolved, in: folder, model: name, quantization: nil, progress: progress)
+        let (manifest, resolved) = try manifest(
+            in: folder, model: name, cancel: cancel, locate: { () throws(ModelLibraryError) -> URL in url })
+        return try files(manifest, from: resolved, in: folder, model: name, quantization: nil, progress: progress, cancel: cancel)
     }
 
     /// `pull(model:quantization:cacheDirectory:progress:)` on a background thread.
+    /// Cancelling the task stops the download within 0.1 s (`ModelLibraryError.cancelled`;
+    /// the partial file stays, and the next load resumes it).
     public func fetch(
         model: String, quantization: String, cacheDirectory: URL? = nil,
         progress: @escaping @Sendable (Double, Int64) -> Void = { _, _ in }
     ) async throws -> ModelLibraryFiles {
-        try await Self.background {
-            try self.pull(model: model, quantization: quantization, cacheDirectory: cacheDirectory, progress: progress)
+        try await Self.cancellable { cancel in
+            try self.pull(model: model, quantization: quantization, cacheDirectory: cacheDirectory, progress: progress, cancel: cancel)
         }
     }
 
@@ -311,7 +333,9 @@ public final class LeapModelLibrary: @unchecked Sendable {
         progress: @escaping @Sendable (Double, Int64) -> Void = { _, _ in }
     ) async throws -> ModelRunner {
         let cache = options?.cacheOptions.map { URL(fileURLWithPath: $0.path) }
-        let files = try await Self.background { try self.pull(manifestURL: manifestURL, cacheDirectory: cache, progress: progress) }
+        let files = try await Self.cancellable { cancel in
+            try self.pull(manifestURL: manifestURL, cacheDirectory: cache, progress: progress, cancel: cancel)
+        }
         return try await Leap.load(path: files.modelPath, options: files.engineOptions(options))
     }
 
@@ -325,23 +349,32 @@ public final class LeapModelLibrary: @unchecked Sendable {
 
     // MARK: - Internals
 
-    private func downloader(_ model: String) -> ModelFileDownloader {
+    private func downloader(_ model: String, _ cancel: CancellationFlag?) -> ModelFileDownloader {
         var downloader = ModelFileDownloader(model: model, timeout: requestTimeout)
         downloader.verifyCached = verifiesCachedFiles
+        downloader.cancel = cancel
         return downloader
     }
 
-    private static func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try body() })
+    /// `body` on a background thread, its flag set when the calling task is cancelled.
+    private static func cancellable<T: Sendable>(_ body: @escaping @Sendable (CancellationFlag) throws -> T) async throws -> T {
+        let flag = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global(qos: .userInitiated).async {
+                    continuation.resume(with: Result { try body(flag) })
+                }
             }
+        } onCancel: {
+            flag.cancel()
         }
     }
 
     /// The cached manifest of `folder`, else the one `locate` names, downloaded, read and
     /// saved there.
-    private func manifest(in folder: URL, model: String, locate: () throws(ModelLibraryError) -> URL) throws(ModelLibraryError)
+    private func manifest(
+        in folder: URL, model: String, cancel: CancellationFlag?, locate: () throws(ModelLibraryError) -> URL
+    ) throws(ModelLibraryError)
         -> (LeapManifest, URL)
     {
         let saved = folder.appendingPathComponent("manifest.json")
@@ -354,7 +387,7 @@ public final class LeapModelLibrary: @unchecked Sendable {
             return (try LeapManifest(text: text, modelName: model), location)
         }
         let url = try locate()
-        let answer = try downloader(model).fetchSmall(url, file: "the manifest")
+        let answer = try downloader(model, cancel).fetchSmall(url, file: "the manifest")
         switch answer.status {
         case 200..<300: break
         case 404, 410: throw .fileNotFound(model: model, file: "the manifest", url: url.absoluteString)
@@ -375,7 +408,7 @@ public final class LeapModelLibrary: @unchecked Sendable {
     /// The manifest's files in `folder`, from the cache or downloaded.
     private func files(
         _ manifest: LeapManifest, from manifestURL: URL, in folder: URL, model: String, quantization: String?,
-        progress: @escaping @Sendable (Double, Int64) -> Void
+        progress: @escaping @Sendable (Double, Int64) -> Void, cancel: CancellationFlag?
     ) throws(ModelLibraryError) -> ModelLibraryFiles {
         var plan: [(key: String, url: URL, path: String)] = []
         var modelStem = "model"
@@ -394,7 +427,7 @@ public final class LeapModelLibrary: @unchecked Sendable {
             plan.append((key, url, folder.appendingPathComponent(name).path))
         }
         let meter = DownloadProgress(files: plan.count, callback: progress)
-        let downloader = downloader(model)
+        let downloader = downloader(model, cancel)
         let missing = plan.indices.filter { !FileManager.default.fileExists(atPath: plan[$0].path) }
         if missing.count > 1 {
             for i in missing { meter.setTotal(i, downloader.size(of: plan[i].url)) }

@@ -111,6 +111,9 @@ struct ModelFileDownloader {
     let timeout: TimeInterval
     /// Attempts at one file when the connection breaks (each resumes where the last ended).
     var maxAttempts = 5
+    /// Set when the load's task is cancelled: the request in flight stops, and
+    /// `ModelLibraryError.cancelled` is thrown (a partial file stays, to resume).
+    var cancel: CancellationFlag?
     /// Whether a cached file is hashed at every load (false: only when its size or
     /// modification time is not the recorded one).
     var verifyCached = true
@@ -171,14 +174,15 @@ struct ModelFileDownloader {
     func size(of url: URL) -> Int64? {
         var request = URLRequest(url: url)
         request.httpMethod = "HEAD"
-        let t = HTTPTransfer.run(request, sink: .memory(limit: 0), timeout: timeout)
+        let t = HTTPTransfer.run(request, sink: .memory(limit: 0), timeout: timeout, cancel: cancel)
         guard t.error == nil, (200..<300).contains(t.status), let length = t.headers["content-length"] else { return nil }
         return Int64(length)
     }
 
     /// A small document (the endpoint's answer, a manifest) in memory.
     func fetchSmall(_ url: URL, file: String) throws(ModelLibraryError) -> (status: Int, body: Data) {
-        let t = HTTPTransfer.run(URLRequest(url: url), sink: .memory(limit: 64 << 20), timeout: timeout)
+        let t = HTTPTransfer.run(URLRequest(url: url), sink: .memory(limit: 64 << 20), timeout: timeout, cancel: cancel)
+        if t.cancelled { throw .cancelled(model: model) }
         if let error = t.error { throw .networkUnavailable(model: model, file: file, url: url.absoluteString, reason: Self.reason(error)) }
         if t.overLimit { throw .invalidManifest(model: model, reason: "\(url) is larger than 64 MiB") }
         return (t.status, t.body)
@@ -200,6 +204,7 @@ struct ModelFileDownloader {
     func ensure(url: URL, file: String, destination: String, index: Int, progress: DownloadProgress) throws(ModelLibraryError)
         -> Bool
     {
+        if cancel?.isCancelled == true { throw .cancelled(model: model) }
         let folder = (destination as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -279,7 +284,7 @@ struct ModelFileDownloader {
             progress.setDone(index, offset)
             var restarted = false
             let t = HTTPTransfer.run(
-                request, sink: .file(fd), timeout: timeout,
+                request, sink: .file(fd), timeout: timeout, cancel: cancel,
                 accept: { status, headers in
                     switch status {
                     case 206 where offset > 0:
@@ -303,6 +308,7 @@ struct ModelFileDownloader {
                 onData: { progress.add(index, $0) })
             close(fd)
             if restarted { progress.setDone(index, t.received) }
+            if t.cancelled { throw .cancelled(model: model) }
             stated = Self.statedSHA256(t) ?? stated
             if let e = t.headers["etag"] { etag = e }
             if let failure = t.writeErrno {

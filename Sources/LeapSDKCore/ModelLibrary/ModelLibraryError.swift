@@ -24,13 +24,16 @@ public enum ModelLibraryError: Error, Sendable, Equatable, CustomStringConvertib
     case unsupportedInferenceType(model: String, type: String)
     /// The manifest (or the endpoint's answer) cannot be read.
     case invalidManifest(model: String, reason: String)
+    /// The load's task was cancelled while downloading; a partial file stays in the cache
+    /// and the next load resumes it.
+    case cancelled(model: String)
 
     /// The model the error is about.
     public var model: String {
         switch self {
         case .unknownModel(let m, _, _), .fileNotFound(let m, _, _), .httpStatus(let m, _, _, _),
             .checksumMismatch(let m, _, _, _), .networkUnavailable(let m, _, _, _), .diskFull(let m, _, _),
-            .fileSystem(let m, _, _, _), .unsupportedInferenceType(let m, _), .invalidManifest(let m, _):
+            .fileSystem(let m, _, _, _), .unsupportedInferenceType(let m, _), .invalidManifest(let m, _), .cancelled(let m):
             return m
         }
     }
@@ -41,7 +44,7 @@ public enum ModelLibraryError: Error, Sendable, Equatable, CustomStringConvertib
         case .fileNotFound(_, let f, _), .httpStatus(_, let f, _, _), .checksumMismatch(_, let f, _, _),
             .networkUnavailable(_, let f, _, _), .diskFull(_, let f, _), .fileSystem(_, let f, _, _):
             return f
-        case .unknownModel, .unsupportedInferenceType, .invalidManifest: return nil
+        case .unknownModel, .unsupportedInferenceType, .invalidManifest, .cancelled: return nil
         }
     }
 
@@ -66,6 +69,8 @@ public enum ModelLibraryError: Error, Sendable, Equatable, CustomStringConvertib
                 + "(llama.cpp/text-to-text, llama.cpp/image-to-text, llama.cpp/lfm2-audio-v1)"
         case .invalidManifest(let m, let reason):
             return "\(m): the manifest cannot be read: \(reason)"
+        case .cancelled(let m):
+            return "\(m): the download was cancelled; a later load resumes it"
         }
     }
 }
