@@ -135,6 +135,7 @@ public struct LeapManifest: Sendable, Equatable {
         numberOfDecodingThreads = generation?["number_of_decoding_threads"]?.intValue
     }
 
+    /// Two manifests are equal when their documents are (every field read from `json`).
     public static func == (a: LeapManifest, b: LeapManifest) -> Bool { a.json == b.json }
 
     /// The absolute URL of a file reference: an `http(s)` or `file` URL as it is (a

@@ -48,6 +48,7 @@ public enum ModelLibraryError: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 
+    /// What went wrong, naming the model and the file, and what to do.
     public var description: String {
         switch self {
         case .unknownModel(let m, let q, let status):
