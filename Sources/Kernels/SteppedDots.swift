@@ -13,8 +13,9 @@
 // activation row as for n. The multi-row matvec (`WeightMatrix.matvec(_:rows:into:pool:)`)
 // takes activation rows in fours, then a pair, then one alone: every result is
 // bit-identical to the matvec of that activation row alone (MultiRowTests checks it for
-// every format). F32/F16/BF16 weights and portable builds run the one-row kernel per
-// activation row (same results, no sharing).
+// every format). F16 weights share each converted chunk the same way (`F16Format.dots`);
+// F32/BF16 weights and portable builds run the one-row kernel per activation row (same
+// results, no sharing).
 
 import GGUF
 
@@ -175,6 +176,11 @@ func dotRowsMulti(
         Q5_K.dotRowsMulti(base, rowBytes: rowBytes, rows: rows, nb: nb, a, cols: cols, activationRows: activationRows, y, outputs: outputs)
     case .q6_K:
         Q6_K.dotRowsMulti(base, rowBytes: rowBytes, rows: rows, nb: nb, a, cols: cols, activationRows: activationRows, y, outputs: outputs)
+    #if LEAP_X86_AVX2
+    case .f16:
+        F16Format.dotRowsMulti(
+            base, rowBytes: rowBytes, rows: rows, nb: nb, a, cols: cols, activationRows: activationRows, y, outputs: outputs)
+    #endif
     default:
         for t in activationRows {
             dotRows(type, base, rowBytes: rowBytes, rows: rows, nb: nb, a.row(t, cols: cols), y + t * outputs)

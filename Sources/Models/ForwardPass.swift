@@ -101,6 +101,12 @@ final class ForwardPass {
     private(set) var segments: [Segment] = []
     /// Rows of one-token segments.
     private(set) var singleRows = 0
+    /// A pass of at most this many rows multiplies all of them through the multi-row
+    /// matvec (`WeightMatrix.matvec(_:rows:into:pool:)`: the weights read once for every
+    /// row, float weights against float activations) instead of the chunk products, which
+    /// dequantize float weights for OpenBLAS. 0 (the default) leaves only one-token rows to
+    /// the matvec. `InferenceSession.matvecRowLimit` sets it.
+    var matvecRowLimit = 0
     /// Rows in the pass.
     private(set) var rowCount = 0
     /// Per row of the pass: its position and its segment.
@@ -392,7 +398,7 @@ final class ForwardPass {
     /// output head's). The result is valid until the next `quantize`.
     func quantize(_ x: Rows, eachRowAlone: Bool = false, for a: Linear, _ b: Linear? = nil, _ c: Linear? = nil) -> ProductInput {
         precondition(eachRowAlone || x.count == rowCount, "a product input of the pass's rows")
-        let k = eachRowAlone ? x.count : singleRows
+        let k = eachRowAlone || rowCount <= matvecRowLimit ? x.count : singleRows
         let integerMatrix = a.hasIntegerMatmul || b?.hasIntegerMatmul == true || c?.hasIntegerMatmul == true
         // The matvec reads the 8-bit rows (and, for F32/F16/BF16 weights, the floats kept
         // beside them); the chunks read them only through the integer matmul.

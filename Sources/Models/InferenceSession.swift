@@ -43,6 +43,17 @@ public final class InferenceSession: @unchecked Sendable {
         set { forward.adaptsDecodeThreads = newValue }
     }
 
+    /// Evaluations of at most this many rows multiply every row through the multi-row
+    /// matvec, which reads each weight once for all of them, instead of the prompt
+    /// products: for a model that runs a few rows at a time, such as the audio
+    /// detokenizer's 6 rows per frame, whose F16 weights the prompt products would
+    /// dequantize on every call. Float weights give float products either way (in another
+    /// order of summation); 0, the default, keeps every chunk on the prompt products.
+    public var matvecRowLimit: Int {
+        get { forward.matvecRowLimit }
+        set { forward.matvecRowLimit = max(0, newValue) }
+    }
+
     /// The logits of the last evaluated token (`vocabularySize` floats). Valid until the
     /// next evaluation.
     public var logits: UnsafeBufferPointer<Float> {

@@ -28,6 +28,11 @@ struct Bench: AsyncParsableCommand {
             one warm-up, then -r runs, medians reported in ms, with the total per image or per \
             second of audio and the positions (embedding rows) produced; --json prints them as \
             one JSON object.
+            With --speech (a speech model with its --vocoder and --audio-tokenizer): a spoken \
+            reply timed part by part: the -p token prompt's prefill, then -n audio frames, each \
+            the depthformer's 8 codes, the detokenizer's samples and the backbone's step on the \
+            frame's embedding; the time to the first sample, the real-time factor (compute \
+            seconds per second of speech); one warm-up, then -r runs, medians.
             """
     )
 
@@ -66,13 +71,28 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Time the audio encoder on this WAV file.")
     var audio: String?
 
-    @Flag(help: "With --image or --audio: print the measurements as one JSON object.")
+    @Flag(help: "With --image, --audio or --speech: print the measurements as one JSON object.")
     var json = false
+
+    @Flag(help: "Time speech out instead: -p prompt tokens, then -n audio frames through the depthformer and the detokenizer.")
+    var speech = false
+
+    @Option(help: "With --speech: the vocoder-*.gguf file (default: the one beside the model).")
+    var vocoder: String?
+
+    @Option(
+        name: .customLong("audio-tokenizer"),
+        help: "With --speech: the tokenizer-*.gguf audio detokenizer (default: the one beside the model).")
+    var audioTokenizer: String?
+
+    @Option(name: .customLong("vocoder-weights"), help: "With --speech: stored (8-bit products, serve's default) or f32.")
+    var vocoderWeights = "stored"
 
     func run() async throws {
         try await runReportingErrors {
+            if speech { return try runSpeech() }
             if image != nil || audio != nil { return try runMedia() }
-            if mmproj != nil || json { throw CLIError("--mmproj and --json go with --image or --audio") }
+            if mmproj != nil || json { throw CLIError("--mmproj and --json go with --image, --audio or --speech") }
             guard prompt >= 0, n >= 0, depth >= 0, repetitions >= 1 else { throw CLIError("-p, -n and -d must be >= 0 and -r >= 1") }
             guard depth == 0 || parallel == nil else { throw CLIError("-d applies to the pp and tg tests, not to --parallel") }
             let path = try ModelCache.resolve(model)

@@ -122,6 +122,34 @@ import Testing
         #expect(Array(sampled.choices.codes.dropFirst()) == Array(step.choices.codes.dropFirst()))
     }
 
+    /// Code 2048 chosen in codebooks 1-7 of a spoken frame (it has no detokenizer row):
+    /// the sampler chooses again without it, the next best when greedy; the logits stay as
+    /// computed. After an end of audio the codebooks run greedily as before.
+    @Test func aSpokenFrameNeverHoldsTheEndOfAudioCodeBeyondCodebookZero() throws {
+        let depthformer = Depthformer(vocoder: try Self.vocoder(.float32))
+        var random = SeededRandom(seed: 23)
+        let h = random.normal(128)
+        /// Greedy, but the first choice of codebooks 3 and 7 is 2048.
+        struct PrefersEndCode: AudioCodeSampler {
+            var asked: [Int] = []
+            mutating func code(codebook: Int, logits: UnsafeBufferPointer<Float>) -> Int {
+                defer { asked.append(codebook) }
+                if (codebook == 3 || codebook == 7) && !asked.contains(codebook) { return AudioFrame.endOfAudioCode }
+                return GreedyAudioCodes.argmax(logits)
+            }
+        }
+        var sampler = PrefersEndCode()
+        let step = try depthformer.step(h, sampler: &sampler)
+        let greedy = try depthformer.step(h)
+        #expect(!greedy.isEndOfAudio && !step.isEndOfAudio)
+        #expect(sampler.asked == [0, 1, 2, 3, 3, 4, 5, 6, 7, 7])
+        #expect(step.frame == greedy.frame && !step.frame.codes.dropFirst().contains(AudioFrame.endOfAudioCode))
+        for c in [3, 7] {
+            let logits = depthformer.logits(codebook: c)
+            #expect(logits[AudioFrame.endOfAudioCode].isFinite, "codebook \(c)'s logits are left as computed")
+        }
+    }
+
     /// The Sampling module's sampler: temperature 0 and top-k 1 are greedy; a seed repeats
     /// its frames exactly; each code is among its codebook's top k.
     @Test func samplersChooseCodes() throws {

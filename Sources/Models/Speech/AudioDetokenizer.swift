@@ -182,6 +182,11 @@ public final class AudioDetokenizer: Sendable {
             self.detokenizer = detokenizer
             session = InferenceSession(
                 model: detokenizer.backbone, contextLength: detokenizer.maxFrames * AudioDetokenizer.rowsPerFrame, kvCacheType: .f32)
+            // A frame's 6 rows through the matvec: float weights (the F16 of a converted
+            // detokenizer) read once per frame rather than dequantized for OpenBLAS.
+            if detokenizer.backbone.linears.allSatisfy({ !$0.type.usesQuantizedActivations }) {
+                session.matvecRowLimit = AudioDetokenizer.rowsPerFrame
+            }
             istft = detokenizer.istft
         }
 

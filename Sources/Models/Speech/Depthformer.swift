@@ -156,9 +156,19 @@ public final class Depthformer {
             project(head.toLogits, y, into: logits)
             let row = UnsafeBufferPointer(start: logits, count: AudioFrame.codesPerCodebook)
             margins[c] = Self.margin(row)
+            let unmasked = logits[AudioFrame.endOfAudioCode]
 
             // code_c: the sampler's, greedy after an end of audio; the forced code goes on.
-            let code = endOfAudio ? GreedyAudioCodes.argmax(row) : sampler.code(codebook: c, logits: row)
+            var code = endOfAudio ? GreedyAudioCodes.argmax(row) : sampler.code(codebook: c, logits: row)
+            if c > 0, !endOfAudio, code == AudioFrame.endOfAudioCode {
+                // Only codebook 0's 2048 means something (the end of audio); in codebooks
+                // 1-7 it has no row in the detokenizer (which would refuse the frame, where
+                // the reference decodes codebook c + 1's row or fails). A spoken frame takes
+                // the sampler's choice among the other codes; the logits stay as computed.
+                logits[code] = -.infinity
+                code = sampler.code(codebook: c, logits: row)
+                logits[AudioFrame.endOfAudioCode] = unmasked
+            }
             guard (0..<AudioFrame.codesPerCodebook).contains(code) else {
                 throw .invalidInput("the sampler chose code \(code) for codebook \(c), outside 0..<\(AudioFrame.codesPerCodebook)")
             }
