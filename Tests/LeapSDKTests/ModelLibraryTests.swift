@@ -472,6 +472,35 @@ final class ProgressLog: @unchecked Sendable {
         #expect(lib.server.count("/files/tiny.gguf") == 3)
     }
 
+    /// An image-to-text manifest: the model and its vision tower load together, and the
+    /// manifest's `chat_template` replaces the GGUF's (a template that ignores the
+    /// messages gives every conversation the same prompt).
+    @Test func anImageToTextManifestLoadsWithItsProjectorAndTemplate() async throws {
+        let lib = try FakeLibrary()
+        func add(_ name: String) throws -> String {
+            lib.addFile(name, try Data(contentsOf: URL(fileURLWithPath: TestFixtures.path("models/" + name))))
+        }
+        let text = """
+            {"inference_type": "llama.cpp/image-to-text", "schema_version": "1.0.0",
+             "load_time_parameters": {"model": "\(try add("lfm2-vl-tiny.gguf"))",
+               "multimodal_projector": "\(try add("mmproj-lfm2-vl-tiny.gguf"))",
+               "chat_template": "<|im_start|>assistant\\n"}}
+            """
+        lib.addManifest(model: "LFM2-VL-Tiny", quantization: "F32", text)
+        let runner = try await lib.library.load(model: "LFM2-VL-Tiny", quantization: "F32")
+        let engine = try #require(runner as? LiquidInferenceEngineRunner)
+        #expect(engine.loaded.projector != nil)
+        let hi = [ChatMessage(role: .user, textContent: "Hi")]
+        let long = [ChatMessage(role: .user, textContent: "A much longer message, of many more words than the other one.")]
+        let short = try engine.getPromptTokensSize(messages: hi)
+        #expect(try engine.getPromptTokensSize(messages: long) == short)
+        let plain = try await Leap.load(path: TestFixtures.path("models/lfm2-vl-tiny.gguf"))
+        let gguf = try #require(plain as? LiquidInferenceEngineRunner)
+        #expect(try gguf.getPromptTokensSize(messages: hi) > short)
+        await runner.unload()
+        await plain.unload()
+    }
+
     /// An LFM2-Audio manifest: four files, cached under the names leap-ref finds beside a
     /// model, passed to the loader as its mmproj, vocoder and audio tokenizer; the model loads.
     @Test func anAudioManifestMapsItsFilesToTheLoader() async throws {
