@@ -193,7 +193,10 @@ let package = Package(
         .testTarget(name: "ChatTemplatesTests", dependencies: ["ChatTemplates", "Sampling"], resources: [.copy("Fixtures")]),
         .testTarget(
             name: "LeapSDKTests",
-            dependencies: ["LeapSDK", "LeapSDKMacros", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "Models", "Tokenizers", "TestSupport"]),
+            dependencies: [
+                "LeapSDK", "LeapSDKMacros", "LeapSDKCore", "GGUF", "LeapJSON", "Grammar", "Sampling", "Models", "Tokenizers",
+                "TestSupport"
+            ]),
         .testTarget(name: "RunAnywhereTests", dependencies: ["RunAnywhere", "LeapSDKCore", "LeapJSON", "GGUF", "TestSupport"]),
         .testTarget(name: "OpenAIWireTests", dependencies: ["OpenAIWire", "LeapJSON"]),
         .testTarget(

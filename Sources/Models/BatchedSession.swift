@@ -56,6 +56,10 @@ public final class BatchedSession: @unchecked Sendable {
         public var tokens: [Int]
         /// The embedding rows, row-major (empty for an input of tokens).
         public var embeddings: [Float]
+        /// Whether the step computes this input's logits. When no input of a step needs
+        /// them the output head is skipped, and `logits(of:)` is left as it was; the hidden
+        /// state is computed either way.
+        public var needsLogits = true
 
         public init(_ sequence: Sequence, _ tokens: [Int]) {
             self.sequence = sequence
@@ -63,10 +67,11 @@ public final class BatchedSession: @unchecked Sendable {
             embeddings = []
         }
 
-        public init(_ sequence: Sequence, embeddings: [Float]) {
+        public init(_ sequence: Sequence, embeddings: [Float], needsLogits: Bool = true) {
             self.sequence = sequence
             tokens = []
             self.embeddings = embeddings
+            self.needsLogits = needsLogits
         }
     }
 
@@ -236,19 +241,24 @@ public final class BatchedSession: @unchecked Sendable {
             if input.tokens.isEmpty, let rows = stepEmbeddings {
                 let count = input.embeddings.count
                 input.embeddings.withUnsafeBufferPointer { (rows + embeddingOffset).update(from: $0.baseAddress!, count: count) }
-                pass.append(PassInput(sequence: sequence, embeddings: rows + embeddingOffset, rows: count / d))
+                var row = PassInput(sequence: sequence, embeddings: rows + embeddingOffset, rows: count / d)
+                row.needsLogits = input.needsLogits
+                pass.append(row)
                 embeddingOffset += count
                 continue
             }
             let count = input.tokens.count
             input.tokens.withUnsafeBufferPointer { (stepTokens + offset).update(from: $0.baseAddress!, count: count) }
-            pass.append(PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: stepTokens + offset, count: count)))
+            var row = PassInput(sequence: sequence, tokens: UnsafeBufferPointer(start: stepTokens + offset, count: count))
+            row.needsLogits = input.needsLogits
+            pass.append(row)
             offset += count
         }
         forward.run(pass)
         pass.removeAll(keepingCapacity: true)
+        let logitsComputed = inputs.contains(where: \.needsLogits)
         for (i, input) in inputs.enumerated() {
-            (slotLogits + input.sequence.slot * vocab).update(from: forward.logits + i * vocab, count: vocab)
+            if logitsComputed { (slotLogits + input.sequence.slot * vocab).update(from: forward.logits + i * vocab, count: vocab) }
             // Row i of `normed` is input i's last row, output-normed (ForwardPass.run).
             (slotHiddenStates + input.sequence.slot * d).update(from: forward.normed + i * d, count: d)
         }

@@ -17,6 +17,10 @@ struct PassInput {
     let embeddings: UnsafePointer<Float>?
     /// Rows of the input.
     let count: Int
+    /// Whether the pass computes this input's logits (its last row through the output
+    /// head). A pass all of whose inputs say no computes none: the hidden states are all
+    /// that a spoken reply's audio step reads.
+    var needsLogits = true
 
     init(sequence: SequenceState, tokens: UnsafeBufferPointer<Int>) {
         self.sequence = sequence
@@ -316,9 +320,11 @@ final class ForwardPass {
                 let last = Rows(base: x[segment.rows.upperBound - 1], count: 1, width: d)
                 _ = w.outputNorm(last, into: normed + segment.input * d, self)
             }
-            let lastRows = Rows(base: normed, count: inputs.count, width: d)
-            _ = project(w.output, quantize(lastRows, eachRowAlone: true, for: w.output), into: logits)
-            if let cap = w.finalLogitSoftcap { softcap(logits, cap: cap, count: inputs.count * vocab) }
+            if inputs.contains(where: \.needsLogits) {
+                let lastRows = Rows(base: normed, count: inputs.count, width: d)
+                _ = project(w.output, quantize(lastRows, eachRowAlone: true, for: w.output), into: logits)
+                if let cap = w.finalLogitSoftcap { softcap(logits, cap: cap, count: inputs.count * vocab) }
+            }
         }
         for segment in segments { segment.sequence.advance(by: segment.rows.count) }
         segments.removeAll(keepingCapacity: true)

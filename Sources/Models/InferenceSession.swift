@@ -104,8 +104,9 @@ public final class InferenceSession: @unchecked Sendable {
 
     /// Evaluates rows of embeddings given directly (an image's or an audio clip's projected
     /// encoder output, `embeddingLength` floats a row, one position each) at the current
-    /// position, and leaves the last row's logits in `logits`.
-    public func evaluate(embeddings: [Float]) throws(ModelError) {
+    /// position, and leaves the last row's logits in `logits` (with `needsLogits` false, no
+    /// logits are computed and `logits` is left as it was: `hiddenState` is what is read).
+    public func evaluate(embeddings: [Float], needsLogits: Bool = true) throws(ModelError) {
         let d = model.hyperparameters.embeddingLength
         let rows = try BatchedSession.rowCount(tokens: [], embeddings: embeddings, width: d, vocabularySize: 1)
         guard position + rows <= contextLength else {
@@ -116,6 +117,7 @@ public final class InferenceSession: @unchecked Sendable {
             while start < rows {
                 let end = min(rows, start + maxBatch)
                 input[0] = PassInput(sequence: sequence, embeddings: buf.baseAddress! + start * d, rows: end - start)
+                input[0].needsLogits = needsLogits && end == rows
                 forward.run(input)
                 start = end
             }

@@ -39,6 +39,10 @@ public final class TransformerModel: Sendable {
         [weights.tokenEmbedding, weights.output] + weights.layers.flatMap(\.linears)
     }
 
+    /// Bytes of the output head (`output`, or the token embedding it is tied to), which a
+    /// step that computes no logits does not read.
+    public var outputHeadByteCount: Int { weights.output.byteCount }
+
     /// Bytes of weights one decoded token reads: every matrix of every layer and the
     /// output head once, one row of the token embedding (when it is not the head), and of
     /// a mixture-of-experts layer only the router and the `expert_used_count` experts a

@@ -87,7 +87,8 @@ struct SpeechBenchResult {
             if result.samples == 0, !samples.isEmpty { result.firstSampleSeconds = seconds(since: start) }
             result.samples += samples.count
             t = now()
-            try session.evaluate(embeddings: vocoder.frameEmbedding(step.frame))
+            // The next step is another frame: the hidden state is all it reads.
+            try session.evaluate(embeddings: vocoder.frameEmbedding(step.frame), needsLogits: false)
             result.backboneSeconds += seconds(since: t)
         }
         result.samples += stream.finish().count
@@ -127,13 +128,24 @@ extension Bench {
             if rep > 0 { runs.append(run) }
         }
         let median = { (key: (SpeechBenchResult) -> Double) in MediaBenchResult.median(runs.map(key)) }
+        // The weights a frame streams, part by part, against the read ceiling measured now.
+        let backboneBytes = lm.weightBytesPerToken - lm.outputHeadByteCount
+        let depthformerBytes = vocoder.depthformerFrameByteCount
+        let detokenizerBytes = detokenizer.backbone.weightBytesPerToken - detokenizer.backbone.outputHeadByteCount
+        let ceiling = MemoryBandwidth.measureRead(pool: lm.pool)
+        let frameMilliseconds = 1000 * (median(\.backboneSeconds) + median(\.depthformerSeconds) + median(\.detokenizerSeconds)) / Double(n)
+        let frameBytes = Double(backboneBytes + depthformerBytes + detokenizerBytes)
+        let roofMilliseconds = 1000 * frameBytes / ceiling
         if json {
             let object: JSONValue = .object(
                 JSONObject([
                     ("runs", .array(runs.map { $0.json() })), ("vocoder_weights", .string(vocoderWeights)),
                     ("median_total_seconds", .double(median(\.totalSeconds))),
                     ("median_first_sample_seconds", .double(median(\.firstSampleSeconds))),
-                    ("median_real_time_factor", .double(median(\.realTimeFactor)))
+                    ("median_real_time_factor", .double(median(\.realTimeFactor))),
+                    ("backbone_bytes_per_frame", .integer(backboneBytes)), ("depthformer_bytes_per_frame", .integer(depthformerBytes)),
+                    ("detokenizer_bytes_per_frame", .integer(detokenizerBytes)), ("read_ceiling_bytes_per_second", .double(ceiling)),
+                    ("frame_milliseconds", .double(frameMilliseconds)), ("roof_frame_milliseconds", .double(roofMilliseconds))
                 ]))
             writeOut(object.serialized(.python) + "\n")
             return
@@ -150,6 +162,12 @@ extension Bench {
                 first.audioSeconds,
                 median(\.prefillSeconds), 1000 * median(\.backboneSeconds) / f, 1000 * median(\.depthformerSeconds) / f,
                 1000 * median(\.detokenizerSeconds) / f, median(\.firstSampleSeconds), median(\.totalSeconds), median(\.realTimeFactor)))
+        print(
+            "\nweights streamed per frame: backbone \(formatBytes(backboneBytes)), depthformer \(formatBytes(depthformerBytes)) "
+                + "(8 passes), detokenizer \(formatBytes(detokenizerBytes)); at the read ceiling measured now on "
+                + "\(threadCount) threads (\(String(format: "%.2f", ceiling / 1e9)) GB/s) that is "
+                + "\(String(format: "%.1f", roofMilliseconds)) ms a frame, against \(String(format: "%.1f", frameMilliseconds)) ms measured "
+                + "(\(String(format: "%.0f", 100 * roofMilliseconds / max(frameMilliseconds, 1e-9)))% of the roof)")
         print("\nmedians of \(repetitions) runs after a warm-up; vocoder weights \(vocoderWeights); kernels: \(KernelBuild.description)")
         if runs.contains(where: { $0.endOfAudioFrames > 0 }) {
             print("note: some frames chose the end-of-audio code (timed as frames all the same)")

@@ -196,6 +196,50 @@ import Testing
         }
     }
 
+    /// A step none of whose inputs needs logits (a spoken reply's frame before another
+    /// frame) skips the output head: the logits stay as they were, the hidden state and
+    /// every later step are what they are with logits computed. A step where one input
+    /// needs them computes them for all. `InferenceSession` likewise.
+    @Test func stepsWithoutLogitsKeepTheHiddenStateAndTheLogitsAsTheyWere() throws {
+        let model = try TransformerModel(path: Self.modelPath("lfm2-tiny"))
+        let d = model.hyperparameters.embeddingLength
+        var random = SeededRandom(seed: 41)
+        let rows = (0..<3).map { _ in random.normal(d, scale: 0.5) }
+        func run(needsLogits: Bool) throws -> (hidden: [[Float]], logits: [[Float]]) {
+            let batch = BatchedSession(model: model, slots: 2, contextLength: 32, maxStepTokens: 16)
+            let a = try batch.open(), b = try batch.open()
+            try batch.step([.init(a, [504, 3575, 282]), .init(b, [198, 22])])
+            var hidden: [[Float]] = [], logits: [[Float]] = []
+            for (i, row) in rows.enumerated() {
+                // Step 1 of 3 has b needing logits: the head runs for both.
+                try batch.step([
+                    .init(a, embeddings: row, needsLogits: needsLogits), .init(b, embeddings: row, needsLogits: needsLogits || i == 1)
+                ])
+                hidden.append(Array(try batch.hiddenState(of: a)))
+                logits.append(Array(try batch.logits(of: a)))
+            }
+            try batch.step([.init(a, [30]), .init(b, [30])])
+            logits.append(Array(try batch.logits(of: a)))
+            return (hidden, logits)
+        }
+        let with = try run(needsLogits: true), without = try run(needsLogits: false)
+        #expect(with.hidden.map { $0.map(\.bitPattern) } == without.hidden.map { $0.map(\.bitPattern) })
+        #expect(without.logits[0] != with.logits[0], "step 0 skipped the head")
+        #expect(without.logits[1] == with.logits[1] && without.logits[3] == with.logits[3])
+        #expect(without.logits[2] == with.logits[1], "step 2 skipped the head: step 1's logits stay")
+
+        let session = InferenceSession(model: model, contextLength: 16)
+        try session.evaluate([504, 3575])
+        let before = Array(session.logits)
+        try session.evaluate(embeddings: rows[0], needsLogits: false)
+        #expect(Array(session.logits) == before)
+        let hidden = Array(session.hiddenState)
+        let again = InferenceSession(model: model, contextLength: 16)
+        try again.evaluate([504, 3575])
+        try again.evaluate(embeddings: rows[0])
+        #expect(Array(again.hiddenState) == hidden && Array(again.logits) != before)
+    }
+
     @Test func sequenceHandlesAndStepsAreChecked() throws {
         let model = try TransformerModel(path: Self.modelPath("lfm2-tiny"))
         let batch = BatchedSession(model: model, slots: 2, contextLength: 8, maxStepTokens: 6)

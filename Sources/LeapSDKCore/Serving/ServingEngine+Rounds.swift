@@ -50,10 +50,12 @@ extension ServingEngine {
             }
             switch sampleNext(slot, seq) {
             case .next(let token)?:
-                stepInputs.append(.init(slot.handle, [token]))
+                var input = BatchedSession.Input(slot.handle, [token])
+                input.needsLogits = seq.generation?.nextStepReadsLogits ?? true
+                stepInputs.append(input)
                 stepWork.append((slot, seq, .token(token)))
             case .nextEmbedding(let row, let key)?:
-                stepInputs.append(.init(slot.handle, embeddings: row))
+                stepInputs.append(.init(slot.handle, embeddings: row, needsLogits: seq.generation?.nextStepReadsLogits ?? true))
                 stepWork.append((slot, seq, .frame(key: key)))
             case .finished?, nil: continue
             }

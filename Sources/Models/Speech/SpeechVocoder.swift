@@ -224,6 +224,13 @@ public final class SpeechVocoder: Sendable {
         let matrices = layers.flatMap(\.linears) + [depthLinear] + codebooks.map(\.toLogits)
         return matrices.reduce(0) { $0 + $1.byteCount }
     }
+
+    /// Bytes of weights one frame reads: the layers once per codebook (8 passes),
+    /// `depth_linear` once, and each codebook's output head once.
+    public var depthformerFrameByteCount: Int {
+        let layerBytes = layers.flatMap(\.linears).reduce(0) { $0 + $1.byteCount }
+        return layerBytes * AudioFrame.codebookCount + depthLinear.byteCount + codebooks.reduce(0) { $0 + $1.toLogits.byteCount }
+    }
 }
 
 /// One depthformer layer's weights (`depthformer.layers.N.*`).
