@@ -13,7 +13,10 @@ struct Inspect: AsyncParsableCommand {
             An mmproj file (general.architecture clip) is also loaded as leap-ref's media encoder: \
             its projector type, the encoder (vision or audio), the encoder's shape (image size, \
             patch size, layers, width, mel bins, ...), its tensor count and the width of the \
-            language model it fits; the JSON report gains a "projector" object with those fields.
+            language model it fits; the JSON report gains a "projector" object with those fields. \
+            A speech model's vocoder-*.gguf (the depthformer and the audio-code embeddings) is \
+            loaded as leap-ref's SpeechVocoder and its tokenizer-*.gguf (the audio detokenizer) \
+            described from its keys: their shapes and what they fit, in a "speech" object.
             """
     )
 
@@ -59,6 +62,9 @@ struct Inspect: AsyncParsableCommand {
         ])
         if let projector = projectorSummary(file, path: path) {
             out["projector"] = .object(JSONObject(projector.map { ($0.key, $0.value) }))
+        }
+        if let speech = speechSummary(file, path: path) {
+            out["speech"] = .object(JSONObject(speech.fields.map { ($0.key, $0.value) }))
         }
         return .object(out)
     }
@@ -115,6 +121,62 @@ struct Inspect: AsyncParsableCommand {
         return out
     }
 
+    /// What leap-ref makes of a speech model's companion file (nil for any other GGUF
+    /// file): a vocoder (`depthformer_n_layer`), loaded as `SpeechVocoder`, or an audio
+    /// detokenizer (an LFM2 file with `lfm2.embedding_length_out`), described from its keys.
+    /// The section's title and the JSON report's "speech" fields, in order.
+    static func speechSummary(_ file: GGUFFile, path: String) -> (
+        title: String, fields: [(key: String, label: String, value: JSONValue)]
+    )? {
+        let m = file.metadata
+        var out: [(key: String, label: String, value: JSONValue)] = []
+        func add(_ key: String, _ label: String, _ value: JSONValue) { out.append((key, label, value)) }
+        if m.contains("depthformer_n_layer") {
+            add("kind", "kind", "vocoder")
+            add("model", "model", "LFM2.5-Audio: depthformer (one frame of 8 audio codes from a hidden state) and audio-code embeddings")
+            let vocoder: SpeechVocoder
+            do {
+                vocoder = try SpeechVocoder(file: file, path: path, pool: ThreadPool(threads: 1))
+            } catch {
+                add("error", "cannot be loaded", .string(error.description))
+                return ("speech vocoder (vocoder-*.gguf)", out)
+            }
+            let shape = vocoder.shape
+            add("layers", "depthformer layers", .integer(shape.layers))
+            add("width", "depthformer width", .integer(shape.width))
+            add("heads", "attention heads", .string("\(shape.heads) query, \(shape.kvHeads) key/value (head size \(shape.headDim))"))
+            add("feed_forward_length", "feed-forward width", .integer(shape.feedForwardWidth))
+            add(
+                "codebooks", "codebooks",
+                .string("\(AudioFrame.codebookCount) x \(AudioFrame.codesPerCodebook) codes (2048 ends the audio)"))
+            add("language_model_width", "language model width", .integer(shape.languageModelWidth))
+            add("detokenizer_width", "detokenizer width", .integer(shape.detokenizerWidth))
+            add("frame_bytes", "bytes read a frame", .integer(vocoder.depthformerFrameByteCount))
+            return ("speech vocoder (vocoder-*.gguf)", out)
+        }
+        let outputKey = "lfm2.embedding_length_out"
+        guard (try? m.string("general.architecture")) == "lfm2", let outputWidth = m[outputKey]?.intValue else { return nil }
+        add("kind", "kind", "audio detokenizer")
+        add("model", "model", "LFM2.5-Audio: LFM2 blocks over audio codes as an embedding model, then an inverse STFT")
+        var layerKinds: [String] = []
+        if case .array(let values)? = m["lfm2.attention.head_count_kv"] {
+            layerKinds = (values.intValues ?? []).map { $0 > 0 ? "attention" : "conv" }
+        }
+        add(
+            "layers", "layers", .string(layerKinds.isEmpty ? "\(m["lfm2.block_count"]?.intValue ?? 0)" : layerKinds.joined(separator: ", "))
+        )
+        add("width", "width", .integer(m["lfm2.embedding_length"]?.intValue ?? 0))
+        add("sliding_window", "sliding window", .integer(m["lfm2.attention.sliding_window"]?.intValue ?? 0))
+        add("output_width", "output width", .integer(outputWidth))
+        add(
+            "waveform", "waveform",
+            .string(
+                "\(AudioDetokenizer.sampleRate) Hz, \(AudioDetokenizer.samplesPerFrame) samples a frame "
+                    + "(\(AudioDetokenizer.rowsPerFrame) rows, \(AudioDetokenizer.fftSize)-point inverse STFT, hop \(AudioDetokenizer.hopLength))"
+            ))
+        return ("audio detokenizer (tokenizer-*.gguf)", out)
+    }
+
     /// The projector section of the text report.
     static func projectorText(_ summary: [(key: String, label: String, value: JSONValue)]) -> String {
         var out = "\nmultimodal projector (mmproj):\n"
@@ -161,6 +223,13 @@ struct Inspect: AsyncParsableCommand {
         out += "parameters:    \(params) (\(String(format: "%.1f", Double(params) / 1e6)) M)\n"
         if let ft = m["general.file_type"]?.intValue { out += "file type:     \(ft)\n" }
         if let projector = projectorSummary(file, path: path) { out += projectorText(projector) }
+        if let speech = speechSummary(file, path: path) {
+            out += "\n\(speech.title):\n"
+            for (_, label, value) in speech.fields {
+                let text = value.stringValue ?? value.serialized(.python)
+                out += "  \((label + ":").padding(toLength: 24, withPad: " ", startingAt: 0))\(text)\n"
+            }
+        }
 
         out += "\nhyper-parameters:\n"
         for (key, value) in m.pairs where key.hasPrefix(arch + ".") {

@@ -31,6 +31,37 @@ import Testing
         #expect(try JSONValue.parse(report.serialized(.python)) == report)
     }
 
+    /// A speech model's companions: the vocoder loaded and described by its shape, the
+    /// detokenizer by its keys; a vocoder missing a tensor says why it cannot be loaded;
+    /// other files have no speech section.
+    @Test func speechCompanionsAreDescribed() throws {
+        let vocoderPath = TestFixtures.path("models/vocoder-lfm2-audio-tiny.gguf")
+        let vocoder = try #require(Inspect.jsonReport(try GGUFFile(path: vocoderPath), path: vocoderPath)["speech"]?.objectValue)
+        #expect(vocoder["kind"] == .string("vocoder"))
+        #expect(vocoder["layers"] == .integer(2) && vocoder["width"] == .integer(128) && vocoder["feed_forward_length"] == .integer(512))
+        #expect(vocoder["language_model_width"] == .integer(128) && vocoder["detokenizer_width"] == .integer(64))
+        let text = Inspect.textReport(try GGUFFile(path: vocoderPath), path: vocoderPath)
+        #expect(text.contains("speech vocoder (vocoder-*.gguf):") && text.contains("32 query, 8 key/value (head size 4)"))
+
+        let tokenizerPath = TestFixtures.path("models/tokenizer-lfm2-audio-tiny.gguf")
+        let tokenizer = try #require(Inspect.jsonReport(try GGUFFile(path: tokenizerPath), path: tokenizerPath)["speech"]?.objectValue)
+        #expect(tokenizer["kind"] == .string("audio detokenizer"))
+        #expect(tokenizer["layers"] == .string("conv, attention, conv") && tokenizer["width"] == .integer(64))
+        #expect(tokenizer["sliding_window"] == .integer(30) && tokenizer["output_width"] == .integer(1282))
+
+        // The vocoder without one of its tensors.
+        let source = try GGUFFile(path: vocoderPath)
+        var w = GGUFWriter(copyingMetadataOf: source)
+        for t in source.tensors where t.name != "depth_linear.bias" {
+            try w.addTensor(name: t.name, type: t.type, shape: t.shape, data: Array(source.data(for: t)))
+        }
+        let broken = try GGUFFile(bytes: try w.serialize())
+        let refused = try #require(Inspect.jsonReport(broken, path: "vocoder-broken.gguf")["speech"]?.objectValue)
+        #expect(refused["error"]?.stringValue?.contains("depth_linear.bias") == true)
+
+        #expect(Inspect.jsonReport(try GGUFFile(path: TestFixtures.path("models/lfm2-tiny.gguf")))["speech"] == nil)
+    }
+
     @Test func textReportOfSmolLM2ListsAll272Tensors() throws {
         let path = try TestFixtures.require(TestFixtures.smolLM2Q4_1)
         let text = Inspect.textReport(try GGUFFile(path: path), path: path)
