@@ -36,17 +36,43 @@ enum Formats {
     static let relativeRef = "(//\(authority)\(pathAbempty)|\(pathAbsolute)|\(pathNoScheme))?\(queryFragment)"
     static let uriReference = "(\(uri)|\(relativeRef))"
 
+    // RFC 3339 appendix A (ISO 8601 durations): P1Y2M3DT4H5M6S, P3W; the parts in order, no
+    // fractions, and a time part is hours [minutes [seconds]], minutes [seconds] or seconds.
+    static let duration: String = {
+        let n = "[0-9]+"
+        let time = "T(\(n)H(\(n)M(\(n)S)?)?|\(n)M(\(n)S)?|\(n)S)"
+        let date = "(\(n)D|\(n)M(\(n)D)?|\(n)Y(\(n)M(\(n)D)?)?)"
+        return "P(\(date)(\(time))?|\(time)|\(n)W)"
+    }()
+    // RFC 4291 section 2.2 text forms, as written in RFC 3986's IPv6address (no zone index).
+    static let ipv6: String = {
+        let h16 = "[0-9A-Fa-f]{1,4}"
+        let ls32 = "(\(h16):\(h16)|\(ipv4))"
+        func rep(_ k: Int) -> String { k == 0 ? "" : "(\(h16):){\(k)}" }
+        func head(_ k: Int) -> String { k == 0 ? "(\(h16))?" : "((\(h16):){0,\(k)}\(h16))?" }
+        let forms = [
+            "\(rep(6))\(ls32)", "::\(rep(5))\(ls32)", "\(head(0))::\(rep(4))\(ls32)", "\(head(1))::\(rep(3))\(ls32)",
+            "\(head(2))::\(rep(2))\(ls32)", "\(head(3))::\(h16):\(ls32)", "\(head(4))::\(ls32)", "\(head(5))::\(h16)",
+            "\(head(6))::"
+        ]
+        return "(" + forms.joined(separator: "|") + ")"
+    }()
+    // RFC 1123 section 2.1 host names: dot-separated labels of 1-63 letters, digits and hyphens,
+    // neither starting nor ending with a hyphen; at most 253 characters in all (no final dot).
+    static let hostname = "\(label)(\\.\(label))*"
+    static let hostnameMaxLength = 253
+
     /// Formats enforced by the compiler.
     static let enforced: [String: String] = [
         "date": date, "time": time, "date-time": dateTime, "uuid": uuid, "email": email, "ipv4": ipv4,
-        "uri": uri, "uri-reference": uriReference
+        "uri": uri, "uri-reference": uriReference, "duration": duration, "ipv6": ipv6, "hostname": hostname
     ]
 
     /// Formats that validators commonly assert but that this compiler cannot enforce: using one
     /// is a compile error. Any other format is an annotation (JSON Schema 2020-12 default).
     static let unenforceable: Set<String> = [
-        "regex", "ipv6", "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer",
-        "duration", "iri", "iri-reference", "uri-template", "hostname"
+        "regex", "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer", "iri", "iri-reference",
+        "uri-template"
     ]
 
     /// The DFAs of the enforced formats, built once per process.
@@ -54,6 +80,12 @@ enum Formats {
         var out: [String: CodePointDFA] = [:]
         for (name, re) in enforced {
             if let node = try? RegexParser.parse(re), let dfa = try? RegexCompiler.compile(node, limits: .unlimited) { out[name] = dfa }
+        }
+        // A host name's total length: the labels' automaton intersected with a length bound.
+        if let labels = out["hostname"], let node = try? RegexParser.parse("[A-Za-z0-9.-]{1,\(hostnameMaxLength)}"),
+            let bound = try? RegexCompiler.compile(node, limits: .unlimited)
+        {
+            out["hostname"] = try? labels.intersection(bound, limits: .unlimited)
         }
         return out
     }()

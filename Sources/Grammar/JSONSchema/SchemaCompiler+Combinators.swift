@@ -76,20 +76,25 @@ extension SchemaCompiler {
             for s in raw { branches.append(try flatten(s, base: base)) }
             var next: [Flat] = []
             var exact: [Flat]?
+            var relaxed = false
             for c in combos {
                 var merged: [Flat] = []
                 for br in branches { merged.append(try merge(c, br)) }
                 if gi >= anyGroups.count && !options.oneOfAsAnyOf, let overlap = overlappingPair(merged, base: base) {
                     // Not provably exclusive: branch i and none of the others.
-                    let exactBranches: [Flat]
-                    if let known = exact {
-                        exactBranches = known
-                    } else {
-                        exactBranches = try oneOfExactBranches(raw, base: base, overlap: overlap)
-                        exact = exactBranches
+                    // When that cannot be expressed either, `budget.overlappingOneOfAsAnyOf` keeps the
+                    // branches as an anyOf (wider than the schema), counted in the budget.
+                    if exact == nil && !relaxed {
+                        do { exact = try oneOfExactBranches(raw, base: base, overlap: overlap) } catch {
+                            guard budget.overlappingOneOfAsAnyOf, case .unsupported = error.kind else { throw error }
+                            relaxed = true
+                            budget.oneOfsAsAnyOf.insert(location)
+                        }
                     }
-                    merged = []
-                    for br in exactBranches { merged.append(try merge(c, br)) }
+                    if let exactBranches = exact {
+                        merged = []
+                        for br in exactBranches { merged.append(try merge(c, br)) }
+                    }
                 }
                 next += merged.filter { $0 != nil }
                 if next.count > budget.limits.maxCombinations {

@@ -46,6 +46,11 @@ final class CompileBudget {
     let limits: JSONSchemaCompiler.Limits
     let deadline: ContinuousClock.Instant
     private(set) var depth = 0
+    /// Compile an overlapping `oneOf` whose exclusivity cannot be expressed as `anyOf`
+    /// (`JSONSchemaCompiler.compileReporting(_:options:overlappingOneOf:)`), recording where.
+    var overlappingOneOfAsAnyOf = false
+    /// Where an overlapping `oneOf` was compiled as `anyOf`.
+    var oneOfsAsAnyOf: Set<String> = []
 
     init(_ limits: JSONSchemaCompiler.Limits) {
         self.limits = limits
