@@ -31,10 +31,6 @@
 //   changed around it is `cachePath`: a temporary folder, not the user's caches folder.
 //   The audio demo's call gets one argument more, `engineOptions:` with a fixed seed
 //   (`V010Library.seeded` says why).
-// - ChatStore and SloganStore are `@MainActor` (in the apps only their methods are):
-//   leap-ref's `progress` closure is `@Sendable`, and in Swift 6 mode a non-isolated,
-//   non-Sendable store cannot be captured in it (`[weak self]`). SloganStore's `deinit`,
-//   which reads the task, is then `isolated deinit`.
 // - v0.10's streams are non-throwing (SKIE), so v0.10 code writes `for await` and handles a
 //   failure as the in-band `onEnum` case `.error(let err)`. leap-ref's streams throw
 //   `LeapError` (the seeds' `for try await`), and `onEnum(of: response)` has no `.error`
@@ -461,7 +457,6 @@ extension [ChatMessageContent] {
 // MARK: - ChatStore.swift (LeapChatExample, v0.10.0)
 
 @Observable
-@MainActor  // (test) see the file's header
 class ChatStore {
     var input: String = ""
     var messages: [MessageBubble] = []
@@ -626,7 +621,6 @@ private let SYSTEM_PROMPT =
 private let USER_PROMPT_TEMPLATE = "Suggest slogans for this business: \"%@\""
 
 @Observable
-@MainActor  // (test) see the file's header
 class SloganStore {
     var businessDescription: String = ""
     var generatedText: String = ""
@@ -865,7 +859,7 @@ class SloganStore {
         }
     }
 
-    isolated deinit {  // (test) `deinit`: see the file's header
+    deinit {
         generationTask?.cancel()
     }
 }

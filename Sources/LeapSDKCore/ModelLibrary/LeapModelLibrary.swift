@@ -315,16 +315,34 @@ public final class LeapModelLibrary: @unchecked Sendable {
     ///   - quantization: the quantization's name (`"Q4_0"`, `"Q8_0"`, `"F16"`).
     ///   - options: context size, threads, chat template, cache folder.
     ///   - progress: the download's fraction (0...1; 1 when the files are in place, before
-    ///     the model is read into memory) and speed in bytes per second.
+    ///     the model is read into memory) and speed in bytes per second. It is called in
+    ///     the caller's isolation (on the main actor when called from there), so it may
+    ///     capture the caller's non-`Sendable` state, as v0.10's example stores do; reports
+    ///     that arrive faster than it runs are coalesced to the latest.
     /// - Throws: `ModelLibraryError` for the library and the download,
     ///   `LeapError.modelLoadingFailure` for the files.
-    public func load(
+    nonisolated(nonsending) public func load(
         model: String, quantization: String, options: LiquidInferenceEngineManifestOptions? = nil,
-        progress: @escaping @Sendable (Double, Int64) -> Void = { _, _ in }
+        progress: @escaping (Double, Int64) -> Void = { _, _ in }
     ) async throws -> ModelRunner {
         let cache = options?.cacheOptions.map { URL(fileURLWithPath: $0.path) }
-        let files = try await fetch(model: model, quantization: quantization, cacheDirectory: cache, progress: progress)
+        // The download runs on a background thread and reports into a stream; the reports
+        // reach `progress` here, in the caller's isolation.
+        let (reports, reporter) = AsyncStream.makeStream(of: (Double, Int64).self, bufferingPolicy: .bufferingNewest(1))
+        async let fetched = Self.finishing(reporter) {
+            try await self.fetch(model: model, quantization: quantization, cacheDirectory: cache) { reporter.yield(($0, $1)) }
+        }
+        for await (fraction, speed) in reports { progress(fraction, speed) }
+        let files = try await fetched
         return try await Leap.load(path: files.modelPath, options: files.engineOptions(options))
+    }
+
+    /// `body`'s result, `reporter` finished whatever the outcome.
+    private static func finishing<T: Sendable>(
+        _ reporter: AsyncStream<(Double, Int64)>.Continuation, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        defer { reporter.finish() }
+        return try await body()
     }
 
     /// Loads the model of a manifest URL (see `load(model:quantization:options:progress:)`).
