@@ -32,6 +32,10 @@ public final class Grammar: Sendable {
     public let ruleCount: Int
     /// The most parses a matcher follows at once (`JSONSchemaCompiler.Limits.maxParseThreads`).
     let maxThreads: Int
+    /// Per terminal: whether it is an `ObjectGuard` (applied while expanding, never stepped).
+    let isGuard: [Bool]
+    /// Whether any terminal is a guard (objects whose properties may come in any order).
+    let hasGuards: Bool
 
     struct Template: Sendable {
         var entries: [(terminalPosition: Int32, pushes: [Int32])] = []
@@ -47,7 +51,15 @@ public final class Grammar: Sendable {
         self.templates = templates
         self.ruleCount = ruleCount
         self.maxThreads = maxThreads
+        isGuard = terminals.map {
+            if case .objectGuard = $0 { return true }
+            return false
+        }
+        hasGuards = isGuard.contains(true)
     }
+
+    /// Number of grammar positions (symbols of the flat layout).
+    var positionCount: Int { symbols.count }
 }
 
 /// Builds a `Grammar` from rules whose alternatives are sequences of symbols. Rules may be

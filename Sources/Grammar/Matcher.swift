@@ -27,6 +27,10 @@ final class StackPool {
     /// Masks computed for states of this pool (stack ids are only meaningful within a pool).
     var maskCache: [MatchState: TokenMask] = [:]
     weak var maskOwner: TokenMaskComputer?
+    /// The key sets of any-order objects (`ObjectGuard`), hash-consed: a frame whose `top` is
+    /// `-(id + 2)` holds `seenSets[id]`.
+    var seenSets: [[UInt64]] = []
+    var seenSetIndex: [[UInt64]: Int32] = [:]
 
     @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
         let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))
@@ -52,6 +56,14 @@ struct MatchEngine {
             for e in t.entries {
                 var s = stk
                 for r in e.pushes { s = pool.push(s, r) }
+                if grammar.hasGuards, grammar.isGuard[Int(grammar.symbols[Int(e.terminalPosition)])] {
+                    // A key check of an any-order object: applied now, consuming nothing.
+                    guard case .objectGuard(let g) = grammar.terminals[Int(grammar.symbols[Int(e.terminalPosition)])],
+                        let after = pool.apply(g, to: s)
+                    else { continue }
+                    expand(e.terminalPosition + 1, after, into: &out, canEnd: &canEnd)
+                    continue
+                }
                 out.append(MatchThread(position: e.terminalPosition, stack: s, lex: LexState()))
             }
             guard t.reachesEnd else { return }

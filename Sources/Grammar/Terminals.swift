@@ -28,6 +28,9 @@ enum Terminal: Hashable, Sendable {
     case number(NumberSpec)
     /// One Unicode scalar (UTF-8 encoded) from a set: GBNF character classes and `.`.
     case scalar(ScalarSet)
+    /// A check on the keys of an object in any order, consuming no byte: the matcher applies
+    /// it while expanding (see `ObjectGuard`); no thread ever rests inside it.
+    case objectGuard(ObjectGuard)
 
     var initial: LexState { LexState() }
 
@@ -46,6 +49,7 @@ enum Terminal: Hashable, Sendable {
             return NumberLexer.step(spec, s, byte)
         case .scalar(let set):
             return ScalarLexer.step(set, s, byte)
+        case .objectGuard: return nil
         }
     }
 
@@ -58,6 +62,7 @@ enum Terminal: Hashable, Sendable {
         case .string: return (s.b & 0xFF) == StringLexer.done
         case .number(let spec): return NumberLexer.isFinal(spec, s)
         case .scalar: return s.b == ScalarLexer.done
+        case .objectGuard: return false
         }
     }
 
@@ -70,6 +75,7 @@ enum Terminal: Hashable, Sendable {
         case .string: return (s.b & 0xFF) != StringLexer.done
         case .number: return true
         case .scalar: return s.b != ScalarLexer.done
+        case .objectGuard: return false
         }
     }
 

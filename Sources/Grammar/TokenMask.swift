@@ -449,6 +449,7 @@ public final class TokenMaskComputer {
             }
         case .number(let spec): info = walkLexer(NumberLexerBox(spec: spec), from: state)
         case .scalar(let set): info = walkLexer(ScalarLexerBox(set: set), from: state)
+        case .objectGuard: info = LexInfo(acceptedBits: nil, acceptedList: [], exits: [], lengths: nil)
         }
         if lexCacheCount > 100_000 {
             lexCache.removeAll()

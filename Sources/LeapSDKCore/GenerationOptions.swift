@@ -35,6 +35,9 @@ public struct GenerationOptions: Sendable {
     public var cacheControl: CacheControl?
     /// A JSON Schema (as text) the output must satisfy; generation is constrained token by token.
     public var jsonSchemaConstraint: String?
+    /// The order of the properties of `jsonSchemaConstraint`'s objects (nil is `.schema`:
+    /// the schema's order, which reads best; `.any` accepts them in any order).
+    public var jsonSchemaPropertyOrder: JSONSchemaPropertyOrder?
     /// Parses the model's function calls; `nil` passes call text through as `.chunk`s.
     public var functionCallParser: LeapFunctionCallParserProtocol?
     /// Whether the model may, must, or must not call the registered functions

@@ -139,12 +139,14 @@ enum WireMapping {
             (mode, messages) = spokenChat(messages)
             speech = SpeechRequest(mode: mode)
         }
-        return ServingRequest(
+        var request = ServingRequest(
             prompt: .chat(messages: messages, tools: tools), sampling: sampling(r.sampling, defaults: defaults),
             maxTokens: try maxTokens(r.sampling.maxTokens, limit: maxTokensLimit), stop: r.sampling.stop,
             logprobs: r.topLogprobs, constraint: constraint, toolChoice: choice, cachePrompt: r.sampling.cachePrompt,
             enableThinking: r.enableThinking, ignoreEndOfGeneration: r.sampling.ignoreEOS, deliversEventsAsGenerated: r.sampling.stream,
             speech: speech)
+        request.schemaPropertyOrder = r.anyPropertyOrder ? .any : .schema
+        return request
     }
 
     /// The mode of a spoken chat reply and the conversation it is asked of: a system prompt

@@ -373,6 +373,10 @@ public struct ChatCompletionRequest: WireRequest, Equatable {
     public var responseFormat: WireResponseFormat
     /// llama-server's `chat_template_kwargs.enable_thinking`.
     public var enableThinking: Bool?
+    /// leap-ref's `response_format.json_schema.property_order`: `"any"` lets an object's
+    /// properties come in any order (each once, the required ones all); false (`"schema"`,
+    /// the default) keeps the schema's order.
+    public var anyPropertyOrder = false
     /// A spoken reply (`modalities` with `"audio"` and its `audio` parameters); nil: text only.
     public var audioOutput: WireChatAudio?
 
@@ -448,6 +452,7 @@ public struct ChatCompletionRequest: WireRequest, Equatable {
                         throw WireError("'response_format.json_schema.schema' is required", param: "response_format.json_schema.schema")
                     }
                     responseFormat = .jsonSchema(.object(schema))
+                    anyPropertyOrder = try js.choice("property_order", ["schema", "any"]) == "any"
                 }
             default:
                 break

@@ -45,6 +45,11 @@ struct SchemaBench: AsyncParsableCommand {
     @Flag(name: .customLong("oneof-as-anyof"), help: "Compile every oneOf as anyOf (not exact).")
     var oneOfAsAnyOf = false
 
+    @Option(
+        name: .customLong("property-order"),
+        help: "Object properties in the schema's order ('schema', the default), in any order ('any'), or both runs ('both').")
+    var propertyOrder = "schema"
+
     @Flag(name: .shortAndLong, help: "One line per file, and mask-cache statistics.")
     var verbose = false
 
@@ -59,23 +64,44 @@ struct SchemaBench: AsyncParsableCommand {
             var files = names.filter { $0.hasSuffix(".json") && (filter.map($0.contains) ?? true) }.sorted()
             if let limit { files = Array(files.prefix(max(0, limit))) }
             guard !files.isEmpty else { throw CLIError("no *.json files in '\(directory)'") }
-            var options = JSONSchemaCompiler.Options()
-            options.oneOfAsAnyOf = oneOfAsAnyOf
-            var results: [SchemaBenchResult] = []
-            for name in files {
-                guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
-                    throw CLIError("cannot read '\(name)'")
-                }
-                let r = SchemaBenchResult.measure(
-                    id: name, fileText: text, options: options, computer: computer, tokenize: tokenize)
-                if verbose || r.outcome.invalidationError || r.outcome.maskInconsistencies > 0 { print(r.line) }
-                results.append(r)
+            let orders: [JSONSchemaCompiler.PropertyOrder]
+            if propertyOrder == "both" {
+                orders = [.schema, .any]
+            } else if let o = JSONSchemaCompiler.PropertyOrder(rawValue: propertyOrder) {
+                orders = [o]
+            } else {
+                throw CLIError("--property-order must be 'schema', 'any' or 'both', not '\(propertyOrder)'")
             }
-            let summary = SchemaBenchSummary(results)
-            print(summary.text)
-            if verbose { print("lexical walks: \(computer.lexCacheMisses); state cache hits: \(computer.stateCacheHits)") }
+            var runs: [(JSONSchemaCompiler.PropertyOrder, [SchemaBenchResult], SchemaBenchSummary)] = []
+            for order in orders {
+                var options = JSONSchemaCompiler.Options()
+                options.oneOfAsAnyOf = oneOfAsAnyOf
+                options.propertyOrder = order
+                if orders.count > 1 { print("property order: \(order.rawValue)") }
+                var results: [SchemaBenchResult] = []
+                for name in files {
+                    guard let text = try? String(contentsOfFile: directory + "/" + name, encoding: .utf8) else {
+                        throw CLIError("cannot read '\(name)'")
+                    }
+                    let r = SchemaBenchResult.measure(
+                        id: name, fileText: text, options: options, computer: computer, tokenize: tokenize)
+                    if verbose || r.outcome.invalidationError || r.outcome.maskInconsistencies > 0 { print(r.line) }
+                    results.append(r)
+                }
+                let summary = SchemaBenchSummary(results)
+                print(summary.text)
+                if verbose { print("lexical walks: \(computer.lexCacheMisses); state cache hits: \(computer.stateCacheHits)") }
+                runs.append((order, results, summary))
+            }
             if let json {
-                let doc = JSONValue.object(JSONObject([("files", .array(results.map(\.json))), ("summary", summary.json)]))
+                // One run: {"files", "summary", "property_order"}; both: {"runs": [those]}.
+                let docs = runs.map { order, results, summary in
+                    JSONValue.object(
+                        JSONObject([
+                            ("property_order", .string(order.rawValue)), ("files", .array(results.map(\.json))), ("summary", summary.json)
+                        ]))
+                }
+                let doc = docs.count == 1 ? docs[0] : .object(JSONObject([("runs", .array(docs))]))
                 do { try doc.serialized(.compact).write(toFile: json, atomically: true, encoding: .utf8) } catch {
                     throw CLIError("cannot write '\(json)': \(error.localizedDescription)")
                 }
@@ -173,7 +199,7 @@ struct SchemaBenchResult {
 /// Counts and timing statistics over files.
 struct SchemaBenchSummary {
     var files = 0, passed = 0, compileErrors = 0, validationErrors = 0, invalidationErrors = 0, inconsistencies = 0
-    var compileMeanMicros = 0.0, compileP50Micros = 0.0, compileMaxMicros = 0.0
+    var compileMeanMicros = 0.0, compileP50Micros = 0.0, compileP99Micros = 0.0, compileMaxMicros = 0.0
     var maskMeanMicros = 0.0, maskP50Micros = 0.0, maskP99Micros = 0.0, maskMaxMicros = 0.0
     var tokens = 0
 
@@ -188,6 +214,7 @@ struct SchemaBenchSummary {
         if let last = compiled.last {
             compileMeanMicros = compiled.reduce(0, +) / Double(compiled.count)
             compileP50Micros = compiled[compiled.count / 2]
+            compileP99Micros = compiled[min(compiled.count - 1, Int(Double(compiled.count) * 0.99))]
             compileMaxMicros = last
         }
         let masks = results.flatMap(\.maskMicros).sorted()
@@ -208,6 +235,7 @@ struct SchemaBenchSummary {
                 ("compile_errors", .integer(compileErrors)), ("validation_errors", .integer(validationErrors)),
                 ("invalidation_errors", .integer(invalidationErrors)), ("mask_inconsistencies", .integer(inconsistencies)),
                 ("compile_us_mean", .double(compileMeanMicros)), ("compile_us_p50", .double(compileP50Micros)),
+                ("compile_us_p99", .double(compileP99Micros)),
                 ("compile_us_max", .double(compileMaxMicros)), ("tokens", .integer(tokens)),
                 ("mask_us_mean", .double(maskMeanMicros)), ("mask_us_p50", .double(maskP50Micros)),
                 ("mask_us_p99", .double(maskP99Micros)), ("mask_us_max", .double(maskMaxMicros))
@@ -220,7 +248,7 @@ struct SchemaBenchSummary {
         return """
             schemas passed: \(passed) / \(files) (\(files == 0 ? 0 : passed * 100 / files)%)
             compile errors: \(compileErrors), validation errors: \(validationErrors), invalidation errors: \(invalidationErrors)\(inconsistent)
-            compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms, max \(f(compileMaxMicros / 1000)) ms
+            compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms, p99 \(f(compileP99Micros / 1000)) ms, max \(f(compileMaxMicros / 1000)) ms
             mask time (\(tokens) tokens): mean \(f(maskMeanMicros)) µs, p50 \(f(maskP50Micros)) µs, p99 \(f(maskP99Micros)) µs, max \(f(maskMaxMicros)) µs
             """
     }

@@ -116,9 +116,27 @@ public enum JSONSchemaCompiler {
         /// The dialect of a schema that does not name one with `$schema` (a `$schema` naming
         /// a known draft always wins).
         public var defaultDraft: SchemaDraft = .draft2020_12
+        /// The order of an object's properties: `.schema` (the default: the order of
+        /// `properties`, then required names not declared) or `.any` (any order, each at most
+        /// once; see `PropertyOrder`).
+        public var propertyOrder: PropertyOrder = .schema
         /// Bounds on the work one schema may cause (compile time, grammar size, nesting...).
         public var limits = Limits()
         public init() {}
+    }
+
+    /// The order in which the compiled grammar lets an object's properties come.
+    public enum PropertyOrder: String, Sendable, Equatable, CaseIterable {
+        /// The schema's order: the declared properties in the order of `properties`, then the
+        /// required names not declared; extra properties anywhere between them. The documents
+        /// read like the schema, and it is what OpenAI's strict mode writes.
+        case schema
+        /// Any order, as JSON Schema itself allows: each declared property at most once, every
+        /// required one before the object closes, extras anywhere. The grammar tracks the set
+        /// of properties seen (its size does not grow with the orders). Objects with
+        /// `minProperties`/`maxProperties` or a negated `additionalProperties` keep the
+        /// schema's order.
+        case any
     }
 
     /// The spelling of the JSON literals `null`, `true` and `false` in the compiled grammar.

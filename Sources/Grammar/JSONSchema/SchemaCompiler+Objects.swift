@@ -70,8 +70,11 @@ extension SchemaCompiler {
             return try countedObjectAlternatives(
                 kv: kv, isRequired: members.isRequired, extra: extra, minProps: minProps, maxProps: maxProps)
         }
-        return orderedObjectAlternatives(
-            kv: kv, isRequired: members.isRequired, extra: extra, allowEmpty: members.requiredCount == 0 && minProps < 1)
+        let allowEmpty = members.requiredCount == 0 && minProps < 1
+        if options.propertyOrder == .any {
+            return anyOrderObjectAlternatives(kv: kv, isRequired: members.isRequired, extra: extra, allowEmpty: allowEmpty)
+        }
+        return orderedObjectAlternatives(kv: kv, isRequired: members.isRequired, extra: extra, allowEmpty: allowEmpty)
     }
 
     /// Declared names (in schema order), then required names not declared, with their value

@@ -63,13 +63,15 @@ extension LiquidInferenceEngineRunner {
             throw .generationFailure(
                 "jsonSchemaConstraint and speech cannot go together: turn speech off (GenerationOptions.speech = .off)")
         }
-        return ServingRequest(
+        var serving = ServingRequest(
             prompt: .chat(messages: request.messages, tools: request.functions.map(ServingTool.init)), sampling: options.sampling,
             maxTokens: options.maxOutputTokens, constraint: constraint, toolChoice: toolChoice,
             cachePrompt: options.cacheControl != .noCache, enableThinking: options.enableThinking,
             callParser: parser ?? LFMFunctionCallParser(), parsesCalls: parser != nil && speech == nil,
             contextLimit: options.sequenceLength,
             continuesAfterToolCalls: true, speech: speech)
+        serving.schemaPropertyOrder = options.jsonSchemaPropertyOrder ?? .schema
+        return serving
     }
 
     /// Runs `request` on `scheduler`, delivering its responses: chunks, reasoning and calls

@@ -35,8 +35,12 @@ extension ServingEngine {
     {
         var plan = ConstraintPlan()
         if case .jsonSchema(let schema) = request.constraint {
-            plan.schema = try grammar(key: "schema:" + schema.serialized()) { () throws(SchemaError) -> Grammar in
-                try JSONSchemaCompiler.compile(schema, options: LoadedModel.generationSchemaOptions(limits: configuration.schemaLimits))
+            let order = request.schemaPropertyOrder
+            let key = (order == .schema ? "schema:" : "schema-\(order.rawValue):") + schema.serialized()
+            plan.schema = try grammar(key: key) { () throws(SchemaError) -> Grammar in
+                var options = LoadedModel.generationSchemaOptions(limits: configuration.schemaLimits)
+                options.propertyOrder = order == .any ? .any : .schema
+                return try JSONSchemaCompiler.compile(schema, options: options)
             } describe: {
                 "the JSON Schema cannot be enforced: \($0)"
             }

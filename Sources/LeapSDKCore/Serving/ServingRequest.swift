@@ -60,6 +60,16 @@ public enum ServingOutputConstraint: Sendable, Equatable {
     case jsonSchema(JSONValue)
 }
 
+/// The order in which a JSON Schema constraint lets an object's properties come
+/// (`GenerationOptions.jsonSchemaPropertyOrder`, `ServingRequest.schemaPropertyOrder`).
+public enum JSONSchemaPropertyOrder: String, Sendable, Equatable, CaseIterable {
+    /// The schema's order (the default): generated documents read like the schema, and it
+    /// is what OpenAI's strict mode writes.
+    case schema
+    /// Any order, as JSON Schema allows: each property at most once, every required one.
+    case any
+}
+
 /// One completion to run.
 public struct ServingRequest: Sendable {
     /// What the model continues from.
@@ -76,6 +86,8 @@ public struct ServingRequest: Sendable {
     public var logprobs: Int?
     /// A constraint on the whole reply (a JSON Schema), or none.
     public var constraint: ServingOutputConstraint
+    /// The order of the properties of the objects of `constraint`'s schema.
+    public var schemaPropertyOrder: JSONSchemaPropertyOrder = .schema
     /// Whether the reply may, must or must not call the prompt's tools.
     public var toolChoice: ServingToolChoice
     /// Reuse the slot's cached prefix (llama-server's `cache_prompt`, default true).
