@@ -184,99 +184,44 @@ func fma8(_ acc: SIMD8<Float>, _ a: SIMD8<Float>, _ b: SIMD8<Float>) -> SIMD8<Fl
 
 #if LEAP_X86_AVX2
 extension F16Format {
-    /// One weight row of `nb` halves at `x` with four activation rows (their floats at
-    /// `a0`...`a3`): each 8 halves converted once for the four. Row k's result is
-    /// `dot(x, a_k, nb:)` bit for bit: the same four accumulators, the same fused operations
-    /// in the same order, the same final sum and scalar tail as `floatDot`.
+    /// One weight row of `nb` halves at `x` with the n activation rows `a` (their floats):
+    /// each 8 halves converted once for all of them. Row k's result is `dot(x, a[k], nb:)`
+    /// bit for bit: the same four accumulators, the same fused operations in the same
+    /// order, the same final sum and scalar tail as `floatDot`.
     @inline(__always)
-    static func dots4(
-        _ x: UnsafeRawPointer, _ a0: UnsafePointer<Float>, _ a1: UnsafePointer<Float>, _ a2: UnsafePointer<Float>,
-        _ a3: UnsafePointer<Float>, nb: Int
-    ) -> SIMD4<Float> {
-        @inline(__always) func h(_ i: Int) -> SIMD8<Float> { _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self)) }
-        @inline(__always) func f(_ a: UnsafePointer<Float>, _ i: Int) -> SIMD8<Float> {
-            UnsafeRawPointer(a).loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self)
+    static func dots<let n: Int>(_ x: UnsafeRawPointer, _ a: InlineArray<n, UnsafePointer<Float>>, nb: Int) -> InlineArray<n, Float> {
+        @inline(__always) func halves(_ i: Int) -> SIMD8<Float> {
+            _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self))
         }
-        var p0 = SIMD8<Float>(), p1 = p0, p2 = p0, p3 = p0  // row 0's four accumulators
-        var q0 = p0, q1 = p0, q2 = p0, q3 = p0
-        var r0 = p0, r1 = p0, r2 = p0, r3 = p0
-        var s0 = p0, s1 = p0, s2 = p0, s3 = p0
+        @inline(__always) func floats(_ k: Int, _ i: Int) -> SIMD8<Float> {
+            UnsafeRawPointer(a[k]).loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self)
+        }
+        var acc0 = InlineArray<n, SIMD8<Float>>(repeating: SIMD8()), acc1 = acc0, acc2 = acc0, acc3 = acc0
         var i = 0
         while i + 32 <= nb {
-            let w0 = h(i), w1 = h(i + 8), w2 = h(i + 16), w3 = h(i + 24)
-            p0 = fma8(p0, w0, f(a0, i))
-            p1 = fma8(p1, w1, f(a0, i + 8))
-            p2 = fma8(p2, w2, f(a0, i + 16))
-            p3 = fma8(p3, w3, f(a0, i + 24))
-            q0 = fma8(q0, w0, f(a1, i))
-            q1 = fma8(q1, w1, f(a1, i + 8))
-            q2 = fma8(q2, w2, f(a1, i + 16))
-            q3 = fma8(q3, w3, f(a1, i + 24))
-            r0 = fma8(r0, w0, f(a2, i))
-            r1 = fma8(r1, w1, f(a2, i + 8))
-            r2 = fma8(r2, w2, f(a2, i + 16))
-            r3 = fma8(r3, w3, f(a2, i + 24))
-            s0 = fma8(s0, w0, f(a3, i))
-            s1 = fma8(s1, w1, f(a3, i + 8))
-            s2 = fma8(s2, w2, f(a3, i + 16))
-            s3 = fma8(s3, w3, f(a3, i + 24))
+            let w0 = halves(i), w1 = halves(i + 8), w2 = halves(i + 16), w3 = halves(i + 24)
+            unrolled(n) { k in
+                acc0[k] = fma8(acc0[k], w0, floats(k, i))
+                acc1[k] = fma8(acc1[k], w1, floats(k, i + 8))
+                acc2[k] = fma8(acc2[k], w2, floats(k, i + 16))
+                acc3[k] = fma8(acc3[k], w3, floats(k, i + 24))
+            }
             i += 32
         }
         while i + 8 <= nb {
-            let w = h(i)
-            p0 = fma8(p0, w, f(a0, i))
-            q0 = fma8(q0, w, f(a1, i))
-            r0 = fma8(r0, w, f(a2, i))
-            s0 = fma8(s0, w, f(a3, i))
+            let w = halves(i)
+            unrolled(n) { k in acc0[k] = fma8(acc0[k], w, floats(k, i)) }
             i += 8
         }
-        var out = SIMD4<Float>(
-            ((p0 + p1) + (p2 + p3)).sum(), ((q0 + q1) + (q2 + q3)).sum(), ((r0 + r1) + (r2 + r3)).sum(), ((s0 + s1) + (s2 + s3)).sum())
-        while i < nb {
-            let w = loadHalf(x, 2 * i)
-            out[0] += w * a0[i]
-            out[1] += w * a1[i]
-            out[2] += w * a2[i]
-            out[3] += w * a3[i]
-            i += 1
-        }
-        return out
-    }
-
-    /// ``dots4(_:_:_:_:_:nb:)`` for two activation rows.
-    @inline(__always)
-    static func dots2(_ x: UnsafeRawPointer, _ a0: UnsafePointer<Float>, _ a1: UnsafePointer<Float>, nb: Int) -> SIMD2<Float> {
-        @inline(__always) func h(_ i: Int) -> SIMD8<Float> { _mm256_cvtph_ps(x.loadUnaligned(fromByteOffset: 2 * i, as: __m128i.self)) }
-        @inline(__always) func f(_ a: UnsafePointer<Float>, _ i: Int) -> SIMD8<Float> {
-            UnsafeRawPointer(a).loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self)
-        }
-        var p0 = SIMD8<Float>(), p1 = p0, p2 = p0, p3 = p0
-        var q0 = p0, q1 = p0, q2 = p0, q3 = p0
-        var i = 0
-        while i + 32 <= nb {
-            let w0 = h(i), w1 = h(i + 8), w2 = h(i + 16), w3 = h(i + 24)
-            p0 = fma8(p0, w0, f(a0, i))
-            p1 = fma8(p1, w1, f(a0, i + 8))
-            p2 = fma8(p2, w2, f(a0, i + 16))
-            p3 = fma8(p3, w3, f(a0, i + 24))
-            q0 = fma8(q0, w0, f(a1, i))
-            q1 = fma8(q1, w1, f(a1, i + 8))
-            q2 = fma8(q2, w2, f(a1, i + 16))
-            q3 = fma8(q3, w3, f(a1, i + 24))
-            i += 32
-        }
-        while i + 8 <= nb {
-            let w = h(i)
-            p0 = fma8(p0, w, f(a0, i))
-            q0 = fma8(q0, w, f(a1, i))
-            i += 8
-        }
-        var out = SIMD2<Float>(((p0 + p1) + (p2 + p3)).sum(), ((q0 + q1) + (q2 + q3)).sum())
-        while i < nb {
-            let w = loadHalf(x, 2 * i)
-            out[0] += w * a0[i]
-            out[1] += w * a1[i]
-            i += 1
+        var out = InlineArray<n, Float>(repeating: 0)
+        unrolled(n) { k in
+            var sum = ((acc0[k] + acc1[k]) + (acc2[k] + acc3[k])).sum()
+            var j = i
+            while j < nb {
+                sum += loadHalf(x, 2 * j) * a[k][j]
+                j += 1
+            }
+            out[k] = sum
         }
         return out
     }
@@ -289,26 +234,21 @@ extension F16Format {
         _ base: UnsafeRawPointer, rowBytes: Int, rows: Range<Int>, nb: Int,
         _ a: ActivationView, cols: Int, activationRows: Range<Int>, _ y: UnsafeMutablePointer<Float>, outputs: Int
     ) {
+        @inline(__always) func group<let n: Int>(from first: Int, _ rowsOfGroup: InlineArray<n, UnsafePointer<Float>>) {
+            var floats = rowsOfGroup
+            unrolled(n) { k in floats[k] = a.row(first + k, cols: cols).x }
+            for r in rows {
+                let results = dots(base + r * rowBytes, floats, nb: nb)
+                unrolled(n) { k in y[(first + k) * outputs + r] = results[k] }
+            }
+        }
         var t = activationRows.lowerBound
         while t + 4 <= activationRows.upperBound {
-            let a0 = a.row(t, cols: cols).x, a1 = a.row(t + 1, cols: cols).x, a2 = a.row(t + 2, cols: cols).x
-            let a3 = a.row(t + 3, cols: cols).x
-            for r in rows {
-                let d = dots4(base + r * rowBytes, a0, a1, a2, a3, nb: nb)
-                y[t * outputs + r] = d[0]
-                y[(t + 1) * outputs + r] = d[1]
-                y[(t + 2) * outputs + r] = d[2]
-                y[(t + 3) * outputs + r] = d[3]
-            }
+            group(from: t, InlineArray<4, UnsafePointer<Float>>(repeating: a.x))
             t += 4
         }
         if t + 2 <= activationRows.upperBound {
-            let a0 = a.row(t, cols: cols).x, a1 = a.row(t + 1, cols: cols).x
-            for r in rows {
-                let d = dots2(base + r * rowBytes, a0, a1, nb: nb)
-                y[t * outputs + r] = d[0]
-                y[(t + 1) * outputs + r] = d[1]
-            }
+            group(from: t, InlineArray<2, UnsafePointer<Float>>(repeating: a.x))
             t += 2
         }
         if t < activationRows.upperBound {
