@@ -229,3 +229,67 @@ enum FormatOracle {
         }
     }
 }
+
+/// `not` beside `enum`/`const` when the negation is not expressible: the listed values are
+/// checked against the negated schema's grammar, in every key order.
+@Suite struct NegatedEnumTests {
+    static let notOneOf = #"""
+        {"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"bar": 2}, {"foo": "x"}, {"bar": "s"}, 3]},
+                   {"not": {"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                                      {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]}}]}
+        """#
+
+    @Test func valuesSatisfyingTheNegatedSchemaAreDropped() throws {
+        let g = try compile(Self.notOneOf)
+        // Both branches hold, or neither: oneOf fails, so `not` holds.
+        #expect(valid(g, #"{"bar": 2, "foo": "baz"}"#) && valid(g, #"{"bar": "s"}"#) && valid(g, "3"))
+        // Exactly one branch holds: refused.
+        #expect(!valid(g, #"{"bar": 2}"#) && !valid(g, #"{"foo": "x"}"#))
+        // Not listed: refused as before.
+        #expect(!valid(g, #"{"bar": 3, "foo": "baz"}"#) && !valid(g, "4") && !valid(g, "{}"))
+    }
+
+    /// A listed object whose keys are not in the negated schema's order is still recognized.
+    @Test func everyKeyOrderIsTried() throws {
+        let g = try compile(
+            #"""
+            {"enum": [{"b": 1, "a": 2}, {"b": "x", "a": 2}, {"z": {"q": 1, "p": 2}, "a": 1}],
+             "not": {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "z": {"properties": {"p": {}, "q": {}},
+                                    "additionalProperties": false}},
+                     "patternProperties": {"^y": {"type": "integer"}}, "additionalProperties": false}}
+            """#)
+        #expect(!valid(g, #"{"b": 1, "a": 2}"#) && !valid(g, #"{"z": {"q": 1, "p": 2}, "a": 1}"#))
+        #expect(valid(g, #"{"b": "x", "a": 2}"#))
+    }
+
+    @Test func patternPropertiesNegation() throws {
+        let g = try compile(
+            #"{"allOf": [{"enum": [{"a31b": null}, {"X_": "s"}]}, {"not": {"patternProperties": {"X_": {"type": "string"}, "[0-9]{2,}": {"type": "boolean"}}}}]}"#
+        )
+        #expect(valid(g, #"{"a31b": null}"#) && !valid(g, #"{"X_": "s"}"#) && !valid(g, #"{"a31b": null, "X_": "s"}"#))
+    }
+
+    @Test func withoutAnEnumItIsATypedRefusal() {
+        let e = compileError(#"{"not": {"oneOf": [{"required": ["a"]}, {"minProperties": 2}]}, "type": "object"}"#)
+        #expect(e?.kind == .unsupported(keyword: "not"), "\(String(describing: e))")
+        let p = compileError(#"{"not": {"patternProperties": {"^a": {"type": "string"}}}}"#)
+        #expect(p?.kind == .unsupported(keyword: "not"), "\(String(describing: p))")
+    }
+
+    @Test func walksStayInTheKeptValues() throws {
+        let g = try compile(Self.notOneOf)
+        let kept: [JSONValue] = try [#"{"bar": 2, "foo": "baz"}"#, #"{"bar": "s"}"#, "3"].map { try JSONValue.parse($0) }
+        let texts = randomWalks(g, alphabet: Array(#"{}":, bafoszr23"#.utf8), walks: 40, seed: 2, maskEvery: 9) { text in
+            #expect((try? JSONValue.parse(text)).map(kept.contains) == true, "\(text)")
+        }
+        #expect(!texts.isEmpty)
+    }
+
+    @Test func spellingsCoverEveryKeyOrder() throws {
+        let v = try JSONValue.parse(#"{"a": [{"x": 1, "y": 2}], "b": 1}"#)
+        let s = try #require(SchemaCompiler.spellings(v, cap: 120))
+        #expect(Set(s).count == 4 && s.contains(#"{"b":1,"a":[{"y":2,"x":1}]}"#))
+        let wide = try JSONValue.parse(#"{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}"#)  // 720 orders
+        #expect(SchemaCompiler.spellings(wide, cap: 120) == nil)
+    }
+}

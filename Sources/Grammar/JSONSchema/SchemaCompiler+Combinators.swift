@@ -32,6 +32,8 @@ extension SchemaCompiler {
             if let branches = try negate(n, base: base, depth: 0) {
                 if branches.isEmpty { return false }
                 groups.append(.array(branches))
+            } else if let values = f["enum"]?.arrayValue, let kept = try valuesViolating(n, values, base: base) {
+                f["enum"] = .array(kept)  // finitely many values: those the negated schema refuses
             } else {
                 keep.append(n)
             }
