@@ -293,3 +293,21 @@ enum FormatOracle {
         #expect(SchemaCompiler.spellings(wide, cap: 120) == nil)
     }
 }
+
+/// Integer bounds beyond the 64-bit range: clamped to it when that only narrows the set.
+@Suite struct HugeBoundTests {
+    @Test func farBoundsAreClamped() throws {
+        let g = try compile(#"{"type": "integer", "minimum": 0, "maximum": 9223372036854776000}"#)
+        #expect(valid(g, "0") && valid(g, "1643723400") && valid(g, "9223372036854775807"))
+        #expect(!valid(g, "-1") && !valid(g, "99999999999999999999") && !valid(g, "1e30"))
+        let low = try compile(#"{"type": "integer", "minimum": -1e19, "maximum": 5}"#)
+        #expect(valid(low, "-9223372036854775807") && valid(low, "5") && !valid(low, "6") && !valid(low, "-99999999999999999999"))
+    }
+
+    @Test func boundsExcludingTheRangeAreRefused() {
+        for schema in [#"{"type": "integer", "minimum": 1e19}"#, #"{"type": "integer", "maximum": -1e19}"#] {
+            let e = compileError(schema)
+            #expect(e.map { if case .unsupported = $0.kind { true } else { false } } == true, "\(schema): \(String(describing: e))")
+        }
+    }
+}

@@ -44,7 +44,13 @@ extension SchemaCompiler {
         guard let v = f[key] else { return nil }
         if case .integer(let i) = v { return NumberBound(value: Int64(i), exclusive: exclusive) }
         guard let d = v.doubleValue else { throw .invalid("\(key) must be a number") }
-        guard abs(d) < 9.2e18 else { throw .unsupported(key, "bound \(d) beyond the 64-bit range") }
+        if abs(d) >= 9.2e18 {
+            // Beyond the 64-bit range: a bound on the far side of 0 is clamped to the range (a
+            // narrower set: only the numbers between the range's end and the bound are lost);
+            // a bound that excludes the whole 64-bit range stays a refusal.
+            guard lower == (d < 0) else { throw .unsupported(key, "bound \(d) beyond the 64-bit range") }
+            return NumberBound(value: lower ? -Int64.max : Int64.max, exclusive: false)
+        }
         if d.rounded() == d { return NumberBound(value: Int64(d), exclusive: exclusive) }
         guard integerOnly else { throw .unsupported(key, "non-integer bound \(d) on a number") }
         return NumberBound(value: Int64(lower ? d.rounded(.up) : d.rounded(.down)), exclusive: false)
