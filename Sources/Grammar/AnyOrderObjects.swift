@@ -25,8 +25,10 @@ enum ObjectGuard: Hashable, Sendable {
     /// pops the frame.
     case close(required: [UInt64])
     /// Before `,` in an object without extra members: refused when every member of
-    /// `available` was seen (nothing could follow the comma).
-    case more(available: [UInt64])
+    /// `available` was seen (nothing could follow the comma). `rules` (the rule of each
+    /// member, -1 for none) is the builder's form: `GrammarBuilder.build` sets `available`
+    /// to the members whose rule can derive some text, and empties `rules`.
+    case more(available: [UInt64], rules: [Int32])
 }
 
 extension StackPool {
@@ -50,7 +52,7 @@ extension StackPool {
                 guard i < set.count, set[i] & r == r else { return nil }
             }
             return parent[Int(stack)]
-        case .more(let available):
+        case .more(let available, _):
             guard stack != 0, top[Int(stack)] <= -2 else { return nil }
             let set = seenSets[Int(-top[Int(stack)] - 2)]
             for (i, a) in available.enumerated() where a != 0 {
@@ -92,8 +94,13 @@ extension SchemaCompiler {
         if let extra { members.append([extra, rest]) }
         b.define(next, members)
         b.define(first, allowEmpty ? members + [[closeGuard, close]] : members)
-        let more: [GrammarBuilder.Symbol] = extra == nil ? [b.terminal(.objectGuard(.more(available: available)))] : []
+        let rules = kv.map { $0.map(\.ruleID) ?? -1 }
+        let more: [GrammarBuilder.Symbol] = extra == nil ? [b.terminal(.objectGuard(.more(available: available, rules: rules)))] : []
         b.define(rest, [more + [ws, comma, ws, next], [closeGuard, ws, close]])
-        return [[open, openGuard, ws, first]]
+        // A required member that can derive no text makes the object unsatisfiable (the
+        // close guard would never pass): the builder's productivity analysis must know it.
+        let object = b.rule("obj-any", [[open, openGuard, ws, first]])
+        b.productiveOnlyWith[object.ruleID] = kv.indices.filter { isRequired[$0] }.compactMap { kv[$0]?.ruleID }
+        return [[object]]
     }
 }

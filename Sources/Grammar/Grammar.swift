@@ -82,6 +82,9 @@ public struct GrammarBuilder {
     /// Whether `define` has been called for each rule (a rule being compiled is declared
     /// first, so that recursive references can name it, and defined last).
     var isDefined: [Bool] = []
+    /// Rules that derive text only if these rules do too (an any-order object and its
+    /// required members, which its alternatives do not name: see `ObjectGuard`).
+    var productiveOnlyWith: [Int32: [Int32]] = [:]
 
     public init() {}
 
@@ -180,6 +183,13 @@ public struct GrammarBuilder {
             }
         }
         if symbols.count > limits.maxGrammarSize { throw GrammarBuilder.sizeError(limits) }
+        // Any-order objects: `more` guards know only the members that can derive text.
+        let terminals = self.terminals.map { t -> Terminal in
+            guard case .objectGuard(.more(let available, let rules)) = t, !rules.isEmpty else { return t }
+            var a = [UInt64](repeating: 0, count: available.count)
+            for (i, r) in rules.enumerated() where r >= 0 && live[Int(r)] { a[i >> 6] |= 1 << UInt64(i & 63) }
+            return .objectGuard(.more(available: a, rules: []))
+        }
         // The closures share the size limit with the symbols.
         var templates = TemplateBuilder(symbols: symbols, altStarts: altStarts, maxSize: limits.maxGrammarSize - symbols.count)
         templates.totalLimit = limits.maxGrammarSize
@@ -211,6 +221,10 @@ public struct GrammarBuilder {
                     stack.append(s.ruleID)
                 }
             }
+            for d in productiveOnlyWith[r] ?? [] where !reachable[Int(d)] {
+                reachable[Int(d)] = true
+                stack.append(d)
+            }
         }
         // For each rule, the (rule, alternative) pairs that mention it, once per mention.
         var dependents = [[(rule: Int32, alt: Int32)]](repeating: [], count: rules.count)
@@ -219,9 +233,14 @@ public struct GrammarBuilder {
         var queue: [Int32] = []
         for r in 0..<rules.count where reachable[r] {
             pending[r] = [Int32](repeating: 0, count: rules[r].count)
+            let extra = productiveOnlyWith[Int32(r)] ?? []
             for (i, alt) in rules[r].enumerated() {
                 for s in alt where !s.isTerminal {
                     dependents[Int(s.ruleID)].append((Int32(r), Int32(i)))
+                    pending[r][i] += 1
+                }
+                for d in extra {
+                    dependents[Int(d)].append((Int32(r), Int32(i)))
                     pending[r][i] += 1
                 }
                 if pending[r][i] == 0 && !productive[r] {

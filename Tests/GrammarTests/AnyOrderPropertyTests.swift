@@ -80,6 +80,21 @@ import Testing
         #expect(valid(nonEmpty, #"{"a": 1}"#))
     }
 
+    /// A member whose schema no value satisfies (not a literal `false`): never offered, a comma
+    /// that only it could follow is refused, and required it makes the object unsatisfiable.
+    @Test func membersThatCannotBeWrittenAreNeverOffered() throws {
+        let never = #"{"type": "object", "properties": {"x": false}, "required": ["x"]}"#
+        let g = try anyOrder(
+            #"{"type": "object", "properties": {"a": {"type": "integer"}, "p": \#(never)}, "additionalProperties": false}"#)
+        #expect(valid(g, #"{"a": 1}"#))
+        #expect(valid(g, "{}"))
+        #expect(!prefix(g, #"{"a": 1,"#))
+        #expect(!prefix(g, #"{"p""#))
+        #expect(throws: SchemaError.self) {
+            try anyOrder(#"{"type": "object", "properties": {"a": {"type": "integer"}, "p": \#(never)}, "required": ["p"]}"#)
+        }
+    }
+
     @Test func nestedObjectsKeepTheirOwnSets() throws {
         let g = try anyOrder(
             ##"{"type": "object", "properties": {"a": {"type": "integer"}, "o": {"$ref": "#"}}, "required": ["a"], "##
