@@ -311,3 +311,22 @@ enum FormatOracle {
         }
     }
 }
+
+/// `uniqueItems`: a typed refusal that says why, except where at most one item fits.
+@Suite struct UniqueItemsRefusalTests {
+    @Test func refusedWithTheReason() {
+        for schema in [
+            #"{"type": "array", "uniqueItems": true, "items": {"type": "string"}}"#,
+            #"{"type": "array", "uniqueItems": true, "items": {"enum": ["a", "b"]}}"#
+        ] {
+            let e = compileError(schema)
+            #expect(e?.kind == .unsupported(keyword: "uniqueItems"), "\(String(describing: e))")
+            #expect(e?.message.contains("must all differ") == true)
+        }
+    }
+
+    @Test func atMostOneItemIsExact() throws {
+        let g = try compile(#"{"type": "array", "uniqueItems": true, "maxItems": 1, "items": {"type": "integer"}}"#)
+        #expect(valid(g, "[]") && valid(g, "[1]") && !valid(g, "[1, 1]") && !valid(g, "[1, 2]"))
+    }
+}

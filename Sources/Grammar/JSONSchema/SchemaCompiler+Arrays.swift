@@ -59,7 +59,11 @@ extension SchemaCompiler {
         var shape = ArrayShape(prefix: prefix, items: items, minItems: f["minItems"]?.intValue ?? 0, maxItems: f["maxItems"]?.intValue)
         if items == .bool(false) { shape.maxItems = min(shape.maxItems ?? prefix.count, prefix.count) }
         if let m = shape.maxItems, m < shape.minItems { return nil }
-        if f["uniqueItems"] == .bool(true), (shape.maxItems ?? 2) > 1 { throw .unsupported("uniqueItems") }
+        if f["uniqueItems"] == .bool(true), (shape.maxItems ?? 2) > 1 {
+            throw .unsupported(
+                "uniqueItems",
+                "items must all differ, which a grammar cannot check against every earlier item (enforced only when at most one item fits)")
+        }
         try budget.checkRepetition(shape.minItems, keyword: "minItems")
         if let m = shape.maxItems { try budget.checkRepetition(m, keyword: "maxItems") }
         // contains / minContains / maxContains: count the elements that match, up to `cap`.
