@@ -126,6 +126,18 @@ import Testing
         #expect(!valid(g, #"{"a": 1, "b": 1}"#))
     }
 
+    /// The official suite in any order: still no invalid instance accepted, and the valid
+    /// instances refused for their property order are accepted.
+    @Test func jsonSchemaTestSuiteInAnyOrder() throws {
+        let ordered = try runSuite(directory: "json-schema-test-suite", assertFormat: true)
+        let any = try runSuite(directory: "json-schema-test-suite", assertFormat: true, propertyOrder: .any)
+        #expect(any.invalidAccepted.isEmpty, "\(any.invalidAccepted)")
+        #expect(any.unexpectedErrors.isEmpty, "\(any.unexpectedErrors)")
+        #expect(any.compiled == ordered.compiled)
+        #expect(any.validRejected.count < ordered.validRejected.count, "\(any.validRejected)")
+        #expect(Set(any.validRejected).isSubset(of: Set(ordered.validRejected)))
+    }
+
     static func fortyProperties() -> String {
         let props = (0..<40).map { #""p\#($0)": {"type": "boolean"}"# }.joined(separator: ", ")
         let required = stride(from: 0, to: 40, by: 4).map { #""p\#($0)""# }.joined(separator: ", ")

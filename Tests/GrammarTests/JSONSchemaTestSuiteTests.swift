@@ -27,7 +27,10 @@ func accepts(_ grammar: Grammar, _ text: String) -> Bool {
     return m.accept(text) && m.canAcceptEnd
 }
 
-func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Bool = { _ in true }) throws -> SuiteOutcome {
+func runSuite(
+    directory: String, assertFormat: Bool, propertyOrder: JSONSchemaCompiler.PropertyOrder = .schema,
+    fileFilter: (String) -> Bool = { _ in true }
+) throws -> SuiteOutcome {
     var out = SuiteOutcome()
     let dir = fixtureURL(directory)
     let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") && fileFilter($0) }.sorted()
@@ -39,6 +42,7 @@ func runSuite(directory: String, assertFormat: Bool, fileFilter: (String) -> Boo
             let desc = "\(file): \(c["description"]?.stringValue ?? "")"
             var options = JSONSchemaCompiler.Options()
             options.assertFormat = assertFormat && file != "format.json"
+            options.propertyOrder = propertyOrder
             let grammar: Grammar
             do {
                 grammar = try JSONSchemaCompiler.compile(c["schema"]!, options: options)
