@@ -28,7 +28,8 @@ import Testing
         #expect(try Self.request(nil).schemaPropertyOrder == .schema)
         #expect(try Self.request("schema").schemaPropertyOrder == .schema)
         #expect(try Self.request("any").schemaPropertyOrder == .any)
-        #expect(throws: WireError.self) { try ChatCompletionRequest(json: try JSONValue.parse(Self.body("sorted"))) }
+        let error = #expect(throws: WireError.self) { try ChatCompletionRequest(json: try JSONValue.parse(Self.body("sorted"))) }
+        #expect(error?.param == "response_format.json_schema.property_order")
     }
 
     @Test func theEngineCompilesTheSchemaInTheAskedOrder() async throws {
