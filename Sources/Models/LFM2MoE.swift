@@ -34,7 +34,7 @@ enum LFM2MoE: Architecture {
     }
 
     static func weights(_ w: WeightLoader, _ s: Settings) throws(ModelError) -> TransformerWeights {
-        let hp = w.hp, d = hp.embeddingLength
+        let hp = w.hp
         let routing = s.routing
         let (embedding, output) = try w.embeddingAndOutputHead()
         let kernelLength = s.convolutionLength
