@@ -311,10 +311,7 @@ struct ModelFileDownloader {
             if t.cancelled { throw .cancelled(model: model) }
             stated = Self.statedSHA256(t) ?? stated
             if let e = t.headers["etag"] { etag = e }
-            if let failure = t.writeErrno {
-                if failure == ENOSPC || failure == EDQUOT { throw .diskFull(model: model, file: file, path: partial) }
-                throw fileError(failure, file: file, path: partial)
-            }
+            if let failure = t.writeErrno { throw fileError(failure, file: file, path: partial) }
             if let error = t.error {
                 let unreachable: Set<URLError.Code> = [.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet]
                 attempts += 1
