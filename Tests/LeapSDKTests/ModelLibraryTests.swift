@@ -72,6 +72,15 @@ final class FakeLibrary: @unchecked Sendable {
         state.withLock { $0.manifests[model + "/" + quantization] = text }
     }
 
+    /// Serves `data` at `/files/NAME` and a text-to-text manifest of it for `model` at
+    /// `quantization`; returns the file's URL.
+    @discardableResult
+    func addTextModel(_ name: String, _ data: Data, model: String = "T", quantization: String = "Q") -> String {
+        let url = addFile(name, data)
+        addManifest(model: model, quantization: quantization, Self.textManifest(url))
+        return url
+    }
+
     /// A text-to-text manifest of `modelURL`, with sampling parameters and a field of a
     /// later schema.
     static func textManifest(_ modelURL: String, type: String = "llama.cpp/text-to-text") -> String {
@@ -188,8 +197,7 @@ final class ProgressLog: @unchecked Sendable {
     /// model generates; a second load takes everything from the cache.
     @Test func loadByNameDownloadsVerifiesCachesAndGenerates() async throws {
         let lib = try FakeLibrary()
-        let url = lib.addFile("LFM2-Tiny-Q4_0.gguf", try Self.tiny())
-        lib.addManifest(model: "LFM2-Tiny", quantization: "Q4_0", FakeLibrary.textManifest(url))
+        lib.addTextModel("LFM2-Tiny-Q4_0.gguf", try Self.tiny(), model: "LFM2-Tiny", quantization: "Q4_0")
         let saved = Leap.shared.baseURL
         Leap.shared.baseURL = lib.server.baseURL
         defer { Leap.shared.baseURL = saved }
@@ -237,8 +245,7 @@ final class ProgressLog: @unchecked Sendable {
     /// v0.10's example code, as written, loads by name through `Leap.shared`.
     @Test @MainActor func v010ExampleCodeLoadsByName() async throws {
         let lib = try FakeLibrary()
-        let url = lib.addFile("LFM2-Tiny-Q4_0.gguf", try Self.tiny())
-        lib.addManifest(model: "LFM2-Tiny", quantization: "Q4_0", FakeLibrary.textManifest(url))
+        lib.addTextModel("LFM2-Tiny-Q4_0.gguf", try Self.tiny(), model: "LFM2-Tiny", quantization: "Q4_0")
         let saved = Leap.shared.baseURL
         Leap.shared.baseURL = lib.server.baseURL
         defer { Leap.shared.baseURL = saved }
@@ -252,8 +259,7 @@ final class ProgressLog: @unchecked Sendable {
     @Test func aFullDiskIsDiskFull() async throws {
         guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
         let lib = try FakeLibrary()
-        let url = lib.addFile("tiny.gguf", try Self.tiny())
-        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        lib.addTextModel("tiny.gguf", try Self.tiny())
         let folder = lib.cache.appendingPathComponent("T/Q")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let partial = folder.appendingPathComponent("tiny.gguf.partial").path
@@ -269,9 +275,8 @@ final class ProgressLog: @unchecked Sendable {
     @Test func aDroppedConnectionResumesAndTheChecksumHolds() async throws {
         let lib = try FakeLibrary()
         let data = try Self.tiny()
-        let url = lib.addFile("tiny.gguf", data)
+        lib.addTextModel("tiny.gguf", data)
         lib.state.withLock { $0.dropFirst["/files/tiny.gguf"] = data.count / 2 }
-        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
         let log = ProgressLog()
         let files = try await lib.library.fetch(model: "T", quantization: "Q", progress: log.closure)
         let gets = lib.server.requests.filter { $0.path == "/files/tiny.gguf" && $0.method == "GET" }
@@ -290,9 +295,8 @@ final class ProgressLog: @unchecked Sendable {
     @Test func aCancelledLoadStopsAndTheNextResumes() async throws {
         let lib = try FakeLibrary()
         let data = try Self.tiny()
-        let url = lib.addFile("tiny.gguf", data)
+        lib.addTextModel("tiny.gguf", data)
         lib.state.withLock { $0.chunkDelay = 0.02 }
-        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
         let log = ProgressLog()
         let library = lib.library!
         let task = Task { try await library.fetch(model: "T", quantization: "Q", progress: log.closure) }
@@ -381,9 +385,8 @@ final class ProgressLog: @unchecked Sendable {
     @Test func twoConcurrentLoadsDownloadOnce() async throws {
         let lib = try FakeLibrary()
         let data = try Self.tiny()
-        let url = lib.addFile("tiny.gguf", data)
+        lib.addTextModel("tiny.gguf", data)
         lib.state.withLock { $0.chunkDelay = 0.002 }
-        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
         // The manifest first, so that both loads reach the file together.
         let library = lib.library!
         async let a = library.fetch(model: "T", quantization: "Q")
@@ -447,8 +450,7 @@ final class ProgressLog: @unchecked Sendable {
     @Test func aCachedFileIsCheckedAgainstItsRecord() async throws {
         let lib = try FakeLibrary()
         let data = try Self.tiny()
-        let url = lib.addFile("tiny.gguf", data)
-        lib.addManifest(model: "T", quantization: "Q", FakeLibrary.textManifest(url))
+        lib.addTextModel("tiny.gguf", data)
         let files = try await lib.library.fetch(model: "T", quantization: "Q")
         let handle = try #require(FileHandle(forWritingAtPath: files.modelPath))
         try handle.seek(toOffset: 1000)
