@@ -1,5 +1,6 @@
 import Foundation
 import LeapJSON
+import Sampling
 import Testing
 
 @testable import Grammar
@@ -179,7 +180,7 @@ import Testing
         }
         let vocab = TokenVocabulary(tokens: tokens, specialTokens: special)
         let computer = TokenMaskComputer(vocabulary: vocab)
-        var rng = AnyOrderRNG(seed: 45)
+        var rng = SplitMix64(seed: 45)
         var documents = 0
         for _ in 0..<4 {
             let m = GrammarMatcher(grammar: g)
@@ -214,18 +215,5 @@ import Testing
         for doc in docs.map({ "{" + $0.joined(separator: ",") + "}" }) {
             #expect(valid(g, doc) == Self.validFortyProperties(doc), "\(doc)")
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64) for reproducible walks.
-struct AnyOrderRNG {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

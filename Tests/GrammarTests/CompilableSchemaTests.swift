@@ -1,5 +1,6 @@
 import Foundation
 import LeapJSON
+import Sampling
 import Testing
 
 @testable import Grammar
@@ -13,19 +14,6 @@ import Darwin
 /// Issue 45, item 2: overlapping `oneOf` compiled as `anyOf` when asked (and counted), and the
 /// formats `duration`, `ipv6` and `hostname` enforced as their RFCs define them.
 
-/// A seeded generator (SplitMix64) for the reproducible walks of this file.
-struct WalkRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Random walks through a grammar over `alphabet`: at each step one allowed byte is chosen at
 /// random (the document ends, when it can, with probability 1/`endOdds`). Every finished text
 /// goes to `check`; every `maskEvery`-th state's token mask is compared with the brute-force
@@ -35,7 +23,7 @@ func randomWalks(
     _ g: Grammar, alphabet: [UInt8], walks: Int, seed: UInt64, maxBytes: Int = 80, endOdds: UInt64 = 12, maskEvery: Int = 0,
     check: (String) -> Void
 ) -> [String] {
-    var rng = WalkRNG(seed: seed)
+    var rng = SplitMix64(seed: seed)
     let computer = maskEvery > 0 ? TokenMaskComputer(vocabulary: smolVocabulary) : nil
     var done: [String] = []
     var steps = 0
