@@ -60,7 +60,10 @@ enum Formats {
     // RFC 1123 section 2.1 host names: dot-separated labels of 1-63 letters, digits and hyphens,
     // neither starting nor ending with a hyphen; at most 253 characters in all (no final dot).
     static let hostname = "\(label)(\\.\(label))*"
-    static let hostnameMaxLength = 253
+
+    /// Length bounds (in characters, all ASCII) that a format adds to its pattern: applied as the
+    /// string terminal's `maxLength` rather than multiplied into the format's automaton.
+    static let maxLength: [String: Int] = ["hostname": 253]
 
     /// Formats enforced by the compiler.
     static let enforced: [String: String] = [
@@ -80,12 +83,6 @@ enum Formats {
         var out: [String: CodePointDFA] = [:]
         for (name, re) in enforced {
             if let node = try? RegexParser.parse(re), let dfa = try? RegexCompiler.compile(node, limits: .unlimited) { out[name] = dfa }
-        }
-        // A host name's total length: the labels' automaton intersected with a length bound.
-        if let labels = out["hostname"], let node = try? RegexParser.parse("[A-Za-z0-9.-]{1,\(hostnameMaxLength)}"),
-            let bound = try? RegexCompiler.compile(node, limits: .unlimited)
-        {
-            out["hostname"] = try? labels.intersection(bound, limits: .unlimited)
         }
         return out
     }()

@@ -20,7 +20,9 @@ extension SchemaCompiler {
         for fm in lenient ? [] : f[NormalKey.formats]?.arrayValue ?? [] {
             guard let name = fm.stringValue, let d = Formats.compiled[name] else { throw .unsupported("format", "format '\(fm)'") }
             parts.append(d)
+            if let m = Formats.maxLength[name] { spec.maxLength = min(spec.maxLength ?? m, m) }
         }
+        if let m = spec.maxLength, m < spec.minLength { return nil }
         for p in notPatterns {
             guard let d = try patternDFA(p, lenient: true) else { continue }
             guard let c = d.complement() else { return nil }
