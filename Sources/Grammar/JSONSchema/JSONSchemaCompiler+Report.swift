@@ -27,11 +27,9 @@ extension JSONSchemaCompiler {
         _ schema: JSONValue, options: Options = Options(), overlappingOneOf: OverlappingOneOf = .refuse
     ) throws(SchemaError) -> (grammar: Grammar, report: CompileReport) {
         try LargeStack.run(needing: LargeStack.bytesNeeded(maxDepth: options.limits.maxDepth)) { () throws(SchemaError) in
-            var builder = GrammarBuilder()
             let budget = CompileBudget(options.limits)
             budget.overlappingOneOfAsAnyOf = overlappingOneOf == .anyOf
-            let root = try addSchema(schema, to: &builder, options: options, budget: budget)
-            let grammar = try SchemaCompiler.build(builder, root: root, budget: budget)
+            let grammar = try compileHere(schema, options: options, budget: budget)
             var report = CompileReport()
             report.oneOfsAsAnyOf = budget.oneOfsAsAnyOf.sorted()
             return (grammar, report)

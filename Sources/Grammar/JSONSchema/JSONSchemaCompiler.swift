@@ -175,9 +175,10 @@ public enum JSONSchemaCompiler {
     }
 
     /// Compiles on the current thread (the public entry points run this on a large stack).
-    static func compileHere(_ schema: JSONValue, options: Options) throws(SchemaError) -> Grammar {
+    /// `budget`: one set up by the caller, to read after (`compileReporting`).
+    static func compileHere(_ schema: JSONValue, options: Options, budget: CompileBudget? = nil) throws(SchemaError) -> Grammar {
         var builder = GrammarBuilder()
-        let budget = CompileBudget(options.limits)
+        let budget = budget ?? CompileBudget(options.limits)
         let root = try addSchema(schema, to: &builder, options: options, budget: budget)
         return try SchemaCompiler.build(builder, root: root, budget: budget)
     }
