@@ -208,9 +208,8 @@ struct Speak: AsyncParsableCommand {
             return codes
         }
         let path = try ModelCache.resolve(model)
-        guard let vocoderPath = vocoder ?? CompanionFile.vocoder.companion(of: path),
-            let tokenizerPath = audioTokenizer ?? CompanionFile.audioTokenizer.companion(of: path)
-        else { throw CLIError("--decode-frames needs --vocoder and --audio-tokenizer (or a model with them beside it)") }
+        let (vocoderPath, tokenizerPath) = try Self.speechFiles(
+            vocoder: vocoder, audioTokenizer: audioTokenizer, model: path, for: "--decode-frames")
         do {
             let vocoder = try SpeechVocoder(path: vocoderPath, pool: ThreadPool(threads: ThreadPool.defaultThreads), weights: weights)
             let detokenizer = try AudioDetokenizer(path: tokenizerPath, vocoder: vocoder, maxFrames: max(1, codes.count))
@@ -222,6 +221,17 @@ struct Speak: AsyncParsableCommand {
         } catch {
             throw CLIError("\(error)")
         }
+    }
+}
+
+extension Speak {
+    /// The vocoder and audio tokenizer of a command's flags, else the ones beside `model`;
+    /// `option` names the command's flag in the error when either is missing.
+    static func speechFiles(vocoder: String?, audioTokenizer: String?, model: String, for option: String) throws -> (String, String) {
+        guard let vocoderPath = vocoder ?? CompanionFile.vocoder.companion(of: model),
+            let tokenizerPath = audioTokenizer ?? CompanionFile.audioTokenizer.companion(of: model)
+        else { throw CLIError("\(option) needs --vocoder and --audio-tokenizer (or a model with them beside it)") }
+        return (vocoderPath, tokenizerPath)
     }
 }
 

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Kernels
 import LeapJSON
-import LeapSDKCore
 import Models
 import Sampling
 
@@ -106,9 +105,8 @@ extension Bench {
             throw CLIError("--parallel, -d, --image and --audio do not apply to --speech")
         }
         let path = try ModelCache.resolve(model)
-        guard let vocoderPath = vocoder ?? CompanionFile.vocoder.companion(of: path),
-            let tokenizerPath = audioTokenizer ?? CompanionFile.audioTokenizer.companion(of: path)
-        else { throw CLIError("--speech needs --vocoder and --audio-tokenizer (or a model with them beside it)") }
+        let (vocoderPath, tokenizerPath) = try Speak.speechFiles(
+            vocoder: vocoder, audioTokenizer: audioTokenizer, model: path, for: "--speech")
         let threadCount = max(1, threads ?? ThreadPool.defaultThreads)
         BLAS.setThreads(threadCount)
         let lm = try TransformerModel(path: path, threads: threadCount)
