@@ -44,23 +44,23 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
 
     private let sink: Sink
     private let accept: (Int, [String: String]) -> Bool
-    private let onData: (Int) -> Void
+    private let onData: (Data) -> Void
     private let finished = DispatchSemaphore(value: 0)
     private var cancelledByUs = false
 
-    private init(sink: Sink, accept: @escaping (Int, [String: String]) -> Bool, onData: @escaping (Int) -> Void) {
+    private init(sink: Sink, accept: @escaping (Int, [String: String]) -> Bool, onData: @escaping (Data) -> Void) {
         self.sink = sink
         self.accept = accept
         self.onData = onData
     }
 
     /// Runs `request` and waits for its end. `accept` sees the status and headers before
-    /// the body and returns false to stop there; `onData` is told each chunk's size after
-    /// it is stored.
+    /// the body and returns false to stop there; `onData` is given each chunk after it is
+    /// stored.
     /// With a `cancel` flag, a cancellation stops the request within 0.1 s (`cancelled`).
     static func run(
         _ request: URLRequest, sink: Sink, timeout: TimeInterval, cancel: CancellationFlag? = nil,
-        accept: @escaping (Int, [String: String]) -> Bool = { _, _ in true }, onData: @escaping (Int) -> Void = { _ in }
+        accept: @escaping (Int, [String: String]) -> Bool = { _, _ in true }, onData: @escaping (Data) -> Void = { _ in }
     ) -> HTTPTransfer {
         let transfer = HTTPTransfer(sink: sink, accept: accept, onData: onData)
         let configuration = URLSessionConfiguration.ephemeral
@@ -127,7 +127,7 @@ final class HTTPTransfer: NSObject, URLSessionDataDelegate, @unchecked Sendable 
             }
         }
         received += Int64(data.count)
-        onData(data.count)
+        onData(data)
     }
 
     func urlSession(

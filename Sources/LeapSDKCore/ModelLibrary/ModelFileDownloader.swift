@@ -152,6 +152,12 @@ struct ModelFileDownloader {
 
     /// The hex sha256 of the file at `path`.
     static func sha256(ofFile path: String) throws -> String {
+        var hash = try hashing(file: path)
+        return hash.finalizeHex()
+    }
+
+    /// A sha256 updated with the whole file at `path`, read in 4 MiB chunks.
+    static func hashing(file path: String) throws -> SHA256 {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
         }
@@ -162,7 +168,7 @@ struct ModelFileDownloader {
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { hash.update($0.bindMemory(to: UInt8.self)) }
         }
-        return hash.finalizeHex()
+        return hash
     }
 
     static func fileSize(_ path: String) -> Int64? {
@@ -247,13 +253,7 @@ struct ModelFileDownloader {
             unlink(destination)
         }
         let partial = destination + ".partial"
-        let expected = try download(url: url, file: file, partial: partial, index: index, progress: progress)
-        let actual: String
-        do {
-            actual = try Self.sha256(ofFile: partial)
-        } catch {
-            throw .fileSystem(model: model, file: file, path: partial, reason: "cannot read the download: \(error)")
-        }
+        let (expected, actual) = try download(url: url, file: file, partial: partial, index: index, progress: progress)
         if let expected, expected != actual {
             unlink(partial)
             throw .checksumMismatch(model: model, file: file, expected: expected, actual: actual)
@@ -265,17 +265,30 @@ struct ModelFileDownloader {
     }
 
     /// Downloads `url` into `partial`, resuming what it holds; returns the sha256 the
-    /// server stated, if any.
+    /// server stated, if any, and the sha256 of the file, hashed as its bytes are written
+    /// (a partial file's earlier bytes read once, when the download resumes it).
     private func download(url: URL, file: String, partial: String, index: Int, progress: DownloadProgress) throws(ModelLibraryError)
-        -> String?
+        -> (stated: String?, actual: String)
     {
         var attempts = 0
         var stated: String?
         var etag: String?
+        // The sha256 of the partial file's first `hashed` bytes.
+        var hash = SHA256()
+        var hashed: Int64 = 0
         while true {
             let fd = open(partial, O_WRONLY | O_CREAT, 0o644)
             guard fd >= 0 else { throw fileError(errno, file: file, path: partial) }
             let offset = Int64(lseek(fd, 0, SEEK_END))
+            if hashed != offset {
+                do {
+                    hash = try Self.hashing(file: partial)
+                } catch {
+                    close(fd)
+                    throw .fileSystem(model: model, file: file, path: partial, reason: "cannot read the download: \(error)")
+                }
+                hashed = offset
+            }
             var request = URLRequest(url: url)
             if offset > 0 {
                 request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range")
@@ -298,6 +311,8 @@ struct ModelFileDownloader {
                             _ = ftruncate(fd, 0)
                             _ = lseek(fd, 0, SEEK_SET)
                             restarted = true
+                            hash = SHA256()
+                            hashed = 0
                         }
                         progress.setTotal(index, headers["content-length"].flatMap { Int64($0) })
                         return true
@@ -305,7 +320,11 @@ struct ModelFileDownloader {
                         return false
                     }
                 },
-                onData: { progress.add(index, $0) })
+                onData: { data in
+                    data.withUnsafeBytes { hash.update($0.bindMemory(to: UInt8.self)) }
+                    hashed += Int64(data.count)
+                    progress.add(index, data.count)
+                })
             close(fd)
             if restarted { progress.setDone(index, t.received) }
             if t.cancelled { throw .cancelled(model: model) }
@@ -333,7 +352,7 @@ struct ModelFileDownloader {
                     }
                     continue
                 }
-                return stated
+                return (stated, hash.finalizeHex())
             case 404, 410:
                 unlink(partial)
                 throw .fileNotFound(model: model, file: file, url: url.absoluteString)
