@@ -39,12 +39,22 @@ extension StackPool {
             return push(stack, frame(of: []))
         case .claim(let index):
             guard stack != 0, top[Int(stack)] <= -2 else { return nil }
-            var set = seenSets[Int(-top[Int(stack)] - 2)]
+            let current = top[Int(stack)]
+            // The matcher expands the same claims byte after byte: the transition is cached
+            // (0 for a refusal; frames are <= -2), so only a new set allocates.
+            let key = UInt64(UInt32(bitPattern: current)) << 32 | UInt64(UInt32(bitPattern: index))
+            if let known = claimed[key] { return known == 0 ? nil : push(parent[Int(stack)], known) }
+            var set = seenSets[Int(-current - 2)]
             let word = Int(index) >> 6, bit = UInt64(1) << UInt64(index & 63)
-            if word < set.count && set[word] & bit != 0 { return nil }
+            if word < set.count && set[word] & bit != 0 {
+                claimed[key] = 0
+                return nil
+            }
             while set.count <= word { set.append(0) }
             set[word] |= bit
-            return push(parent[Int(stack)], frame(of: set))
+            let next = frame(of: set)
+            claimed[key] = next
+            return push(parent[Int(stack)], next)
         case .close(let required):
             guard stack != 0, top[Int(stack)] <= -2 else { return nil }
             let set = seenSets[Int(-top[Int(stack)] - 2)]

@@ -31,6 +31,8 @@ final class StackPool {
     /// `-(id + 2)` holds `seenSets[id]`.
     var seenSets: [[UInt64]] = []
     var seenSetIndex: [[UInt64]: Int32] = [:]
+    /// `ObjectGuard.claim` transitions: (frame, member) to the new frame, 0 when refused.
+    var claimed: [UInt64: Int32] = [:]
 
     @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
         let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))
