@@ -106,6 +106,9 @@ final class MediaChunk: @unchecked Sendable {
         return rows
     }
 
+    /// Whether the rows are computed and kept (the encoder has run since the last `release`).
+    var isEncoded: Bool { encoded != nil }
+
     /// Forgets the computed rows (after the prompt is in the caches).
     func release() { encoded = nil }
 }

@@ -65,12 +65,20 @@ extension ServingEngine {
         let prompts = slots.filter { $0.sequence.map { !$0.prefilled } ?? false }.sorted {
             $0.sequence!.job.id < $1.sequence!.job.id
         }
+        var olderPrompt = false
         for slot in prompts {
             guard let seq = slot.sequence else { continue }
             if seq.job.cancel.isCancelled {
                 finish(slot, .cancelled)
                 continue
             }
+            // A media chunk still to encode waits while an older prompt is in progress. The
+            // encoder runs inside the round, so the round's step (and every sequence in it)
+            // waits for it: encoding several requests' images in one round would give each
+            // its first token only after all of them. One at a time, oldest first, the first
+            // request answers after its own image alone. Token chunks go on meanwhile.
+            if olderPrompt, needsEncoder(seq) { continue }
+            olderPrompt = true
             let end = chunkEnd(seq)
             guard end - seq.promptOffset <= room else { break }
             do {
@@ -106,6 +114,12 @@ extension ServingEngine {
         var end = min(pieceEnd, start + prefillChunk)
         if pieceEnd == count, end == count - 1, end - 1 > start { end -= 1 }
         return end
+    }
+
+    /// Whether the prompt's next chunk is a media chunk whose encoder has not run yet.
+    private func needsEncoder(_ seq: SlotSequence) -> Bool {
+        if case .media(let chunk) = seq.job.prompt.piece(at: seq.promptOffset).piece { return !chunk.isEncoded }
+        return false
     }
 
     /// The step input of the prompt's positions `seq.promptOffset ..< end`: its tokens, or
