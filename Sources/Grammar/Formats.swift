@@ -71,10 +71,20 @@ enum Formats {
         "uri": uri, "uri-reference": uriReference, "duration": duration, "ipv6": ipv6, "hostname": hostname
     ]
 
+    /// `regex` (see `RegexFormat`): built as a node rather than written as a pattern, and
+    /// compiled on first use only (its automaton is larger than the others together).
+    static let regexDFA: CodePointDFA? = try? RegexCompiler.compile(RegexFormat.node, limits: .unlimited)
+
+    /// Whether the compiler enforces `name` (a pattern in `enforced`, or `regex`).
+    static func isEnforced(_ name: String) -> Bool { enforced[name] != nil || name == "regex" }
+
+    /// The automaton of an enforced format (nil: not enforced).
+    static func dfa(_ name: String) -> CodePointDFA? { name == "regex" ? regexDFA : compiled[name] }
+
     /// Formats that validators commonly assert but that this compiler cannot enforce: using one
     /// is a compile error. Any other format is an annotation (JSON Schema 2020-12 default).
     static let unenforceable: Set<String> = [
-        "regex", "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer", "iri", "iri-reference",
+        "idn-email", "idn-hostname", "json-pointer", "relative-json-pointer", "iri", "iri-reference",
         "uri-template"
     ]
 

@@ -6,7 +6,7 @@
 /// `(?:...)`, `(?<name>...)`, alternation, quantifiers `* + ? {n} {n,} {n,m}` (greedy or lazy:
 /// the same language), anchors `^` and `$`. Not supported (an error): lookaround,
 /// backreferences, word boundaries, Unicode property escapes.
-indirect enum RegexNode {
+indirect enum RegexNode: Sendable {
     case empty
     case set(ScalarSet)
     case concat([RegexNode])

@@ -430,7 +430,7 @@ func checkGeneratedCalls(_ text: String, syntax: ToolCallSyntax, functions: [(na
             } catch { return error }
         }
         let ok: (name: String, parameters: JSONValue) = ("get_time", toolSchema("{}"))
-        let host = error([ok, ("lookup", toolSchema(#"{"type": "object", "properties": {"h": {"type": "string", "format": "regex"}}}"#))]
+        let host = error([ok, ("lookup", toolSchema(#"{"type": "object", "properties": {"h": {"type": "string", "format": "iri"}}}"#))]
         )
         #expect(host?.kind == .unsupported(keyword: "format"))
         #expect(host?.message.contains("function 'lookup'") == true)

@@ -188,7 +188,7 @@ extension SchemaCompiler {
             out[NormalKey.patterns] = .array([v])
         case "format":
             guard case .string(let f) = v else { throw .invalid("format must be a string") }
-            if !options.assertFormat || (Formats.enforced[f] == nil && !Formats.unenforceable.contains(f)) { return }
+            if !options.assertFormat || (!Formats.isEnforced(f) && !Formats.unenforceable.contains(f)) { return }
             if Formats.unenforceable.contains(f) { throw .unsupported("format", "format '\(f)' cannot be enforced") }
             out[NormalKey.formats] = .array([v])
         default:  // propertyNames

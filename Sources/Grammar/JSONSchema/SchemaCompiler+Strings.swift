@@ -18,7 +18,7 @@ extension SchemaCompiler {
         }
         // (Formats are left out of the lenient reading: validators' format checkers may be laxer.)
         for fm in lenient ? [] : f[NormalKey.formats]?.arrayValue ?? [] {
-            guard let name = fm.stringValue, let d = Formats.compiled[name] else { throw .unsupported("format", "format '\(fm)'") }
+            guard let name = fm.stringValue, let d = Formats.dfa(name) else { throw .unsupported("format", "format '\(fm)'") }
             parts.append(d)
             if let m = Formats.maxLength[name] { spec.maxLength = min(spec.maxLength ?? m, m) }
         }
