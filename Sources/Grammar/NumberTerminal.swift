@@ -18,6 +18,10 @@ struct NumberSpec: Hashable, Sendable {
     var maximum: NumberBound?
     /// A positive integer divisor (integers only).
     var multipleOf: Int64?
+    /// `multipleOf` 10^-k on numbers with no bounds: the value has at most k fraction digits,
+    /// i.e. in `I.Fe±E` form the last nonzero digit of F is at most k + E places after the point
+    /// (trailing zeros allowed). Negative exponents are refused (see `SchemaCompiler.numberSpec`).
+    var maxFractionDigits: UInt64?
     /// Bounds with a fractional part (numbers only); then `minimum`/`maximum` are nil.
     var decimal: DecimalBounds?
     /// Only numbers that are not integers (`not: {type: integer}` among numbers): a nonzero
@@ -43,6 +47,9 @@ struct NumberSpec: Hashable, Sendable {
 /// State: `a` = magnitude of the integer part (exact up to 19 digits);
 /// `b` = phase (0-7) | negative (8) | digit count (9-15) | fraction nonzero (16) | huge (17)
 ///       | integer part mod multipleOf (32-63).
+/// With `maxFractionDigits`: in the fraction, bits 48-55 count its digits and 56-63 hold the
+/// place of the last nonzero one; in the exponent, `a` holds that place and bits 48-55 the
+/// exponent (saturating at 255).
 enum NumberLexer {
     // Phases.
     static let start: UInt64 = 0, minus: UInt64 = 1, intDigits: UInt64 = 2, zero: UInt64 = 3
@@ -96,14 +103,16 @@ enum NumberLexer {
                 next = make(s.a, phase: dot, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: p.mod)
                 if spec.limitsSignificantDigits { next.b = withSignificantDigits(next.b, integerPart: s.a, digits: p.digits, huge: p.huge) }
             } else if (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
-                return make(s.a, phase: expMark, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: 0)
+                let a = spec.maxFractionDigits == nil ? s.a : 0
+                return make(a, phase: expMark, neg: p.neg, digits: p.digits, fnz: false, huge: p.huge, mod: 0)
             } else {
                 return nil
             }
         case dot, frac:
             guard isDigit else {
                 if p.phase == frac && (byte == 0x65 || byte == 0x45) && spec.allowsExponent {
-                    return make(s.a, phase: expMark, neg: p.neg, digits: p.digits, fnz: p.fnz, huge: p.huge, mod: 0)
+                    let a = spec.maxFractionDigits == nil ? s.a : s.b >> 56
+                    return make(a, phase: expMark, neg: p.neg, digits: p.digits, fnz: p.fnz, huge: p.huge, mod: 0)
                 }
                 return nil
             }
@@ -120,15 +129,32 @@ enum NumberLexer {
                 next.b = (next.b & 0xFFFF_0000_FFFF_FFFF) | (sig << 32) | (last << 40)
             }
             if let db = spec.decimal { next.b = (next.b & ~(0xFFF << 18)) | (decimalFracBits(db, neg: p.neg, s.b, digit: UInt8(d)) << 18) }
+            if spec.maxFractionDigits != nil {
+                let place = ((s.b >> 48) & 0xFF) + 1
+                if place > maxFractionPlaces { return nil }
+                let last = d != 0 ? place : s.b >> 56
+                next.b = (next.b & 0xFFFF_FFFF_FFFF) | (place << 48) | (last << 56)
+            }
         case expMark:
+            if byte == 0x2D && spec.maxFractionDigits != nil { return nil }
             if byte == 0x2B || byte == 0x2D { return LexState(s.a, (s.b & ~0xFF) | expSign) }
-            return isDigit ? LexState(s.a, (s.b & ~0xFF) | expDigits) : nil
+            return isDigit ? exponentDigit(spec, s, d) : nil
         case expSign, expDigits:
-            return isDigit ? LexState(s.a, (s.b & ~0xFF) | expDigits) : nil
+            return isDigit ? exponentDigit(spec, s, d) : nil
         default:
             return nil
         }
         return feasible(spec, next) ? next : nil
+    }
+
+    /// Fraction digits accepted with `maxFractionDigits` (an exponent must then cover them).
+    static let maxFractionPlaces: UInt64 = 200
+
+    /// One more exponent digit (its value kept, saturating, with `maxFractionDigits`).
+    static func exponentDigit(_ spec: NumberSpec, _ s: LexState, _ d: UInt64) -> LexState {
+        guard spec.maxFractionDigits != nil else { return LexState(s.a, (s.b & ~0xFF) | expDigits) }
+        let e = (s.b & 0xFF) == expDigits ? min(((s.b >> 48) & 0xFF) * 10 + d, 255) : d
+        return LexState(s.a, (s.b & ~0xFF & ~(0xFF << 48)) | expDigits | (e << 48))
     }
 
     /// The significant-digit fields at the decimal point: the integer part's significant
@@ -162,8 +188,11 @@ enum NumberLexer {
         switch p.phase {
         case intDigits, zero, frac:
             if let k = spec.multipleOf, p.fnz || (p.huge ? p.mod : s.a % UInt64(k)) != 0 { return false }
+            if let k = spec.maxFractionDigits, p.phase == frac, s.b >> 56 > k { return false }
             return within(spec, neg: p.neg, mag: s.a, huge: p.huge, fPos: p.fnz)
-        case expDigits: return true
+        case expDigits:
+            if let k = spec.maxFractionDigits { return s.a <= k + ((s.b >> 48) & 0xFF) }
+            return true
         default: return false
         }
     }

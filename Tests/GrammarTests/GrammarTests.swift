@@ -156,7 +156,7 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(uri, #""https://example.com/a?b=c#d""#) && !valid(uri, #""not a uri""#))
         // Unknown formats are annotations; known-but-unenforceable ones are errors.
         #expect(valid(try compile(#"{"type": "string", "format": "x-custom"}"#), #""anything""#))
-        #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "format": "regex"}"#) }
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "string", "format": "idn-email"}"#) }
     }
 
     @Test func enumsCompareDecodedText() throws {
@@ -204,7 +204,7 @@ func prefix(_ g: Grammar, _ text: String) -> Bool { GrammarMatcher(grammar: g).a
         #expect(valid(try compile(#"{"type": "number", "minimum": 0.5}"#), "0.5"))
         #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "minimum": 1e30}"#) }
         #expect(valid(try compile(#"{"type": "integer", "minimum": 0.5}"#), "1"))
-        #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "multipleOf": 0.01}"#) }
+        #expect(throws: SchemaError.self) { try compile(#"{"type": "number", "multipleOf": 0.25}"#) }
     }
 }
 

@@ -16,13 +16,14 @@ extension SchemaCompiler {
                 spec.integerOnly = true
             } else if integer, (1 / d).rounded() == 1 / d {
                 // every integer is a multiple of 1/n
+            } else if let k = SchemaCompiler.decimalPlaces(m), SchemaCompiler.boundKeys.allSatisfy({ f[$0] == nil }), !fractionalOnly {
+                spec.maxFractionDigits = k
             } else {
                 throw .unsupported("multipleOf", "a non-integer multipleOf (\(d))")
             }
         }
         // Numbers with a non-integer bound: exact decimal comparison.
-        let boundKeys = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]
-        if !spec.integerOnly, boundKeys.contains(where: { k in f[k].map { $0.intValue == nil } ?? false }) {
+        if !spec.integerOnly, SchemaCompiler.boundKeys.contains(where: { k in f[k].map { $0.intValue == nil } ?? false }) {
             guard let db = try decimalBounds(f) else { return nil }
             spec.decimal = db
             return spec
@@ -36,6 +37,17 @@ extension SchemaCompiler {
         // Empty range?
         if !NumberLexer.feasible(spec, LexState()) { return nil }
         return spec
+    }
+
+    static let boundKeys = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]
+
+    /// k when a `multipleOf` is exactly 10^-k with 1 <= k <= 4 (written `0.01`, `1e-2`, ...).
+    /// Beyond 4 places, Python's json writes some multiples with a negative exponent
+    /// (`1e-05`), which the number terminal's fraction-digit count does not read.
+    static func decimalPlaces(_ m: JSONValue) -> UInt64? {
+        guard let d = m.doubleValue else { return nil }
+        for k in 1...4 where d == [0.1, 0.01, 0.001, 0.0001][k - 1] { return UInt64(k) }
+        return nil
     }
 
     /// An integer-valued bound (non-integer bounds on integers are rounded inward: x >= 2.5

@@ -85,7 +85,9 @@ extension SchemaCompiler {
         let requiredSet = Set(required)
         var m = ObjectMembers(additional: f["additionalProperties"] ?? .bool(options.additionalPropertiesDefault))
         let patterns = f["patternProperties"]?.objectValue ?? JSONObject()
-        if patterns.count > 6 { throw .unsupported("patternProperties", "more than 6 patterns") }
+        if patterns.count > SchemaCompiler.maxPatternProperties {
+            throw .unsupported("patternProperties", "more than \(SchemaCompiler.maxPatternProperties) patterns")
+        }
         for (p, s) in patterns {
             m.patterns.append((try patternDFA(p), s, p))
             m.lenientPatterns.append(try patternDFA(p, lenient: true))
@@ -194,8 +196,7 @@ extension SchemaCompiler {
         let colon = b.literal(":")
         let exclude = undeclaredKeys(m.names)
         if !m.names.isEmpty && exclude == nil { return ([], []) }  // every string is declared
-        for mask in 0..<(1 << m.patterns.count) {
-            guard let (dfa, parts, path) = try keyClass(m, mask: mask, exclude: exclude) else { continue }
+        for (dfa, parts, path) in try keyClasses(m, exclude: exclude) {
             let valueSchema: JSONValue =
                 parts.isEmpty ? m.additional : (parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))])))
             if valueSchema == .bool(false) { continue }
@@ -226,35 +227,46 @@ extension SchemaCompiler {
         return dfa
     }
 
-    /// The keys that are not declared and match exactly the patterns in `mask`: their automaton
-    /// (nil: any key), the value schemas of those patterns, and the keyword path for errors.
-    /// Nil when no key is in the class.
-    func keyClass(_ m: ObjectMembers, mask: Int, exclude: CodePointDFA?) throws(SchemaError)
-        -> (CodePointDFA?, [JSONValue], [String])?
-    {
-        var dfa: CodePointDFA? = m.names.isEmpty ? nil : exclude
-        var parts: [JSONValue] = []
-        var path = ["additionalProperties"]
-        for i in 0..<m.patterns.count {
-            // Matching keys: the ECMA reading; non-matching keys: not matching under either reading.
-            let matching = mask & (1 << i) != 0
-            guard let pd = matching ? m.patterns[i].dfa : m.lenientPatterns[i] else {
-                if matching { return nil }
-                continue
+    /// Most patternProperties on one object, and most classes of keys they partition the
+    /// undeclared keys into (patterns that cannot match one key together make no class).
+    static let maxPatternProperties = 16
+    static let maxKeyClasses = 64
+
+    /// The undeclared keys partitioned by the patterns they match, only the classes that hold
+    /// some key: each as its automaton (nil: any key), the value schemas of the patterns
+    /// matched, and the keyword path for errors. Found depth first, pattern by pattern, so
+    /// that an empty intersection prunes every class below it.
+    func keyClasses(_ m: ObjectMembers, exclude: CodePointDFA?) throws(SchemaError) -> [(CodePointDFA?, [JSONValue], [String])] {
+        var out: [(CodePointDFA?, [JSONValue], [String])] = []
+        func visit(_ i: Int, _ dfa: CodePointDFA?, _ parts: [JSONValue], _ path: [String]) throws(SchemaError) {
+            if i == m.patterns.count {
+                if out.count == SchemaCompiler.maxKeyClasses {
+                    throw .unsupported("patternProperties", "more than \(SchemaCompiler.maxKeyClasses) classes of keys")
+                }
+                out.append((dfa, parts, path))
+                return
             }
-            if matching {
-                parts.append(m.patterns[i].schema)
-                path = ["patternProperties", m.patterns[i].source]
-            }
-            guard let side = matching ? pd : pd.complement() else { return nil }
-            if let cur = dfa {
-                guard let both = try intersect(cur, side) else { return nil }
-                dfa = both
+            // Keys not matching pattern i (under either reading), then keys matching it (ECMA).
+            if let lenient = m.lenientPatterns[i] {
+                if let side = lenient.complement() {
+                    if let next = try narrow(dfa, side) { try visit(i + 1, next, parts, path) }
+                }
             } else {
-                dfa = side
+                try visit(i + 1, dfa, parts, path)
+            }
+            if let pd = m.patterns[i].dfa, let next = try narrow(dfa, pd) {
+                try visit(i + 1, next, parts + [m.patterns[i].schema], ["patternProperties", m.patterns[i].source])
             }
         }
-        return (dfa, parts, path)
+        try visit(0, m.names.isEmpty ? nil : exclude, [], ["additionalProperties"])
+        return out
+    }
+
+    /// `side` within `dfa` (nil `dfa`: every key); nil when no key is left.
+    private func narrow(_ dfa: CodePointDFA?, _ side: CodePointDFA) throws(SchemaError) -> CodePointDFA?? {
+        guard let cur = dfa else { return .some(side) }
+        guard let both = try intersect(cur, side) else { return nil }
+        return .some(both)
     }
 
     /// A key spec further restricted by propertyNames; nil when no key is left.
