@@ -16,7 +16,10 @@
 #
 # Reported: llama-mtmd-cli's "mtmd batch encoding done in N ms" (the encoder only; it runs
 # once per process), and leap-ref's encoder median of 3 runs after a warm-up (its
-# preprocessing, timed apart, is printed too). Then the median of the rounds of each.
+# preprocessing, timed apart, is printed too). Then the median of the rounds of each. For
+# the image, also the F32 roof `bench --image` measures in the same process: the encode's
+# matrix products timed alone as OpenBLAS sgemms of F32 operands (sgemm_roof_ms), and their
+# FLOPs at the fastest shape's rate (peak_ms); peak_ms / encoder ms is the fraction of peak.
 # Needs: pip install gguf==0.19.0 numpy; a release build of leap-ref; the SmolLM2 model of
 # scripts/setup.sh (the generators copy its tokenizer). Run on a quiet machine.
 set -euo pipefail
@@ -67,12 +70,18 @@ LEAP_CMD=("$LEAP" bench --model "$LM" --mmproj "$PROJ" "$FLAG" "$INPUT" -r 3 -t 
 MTMD_CMD=("$MTMD" -m "$LM" --mmproj "$PROJ" "$FLAG" "$INPUT" -p "$PROMPT" -n 1 -t "$T" --temp 0)
 echo "leap-ref: ${LEAP_CMD[*]}"
 echo "llama.cpp: ${MTMD_CMD[*]}"
-leap_ms=() llama_ms=()
+leap_ms=() llama_ms=() peak_ms=() roof_ms=()
 run_leap() {
-    local ms
-    ms=$("${LEAP_CMD[@]}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["encode_ms"]["median"])')
-    leap_ms+=("$ms")
-    echo "round $1 leap-ref encoder ms: $ms"
+    local out ms peak roof
+    out=$("${LEAP_CMD[@]}")
+    read -r ms peak roof < <(python3 -c 'import json, sys; j = json.loads(sys.argv[1])
+print(j["encode_ms"]["median"], j.get("peak_ms", 0), j.get("sgemm_roof_ms", 0))' "$out")
+    leap_ms+=("$ms") peak_ms+=("$peak") roof_ms+=("$roof")
+    if [ "$KIND" = image ]; then
+        echo "round $1 leap-ref encoder ms: $ms (its products as F32 sgemms: $roof ms; at the best shape's rate: $peak ms)"
+    else
+        echo "round $1 leap-ref encoder ms: $ms"
+    fi
 }
 run_llama() {
     local ms
@@ -84,11 +93,18 @@ run_llama() {
 for ((i = 1; i <= R; i++)); do
     if ((i % 2)); then run_leap "$i"; run_llama "$i"; else run_llama "$i"; run_leap "$i"; fi
 done
-python3 - "${leap_ms[*]}" "${llama_ms[*]}" <<'EOF'
+python3 - "${leap_ms[*]}" "${llama_ms[*]}" "${peak_ms[*]}" "${roof_ms[*]}" <<'EOF'
 import statistics, sys
 leap = [float(v) for v in sys.argv[1].split()]
 llama = [float(v) for v in sys.argv[2].split()]
+peak = [float(v) for v in sys.argv[3].split()]
+roof = [float(v) for v in sys.argv[4].split()]
 ml, mc = statistics.median(leap), statistics.median(llama)
 print(f"| encoder ms (median of {len(leap)} rounds) | leap-ref {ml:.0f} | llama.cpp {mc:.0f} | llama.cpp / leap-ref {mc / ml:.2f}x |")
+if min(peak) > 0:
+    # Each round's encode against the F32 peak measured in the same process, then the median.
+    fractions = [p / e for p, e in zip(peak, leap)]
+    print(f"| F32 roof (same rounds) | products as sgemms {statistics.median(roof):.0f} ms "
+          f"| at the peak rate {statistics.median(peak):.0f} ms | encoder at {statistics.median(fractions):.1%} of peak |")
 EOF
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -53,11 +53,69 @@ struct EncoderLinear: Sendable {
     var outputs: Int { weight.rows }
     var inputs: Int { weight.cols }
 
-    /// `Y = X Wᵀ + b` for the rows `x` into `y`; returns the rows written.
-    func callAsFunction(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool) -> Rows {
+    /// `Y = X Wᵀ + b` for the rows `x` into `y`; returns the rows written. With a bias, the
+    /// bias is written into `y` first and the product adds to it (no pass of OpenBLAS's
+    /// clearing `y` and none adding the bias afterwards).
+    /// `tiles`: the product's scratch (`WeightMatrix.encoderTilesCount`), or nil for one per call.
+    func callAsFunction(
+        _ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool, tiles: UnsafeMutablePointer<Float>? = nil
+    ) -> Rows {
         precondition(x.width == inputs, "\(name): rows of \(x.width) for \(inputs) columns")
-        weight.matmulByRowBlocks(x.base, count: x.count, into: y, pool: pool)
+        if let bias {
+            bias.withUnsafeBufferPointer {
+                EncoderKernels.fillRows($0.baseAddress!, into: y, rows: x.count, width: outputs, stride: outputs, pool: pool)
+            }
+            WeightMatrix.matmulByRowBlocks(
+                [weight], x.base, count: x.count, into: y, stride: outputs, accumulate: true, tiles: tiles, pool: pool)
+        } else {
+            weight.matmulByRowBlocks(x.base, count: x.count, into: y, pool: pool)
+        }
+        return Rows(base: y, count: x.count, width: outputs)
+    }
+
+    /// `Y += X Wᵀ + b` for the rows `x`, added to the rows `y` (a residual stream): the bias
+    /// is added to `y`, then the product adds into it.
+    func accumulate(_ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool, tiles: UnsafeMutablePointer<Float>? = nil) {
+        precondition(x.width == inputs, "\(name): rows of \(x.width) for \(inputs) columns")
         bias?.withUnsafeBufferPointer { EncoderKernels.addBias($0.baseAddress!, to: y, rows: x.count, width: outputs, pool: pool) }
+        WeightMatrix.matmulByRowBlocks(
+            [weight], x.base, count: x.count, into: y, stride: outputs, accumulate: true, tiles: tiles, pool: pool)
+    }
+}
+
+/// Affine maps of the same input rows computed as one product: `[Y_1 | Y_2 | ...] = X [W_1 |
+/// W_2 | ...]ᵀ + [b_1 | b_2 | ...]`, each output row the parts' outputs side by side (a
+/// block's queries, keys and values). The matrices stay where they are (in the mapped
+/// file, or their F32 copies); only the blocks of the product span them
+/// (`WeightMatrix.matmulByRowBlocks(_:_:count:into:stride:accumulate:pool:)`).
+struct FusedEncoderLinear: Sendable {
+    let parts: [EncoderLinear]
+    let weights: [WeightMatrix]
+    /// The parts' biases side by side (zeros for a part without one).
+    let bias: [Float]
+    let inputs: Int
+    let outputs: Int
+
+    init(_ parts: [EncoderLinear]) {
+        precondition(!parts.isEmpty && parts.allSatisfy { $0.inputs == parts[0].inputs })
+        self.parts = parts
+        weights = parts.map(\.weight)
+        bias = parts.flatMap { $0.bias ?? [Float](repeating: 0, count: $0.outputs) }
+        inputs = parts[0].inputs
+        outputs = parts.reduce(0) { $0 + $1.outputs }
+    }
+
+    /// The outputs of every part for the rows `x` into `y` (rows of ``outputs``); returns the
+    /// rows written.
+    func callAsFunction(
+        _ x: Rows, into y: UnsafeMutablePointer<Float>, _ pool: ThreadPool, tiles: UnsafeMutablePointer<Float>? = nil
+    ) -> Rows {
+        precondition(x.width == inputs, "\(parts[0].name): rows of \(x.width) for \(inputs) columns")
+        bias.withUnsafeBufferPointer {
+            EncoderKernels.fillRows($0.baseAddress!, into: y, rows: x.count, width: outputs, stride: outputs, pool: pool)
+        }
+        WeightMatrix.matmulByRowBlocks(
+            weights, x.base, count: x.count, into: y, stride: outputs, accumulate: true, tiles: tiles, pool: pool)
         return Rows(base: y, count: x.count, width: outputs)
     }
 }

@@ -131,7 +131,7 @@ public final class SigLIP2VisionEncoder: MediaEncoderProtocol {
                 "the output holds \(output.count) floats, \(tokens) embeddings of \(outputWidth) need \(tokens * outputWidth)")
         }
         try ProjectorError.checkFinite(pixels, "the slice")
-        let w = VisionWorkspace(hp, gridWidth: grid.width, gridHeight: grid.height)
+        let w = VisionWorkspace(hp, gridWidth: grid.width, gridHeight: grid.height, threads: pool.threads)
         // X = patches(pixels) W_patchᵀ + b_patch
         let x = weights.patchEmbedding(pixels.baseAddress!, width: width, height: height, into: w.x, w, pool)
         // X += E_pos resized to the patch grid
@@ -143,6 +143,34 @@ public final class SigLIP2VisionEncoder: MediaEncoderProtocol {
         // T = unshuffle_s(X); E = mm₂ GELU(mm₁ LN(T))
         VisionGeometry.pixelUnshuffle(x.base, gridWidth: grid.width, gridHeight: grid.height, channels: hp.width, factor: s, into: w.merged)
         weights.projector(Rows(base: w.merged, count: tokens, width: hp.mergedWidth), into: output.baseAddress!, w, pool)
+    }
+
+    /// One matrix product of an encode: `C[m][n] = A[m][k] Bᵀ`, made `calls` times.
+    public struct ProductShape: Sendable, Equatable {
+        public var m, n, k, calls: Int
+        /// Floating-point operations: `2 m n k` a call.
+        public var flops: Double { 2 * Double(m) * Double(n) * Double(k) * Double(calls) }
+    }
+
+    /// The matrix products an encode of a `width x height` slice makes, by shape: the patch
+    /// embedding, per block `[q | k | v]`, the output projection, the MLP's two and each
+    /// head's `Q Kᵀ` and `S V`, and the projector's two. Everything else an encode does is
+    /// element-wise; `leap-ref bench --image` times these shapes alone as the F32 roof.
+    public func productShapes(width: Int, height: Int) throws(ProjectorError) -> [ProductShape] {
+        let grid = try patchGrid(width: width, height: height)
+        let hp = hyperparameters, n = grid.width * grid.height, d = hp.width, L = hp.layerCount
+        let tokens = n / (hp.mergeFactor * hp.mergeFactor)
+        return [
+            ProductShape(m: n, n: d, k: hp.patchValues, calls: 1),
+            ProductShape(m: n, n: 3 * d, k: d, calls: L),
+            ProductShape(m: n, n: d, k: d, calls: L),
+            ProductShape(m: n, n: hp.feedForwardLength, k: d, calls: L),
+            ProductShape(m: n, n: d, k: hp.feedForwardLength, calls: L),
+            ProductShape(m: n, n: n, k: hp.headDim, calls: L * hp.headCount),
+            ProductShape(m: n, n: hp.headDim, k: n, calls: L * hp.headCount),
+            ProductShape(m: tokens, n: hp.projectorHiddenWidth, k: hp.mergedWidth, calls: 1),
+            ProductShape(m: tokens, n: hp.projectionDim, k: hp.projectorHiddenWidth, calls: 1)
+        ]
     }
 
     /// The patch grid of a `width x height` slice, checked.

@@ -113,7 +113,7 @@ struct PatchEmbedding: Sendable {
                 }
             }
         }
-        return projection(Rows(base: patches, count: gw * gh, width: values), into: x, pool)
+        return projection(Rows(base: patches, count: gw * gh, width: values), into: x, pool, tiles: w.tiles)
     }
 }
 
@@ -143,28 +143,40 @@ struct PositionEmbedding: Sendable {
 /// h   = x + Attention(LN₁(x))             q, k, v, out: affine; heads of d / heads
 /// out = h + W_down GELU(W_up LN₂(h) + b_up) + b_down
 /// ```
+///
+/// Four products per block over the rows (`[q | k | v]` as one, the output projection,
+/// the MLP's two), the two that end a residual branch adding into `x` themselves.
 struct SigLIPBlock: Sendable {
     let norm1: EncoderLayerNorm
-    let query, key, value, output: EncoderLinear
+    /// The queries, keys and values as one product (`[q | k | v]` rows of `3d`).
+    let qkv: FusedEncoderLinear
+    let output: EncoderLinear
     let norm2: EncoderLayerNorm
     let up, down: EncoderLinear
     let heads: Int
 
+    init(
+        norm1: EncoderLayerNorm, query: EncoderLinear, key: EncoderLinear, value: EncoderLinear, output: EncoderLinear,
+        norm2: EncoderLayerNorm, up: EncoderLinear, down: EncoderLinear, heads: Int
+    ) {
+        (self.norm1, self.output, self.norm2, self.up, self.down, self.heads) = (norm1, output, norm2, up, down, heads)
+        qkv = FusedEncoderLinear([query, key, value])
+    }
+
     /// Runs the block on the rows `x` (the patches), in place.
     func callAsFunction(_ x: Rows, _ w: VisionWorkspace, _ pool: ThreadPool) {
         let n = x.count, d = x.width, hd = d / heads
-        // h = x + Attention(LN₁(x))
-        let normed = norm1(x, into: w.normed, pool)
-        let q = query(normed, into: w.q, pool), k = key(normed, into: w.k, pool), v = value(normed, into: w.v, pool)
-        BidirectionalAttention.attend(
-            queries: q.base, keys: k.base, values: v.base, stride: d, tokens: n, heads: heads, headDim: hd,
+        // h = x + Attention(LN₁(x)): q, k, v in one product; the output projection and its
+        // bias added into x by the product itself
+        let qkv = qkv(norm1(x, into: w.normed, pool), into: w.qkv, pool, tiles: w.tiles)
+        BidirectionalAttention.attendDeferringNormalization(
+            queries: qkv.base, keys: qkv.base + d, values: qkv.base + 2 * d, stride: qkv.width, tokens: n, heads: heads, headDim: hd,
             scale: 1 / Float(hd).squareRoot(), scores: w.scores, out: w.attended, outStride: d, pool: pool)
-        let attention = output(Rows(base: w.attended, count: n, width: d), into: w.mixed, pool)
-        EncoderKernels.add(attention.base, into: x.base, count: n * d, pool: pool)
-        // out = h + MLP(LN₂(h))
-        let hidden = up(norm2(x, into: w.normed, pool), into: w.hidden, pool)
-        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
-        EncoderKernels.add(down(hidden, into: w.mixed, pool).base, into: x.base, count: n * d, pool: pool)
+        output.accumulate(Rows(base: w.attended, count: n, width: d), into: x.base, pool, tiles: w.tiles)
+        // out = h + MLP(LN₂(h)), the down projection added into h the same way
+        let hidden = up(norm2(x, into: w.normed, pool), into: w.hidden, pool, tiles: w.tiles)
+        EncoderKernels.geluTanhInlined(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        down.accumulate(hidden, into: x.base, pool, tiles: w.tiles)
     }
 }
 
@@ -180,48 +192,51 @@ struct LFM2VisionProjector: Sendable {
     /// has its input norm) into `out`.
     func callAsFunction(_ t: Rows, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
         if let inputNorm { inputNorm(t, into: t.base, pool) }
-        let hidden = first(t, into: w.projected, pool)
-        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
-        _ = second(hidden, into: out, pool)
+        let hidden = first(t, into: w.projected, pool, tiles: w.tiles)
+        EncoderKernels.geluTanhInlined(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        _ = second(hidden, into: out, pool, tiles: w.tiles)
     }
 }
 
 /// The activation buffers of one encode, sized for its patch grid and allocated once.
+/// (In large pages, `LargePages`, each encode's tens of MB were mapped and cleared again by
+/// the kernel, 1.4% of an encode's profile; the C allocator reuses the freed buffers of
+/// the previous encode.)
 final class VisionWorkspace {
     /// The residual stream `[n][d]`.
     let x: UnsafeMutablePointer<Float>
     /// A normalized copy of `x` (a block's attention or MLP input) `[n][d]`.
     let normed: UnsafeMutablePointer<Float>
-    /// Queries, keys and values `[n][d]` each.
-    let q, k, v: UnsafeMutablePointer<Float>
+    /// Queries, keys and values side by side `[n][3d]`.
+    let qkv: UnsafeMutablePointer<Float>
     /// The attention heads' concatenated outputs `[n][d]`.
     let attended: UnsafeMutablePointer<Float>
-    /// A block's attention or MLP output before it is added to `x` `[n][d]`.
-    let mixed: UnsafeMutablePointer<Float>
     /// The MLP's hidden rows `[n][ff]`.
     let hidden: UnsafeMutablePointer<Float>
-    /// im2col rows (`patches x 3p²`), attention scores, the position table resized and its
-    /// scratch, the unshuffled tokens, the projector's hidden rows.
-    let patchRows, scores, positions, positionScratch, merged, projected: UnsafeMutablePointer<Float>
+    /// im2col rows (`patches x 3p²`), attention scores (a block of queries per thread), the
+    /// position table resized and its scratch, the unshuffled tokens, the projector's hidden
+    /// rows, and the products' weight tiles (`WeightMatrix.encoderTilesCount` of the largest
+    /// product).
+    let patchRows, scores, positions, positionScratch, merged, projected, tiles: UnsafeMutablePointer<Float>
     private let buffers: [FloatBuffer]
 
-    init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int) {
+    init(_ hp: VisionHyperparameters, gridWidth: Int, gridHeight: Int, threads: Int) {
         let n = gridWidth * gridHeight, d = hp.width, tokens = n / (hp.mergeFactor * hp.mergeFactor)
+        let d3 = 3 * d, ff = hp.feedForwardLength, h = hp.projectorHiddenWidth
+        let products = [(d3, d), (d, d), (ff, d), (d, ff), (d, hp.patchValues), (h, hp.mergedWidth), (hp.projectionDim, h)]
         var arena = FloatArena()
         x = arena.allocate(n * d)
         normed = arena.allocate(n * d)
-        q = arena.allocate(n * d)
-        k = arena.allocate(n * d)
-        v = arena.allocate(n * d)
+        qkv = arena.allocate(n * d3)
         attended = arena.allocate(n * d)
-        mixed = arena.allocate(n * d)
-        hidden = arena.allocate(n * hp.feedForwardLength)
+        hidden = arena.allocate(n * ff)
         patchRows = arena.allocate(n * hp.patchValues)
-        scores = arena.allocate(BidirectionalAttention.scratchCount(tokens: n, heads: hp.headCount))
+        scores = arena.allocate(BidirectionalAttention.deferredScratchCount(tokens: n, threads: threads))
         positions = arena.allocate(n * d)
         positionScratch = arena.allocate(hp.positionGridSide * gridWidth * d)
         merged = arena.allocate(tokens * hp.mergedWidth)
-        projected = arena.allocate(tokens * hp.projectorHiddenWidth)
+        projected = arena.allocate(tokens * h)
+        tiles = arena.allocate(products.map { WeightMatrix.encoderTilesCount(rows: $0.0, cols: $0.1, threads: threads) }.max()!)
         buffers = arena.buffers
     }
 }

@@ -31,6 +31,8 @@ struct MediaBenchResult: Equatable {
     /// Milliseconds per run, in run order (the warm-up not included).
     var preprocessMilliseconds: [Double] = []
     var encodeMilliseconds: [Double] = []
+    /// For an image: the encode's products timed alone as F32 OpenBLAS sgemms (`ProductRoof`).
+    var roof: ProductRoof?
 
     static func median(_ xs: [Double]) -> Double {
         let s = xs.sorted()
@@ -72,6 +74,13 @@ struct MediaBenchResult: Equatable {
         out["encode_ms"] = stats(encodeMilliseconds)
         out["total_ms"] = .double(totalMedian)
         out[kind == .image ? "ms_per_image" : "ms_per_audio_second"] = .double(perUnit)
+        if let roof {
+            out["products_gflop"] = .double(roof.gflop)
+            out["sgemm_roof_ms"] = .double(roof.milliseconds)
+            out["sgemm_peak_gflops"] = .double(roof.peakGFLOPS)
+            out["peak_ms"] = .double(roof.peakMilliseconds)
+            out["fraction_of_peak"] = .double(encodeMedian > 0 ? roof.peakMilliseconds / encodeMedian : 0)
+        }
         return .object(out)
     }
 
@@ -85,6 +94,13 @@ struct MediaBenchResult: Equatable {
         out += "\nmedians of \(repetitions) run\(repetitions == 1 ? "" : "s") after one warm-up; "
         out += kind == .image ? "preprocess: decode, resize, slice, normalize" : "preprocess: WAV decode to 16 kHz, log-mel"
         out += "; kernels: \(KernelBuild.description)\n"
+        if let roof {
+            out += String(
+                format: "products: %.1f GFLOP; as F32 OpenBLAS sgemms of the same shapes %.1f ms; peak %.1f GFLOP/s (%.1f ms), "
+                    + "the encoder at %.0f%% of it\n",
+                roof.gflop, roof.milliseconds, roof.peakGFLOPS, roof.peakMilliseconds,
+                encodeMedian > 0 ? 100 * roof.peakMilliseconds / encodeMedian : 0)
+        }
         return out
     }
 }
@@ -122,6 +138,11 @@ extension MediaBenchResult {
                     result.encodeMilliseconds.append(ms(t1))
                 }
                 (result.width, result.height, result.slices) = (image.width, image.height, processed.slices.count)
+                if rep == repetitions {
+                    var shapes: [SigLIP2VisionEncoder.ProductShape] = []
+                    for slice in processed.slices { shapes += try encoder.productShapes(width: slice.width, height: slice.height) }
+                    result.roof = ProductRoof.measure(shapes)
+                }
             case .audio(let encoder):
                 guard kind == .audio else { throw MediaFlagError.wrongKind(projector: projector.path, encodes: .audio, asked: kind) }
                 let samples = try WAVAudio.decodeMono16kHz(data)

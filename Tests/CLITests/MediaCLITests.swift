@@ -338,9 +338,13 @@ enum LeapRefBinary {
         #expect(
             i.objectValue?.keys == [
                 "kind", "input", "width", "height", "slices", "positions", "output_width", "threads", "repetitions", "preprocess_ms",
-                "encode_ms", "total_ms", "ms_per_image"
+                "encode_ms", "total_ms", "ms_per_image", "products_gflop", "sgemm_roof_ms", "sgemm_peak_gflops", "peak_ms",
+                "fraction_of_peak"
             ])
         #expect(i["width"] == 640 && i["height"] == 600)
+        // The roof of the encode's products: their FLOPs (the tiny tower's, for its slices) timed as F32 sgemms.
+        #expect((i["products_gflop"]?.doubleValue ?? 0) > 0 && (i["sgemm_peak_gflops"]?.doubleValue ?? 0) > 0)
+        #expect((i["peak_ms"]?.doubleValue ?? 0) > 0 && (i["sgemm_roof_ms"]?.doubleValue ?? 0) >= (i["peak_ms"]?.doubleValue ?? 0))
         #expect(i["positions"] == 240)  // the golden's image chunk
         #expect(i["preprocess_ms"]?["runs"]?.arrayValue?.count == 2)
         #expect((i["encode_ms"]?["median"]?.doubleValue ?? 0) > 0)
