@@ -36,6 +36,21 @@ public final class Grammar: Sendable {
     let isGuard: [Bool]
     /// Whether any terminal is a guard (objects whose properties may come in any order).
     let hasGuards: Bool
+    /// Per terminal: where its bytes start in `literalBytes` and how many there are, when it
+    /// is a literal (count -1 otherwise). Matching and mask walks step literal threads from
+    /// these flat tables, without touching the `Terminal` enum, and group them by next byte.
+    let literalRanges: [(start: Int32, count: Int32)]
+    let literalBytes: [UInt8]
+    /// The stack pool (with its cached masks) of the last matcher that finished.
+    let poolShelf = StackPoolShelf()
+
+    /// What finished matchers may keep for the next matchers of their grammars, in bytes for
+    /// the whole process: interned parse stacks and the token masks cached per matcher state
+    /// (default 32 MiB; 0 keeps nothing, and every matcher starts cold).
+    public static var retainedMatcherCacheBytes: Int {
+        get { StackPoolShelf.retainedBytesLimit }
+        set { StackPoolShelf.retainedBytesLimit = newValue }
+    }
 
     struct Template: Sendable {
         var entries: [(terminalPosition: Int32, pushes: [Int32])] = []
@@ -56,6 +71,27 @@ public final class Grammar: Sendable {
             return false
         }
         hasGuards = isGuard.contains(true)
+        var ranges: [(start: Int32, count: Int32)] = []
+        var bytes: [UInt8] = []
+        for t in terminals {
+            if case .literal(let b) = t {
+                ranges.append((Int32(bytes.count), Int32(b.count)))
+                bytes += b
+            } else {
+                ranges.append((0, -1))
+            }
+        }
+        literalRanges = ranges
+        literalBytes = bytes
+    }
+
+    /// The byte a literal thread needs next; nil for a thread in another kind of terminal
+    /// (or at a literal's end, which no live thread is).
+    @inline(__always) func literalNextByte(_ th: MatchThread) -> UInt8? {
+        let r = literalRanges[Int(symbols[Int(th.position)])]
+        let i = Int(th.lex.a)
+        guard r.count >= 0, i < Int(r.count) else { return nil }
+        return literalBytes[Int(r.start) + i]
     }
 
     /// Number of grammar positions (symbols of the flat layout).

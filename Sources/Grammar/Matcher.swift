@@ -26,6 +26,16 @@ final class StackPool {
     var index: [UInt64: Int32] = [:]
     /// Masks computed for states of this pool (stack ids are only meaningful within a pool).
     var maskCache: [MatchState: TokenMask] = [:]
+    /// The tokens that leave a terminal mid-token and go on into what follows it: per
+    /// (terminal, lexical state as `Terminal.cacheKey` gives it, continuation threads). Every
+    /// state inside one string value shares its entry (see `TokenMaskComputer.mask(for:)`).
+    var exitCache: [ExitKey: [Int32]] = [:]
+
+    struct ExitKey: Hashable {
+        var terminal: Int32
+        var lex: LexState
+        var continuation: [MatchThread]
+    }
     weak var maskOwner: TokenMaskComputer?
     /// The key sets of any-order objects (`ObjectGuard`), hash-consed: a frame whose `top` is
     /// `-(id + 2)` holds `seenSets[id]`.
@@ -33,6 +43,14 @@ final class StackPool {
     var seenSetIndex: [[UInt64]: Int32] = [:]
     /// `ObjectGuard.claim` transitions: (frame, member) to the new frame, 0 when refused.
     var claimed: [UInt64: Int32] = [:]
+
+    /// A rough size: the stacks, their index and the cached masks.
+    var approximateBytes: Int {
+        let masks =
+            maskCache.reduce(0) { $0 + $1.key.threads.count * 24 + $1.value.words.count * 8 + 96 }
+            + exitCache.reduce(0) { $0 + $1.key.continuation.count * 24 + $1.value.count * 4 + 96 }
+        return parent.count * 32 + masks + seenSets.reduce(0) { $0 + $1.count * 16 + 64 } + claimed.count * 16
+    }
 
     @inline(__always) func push(_ stack: Int32, _ ret: Int32) -> Int32 {
         let key = UInt64(UInt32(bitPattern: stack)) << 32 | UInt64(UInt32(bitPattern: ret))
@@ -86,6 +104,26 @@ struct MatchEngine {
         return MatchState(threads: threads, canEnd: canEnd)
     }
 
+    /// Removes duplicates and sorts: equal sets of threads give equal arrays (cache keys).
+    func canonicalize(_ threads: inout [MatchThread]) {
+        if threads.count < 2 { return }
+        Self.sortAndUnique(&threads)
+    }
+
+    static func sortAndUnique(_ threads: inout [MatchThread]) {
+        threads.sort { x, y in
+            if x.position != y.position { return x.position < y.position }
+            if x.stack != y.stack { return x.stack < y.stack }
+            return x.lex.a != y.lex.a ? x.lex.a < y.lex.a : x.lex.b < y.lex.b
+        }
+        var kept = 1
+        for i in 1..<threads.count where threads[i] != threads[kept - 1] {
+            threads[kept] = threads[i]
+            kept += 1
+        }
+        threads.removeLast(threads.count - kept)
+    }
+
     @inline(__always) func dedupe(_ threads: inout [MatchThread]) {
         if threads.count < 2 { return }
         if threads.count <= 12 {
@@ -99,8 +137,9 @@ struct MatchEngine {
                 if dup { threads.remove(at: i) } else { i += 1 }
             }
         } else {
-            var seen = Set<MatchThread>()
-            threads = threads.filter { seen.insert($0).inserted }
+            // Sorted, duplicates are neighbours (and the order is canonical: equal sets of
+            // threads make equal states, which the mask cache keys on).
+            Self.sortAndUnique(&threads)
         }
     }
 
@@ -122,10 +161,7 @@ struct MatchEngine {
         var canEnd = false
         let limit = grammar.maxThreads
         for th in threads {
-            let term = grammar.terminals[Int(grammar.symbols[Int(th.position)])]
-            guard let ns = term.step(th.lex, byte) else { continue }
-            if term.canContinue(ns) { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
-            if term.isFinal(ns) { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
+            stepThread(th, byte, into: &out, canEnd: &canEnd)
             if out.count > limit &* 4 {
                 dedupe(&out)
                 if out.count > limit { break }
@@ -135,6 +171,64 @@ struct MatchEngine {
         if out.count > limit {
             out.removeAll(keepingCapacity: true)
             overflowed = true
+            return false
+        }
+        return canEnd
+    }
+
+    /// Advances one thread by one byte, appending what follows (nothing when the byte is refused).
+    @inline(__always)
+    func stepThread(_ th: MatchThread, _ byte: UInt8, into out: inout [MatchThread], canEnd: inout Bool) {
+        let tid = Int(grammar.symbols[Int(th.position)])
+        let lit = grammar.literalRanges[tid]
+        if lit.count >= 0 {
+            // A literal: compared in the grammar's flat byte table.
+            let i = Int(th.lex.a)
+            guard i < Int(lit.count), grammar.literalBytes[Int(lit.start) + i] == byte else { return }
+            if i + 1 < Int(lit.count) {
+                out.append(MatchThread(position: th.position, stack: th.stack, lex: LexState(th.lex.a + 1, 0)))
+            } else {
+                expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd)
+            }
+            return
+        }
+        let term = grammar.terminals[tid]
+        guard let ns = term.step(th.lex, byte) else { return }
+        if term.canContinue(ns) { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
+        if term.isFinal(ns) { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
+    }
+
+    /// Advances the threads that can take `byte` (those of `others`, and those of `literals`,
+    /// literal threads that all need exactly this byte next) into `out`, cleared first.
+    /// Returns whether the result is a complete sentence; as `step`, with the same limit.
+    @inline(__always)
+    func step(
+        others: ArraySlice<MatchThread>, literals: ArraySlice<MatchThread>, _ byte: UInt8, into out: inout [MatchThread]
+    ) -> Bool {
+        out.removeAll(keepingCapacity: true)
+        var canEnd = false
+        let limit = grammar.maxThreads
+        var index = others.startIndex
+        var inLiterals = false
+        while true {
+            if !inLiterals && index == others.endIndex {
+                inLiterals = true
+                index = literals.startIndex
+            }
+            if inLiterals && index == literals.endIndex { break }
+            stepThread(inLiterals ? literals[index] : others[index], byte, into: &out, canEnd: &canEnd)
+            index += 1
+            if out.count > limit &* 4 {
+                dedupe(&out)
+                if out.count > limit {
+                    out.removeAll(keepingCapacity: true)
+                    return false
+                }
+            }
+        }
+        dedupe(&out)
+        if out.count > limit {
+            out.removeAll(keepingCapacity: true)
             return false
         }
         return canEnd
@@ -164,7 +258,8 @@ struct MatchEngine {
 /// ```
 public final class GrammarMatcher {
     public let grammar: Grammar
-    let pool = StackPool()
+    /// Taken from the grammar's shelf when a finished matcher left one (`StackPoolShelf`).
+    let pool: StackPool
     var engine: MatchEngine { MatchEngine(grammar: grammar, pool: pool) }
     /// history[0] is the initial state; the last element is the current one.
     var history: [MatchState]
@@ -172,9 +267,12 @@ public final class GrammarMatcher {
 
     public init(grammar: Grammar) {
         self.grammar = grammar
+        pool = grammar.poolShelf.take() ?? StackPool()
         history = []
         history = [engine.initialState()]
     }
+
+    deinit { grammar.poolShelf.give(pool) }
 
     var state: MatchState { history[history.count - 1] }
 

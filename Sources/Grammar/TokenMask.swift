@@ -154,14 +154,27 @@ public final class TokenVocabulary: Sendable {
 public final class TokenMaskComputer {
     public let vocabulary: TokenVocabulary
 
-    struct LexInfo {
+    /// A class, so that a cache hit hands out one reference rather than four arrays.
+    final class LexInfo {
         /// Tokens accepted inside the terminal: a bitset, or a short list when few.
-        var acceptedBits: [UInt64]?
-        var acceptedList: [Int32]
-        var exits: [Int32]
+        let acceptedBits: [UInt64]?
+        let acceptedList: [Int32]
+        let exits: [Int32]
         /// For unconstrained-content strings: scalar counts, so that one walk serves every
         /// length bound (see `boundedStringMask`).
-        var lengths: StringLengths?
+        let lengths: StringLengths?
+
+        init(acceptedBits: [UInt64]?, acceptedList: [Int32], exits: [Int32], lengths: StringLengths?) {
+            self.acceptedBits = acceptedBits
+            self.acceptedList = acceptedList
+            self.exits = exits
+            self.lengths = lengths
+        }
+
+        var approximateBytes: Int {
+            64 + (acceptedBits?.count ?? 0) * 8 + acceptedList.count * 4 + exits.count * 4
+                + (lengths.map { ($0.inside.count + $0.closers.count) * 8 + $0.exitScalars.count * 8 } ?? 0)
+        }
     }
 
     struct StringLengths {
@@ -179,8 +192,9 @@ public final class TokenMaskComputer {
     /// exclusivity checks are paid on class properties in the inner loops).
     struct WalkContext {
         var buffers: [[MatchThread]] = []
-        var stepGen = [UInt32](repeating: 0, count: 256)
-        var stepVal = [([MatchThread], Bool)](repeating: ([], false), count: 256)
+        /// Per byte (256 entries once a mask has been computed; empty in a placeholder).
+        var stepGen: [UInt32] = []
+        var stepVal: [([MatchThread], Bool)] = []
         var gen: UInt32 = 1
         /// Work units spent on the current mask (thread steps and trie nodes walked).
         var work = 0
@@ -196,6 +210,7 @@ public final class TokenMaskComputer {
     /// Lexical results per shared terminal id, then per (normalized) terminal state.
     var lexCache: [Int32: [LexState: LexInfo]] = [:]
     var lexCacheCount = 0
+    var lexCacheBytes = 0
     /// Shared ids of terminals that hold a grammar's own automaton (patterns, formats, enums):
     /// their cache entries are dropped when the grammars they came from are evicted.
     var grammarSpecific = Set<Int32>()
@@ -205,6 +220,22 @@ public final class TokenMaskComputer {
     public private(set) var stateCacheHits = 0
     /// Trie nodes visited by lexical walks so far.
     public private(set) var walkedNodes = 0
+    /// What the last `mask(for:)` did, for benchmarks that explain their slow masks.
+    public private(set) var lastMask = MaskStatistics()
+
+    /// The work behind one mask.
+    public struct MaskStatistics: Sendable {
+        /// The matcher's live parses.
+        public var threads = 0
+        /// Distinct (terminal position, lexical state) groups among them.
+        public var groups = 0
+        /// Lexical trie walks that were not cached yet (a terminal state seen for the first time).
+        public var lexicalWalks = 0
+        /// Matcher threads stepped plus trie nodes walked (the unit of `maxWorkPerMask`).
+        public var work = 0
+        /// The whole mask came from the per-state cache.
+        public var cached = false
+    }
     /// The most work one mask may take: matcher threads stepped plus trie nodes walked. A
     /// mask normally costs thousands of units, a first walk of the whole vocabulary a few
     /// hundred thousand; an ambiguous grammar with thousands of live parses could cost
@@ -246,7 +277,13 @@ public final class TokenMaskComputer {
         if grammarTerminals.count >= 32 {
             // Forget the grammars seen so far and what only they could use.
             grammarTerminals.removeAll()
-            for id in grammarSpecific { lexCacheCount -= lexCache.removeValue(forKey: id)?.count ?? 0 }
+            for id in grammarSpecific {
+                guard let removed = lexCache.removeValue(forKey: id) else { continue }
+                for info in removed.values {
+                    lexCacheCount -= 1
+                    lexCacheBytes -= info.approximateBytes
+                }
+            }
             terminalIDs = terminalIDs.filter { !grammarSpecific.contains($0.value) }
             grammarSpecific.removeAll()
         }
@@ -279,31 +316,49 @@ public final class TokenMaskComputer {
         let pool = matcher.pool
         if pool.maskOwner === self, let m = pool.maskCache[state] {
             stateCacheHits += 1
+            lastMask = MaskStatistics(threads: state.threads.count, cached: true)
             return m
+        }
+        let missesBefore = lexCacheMisses
+        if pool.maskOwner !== self {
+            pool.maskOwner = self
+            pool.maskCache.removeAll()
+            pool.exitCache.removeAll()
         }
         let grammar = matcher.grammar
         let ids = sharedIDs(grammar)
         let engine = matcher.engine
         var mask = TokenMask(count: vocabulary.count)
-        var ctx = WalkContext()
+        var ctx = WalkContext()  // an empty placeholder while the computer's own is in use
         swap(&ctx, &context)
+        if ctx.stepGen.isEmpty {
+            ctx.stepGen = [UInt32](repeating: 0, count: 256)
+            ctx.stepVal = [([MatchThread], Bool)](repeating: ([], false), count: 256)
+        }
         ctx.work = 0
         ctx.workLimit = maxWorkPerMask
         ctx.truncated = false
         // Threads in the same terminal state share their lexical work; their continuations
-        // are merged for the exit walks.
-        var groups: [GroupKey: [Int32]] = [:]
-        var order: [GroupKey] = []
-        for th in state.threads {
-            let k = GroupKey(position: th.position, lex: th.lex)
-            if groups[k] == nil {
-                order.append(k)
-                groups[k] = [th.stack]
-            } else {
-                groups[k]!.append(th.stack)
+        // are merged for the exit walks. Sorted, a group is a run of threads.
+        let threads =
+            state.threads.count < 2
+            ? state.threads
+            : state.threads.sorted { x, y in
+                x.position != y.position ? x.position < y.position : (x.lex.a != y.lex.a ? x.lex.a < y.lex.a : x.lex.b < y.lex.b)
             }
-        }
-        for k in order {
+        var groupStart = 0
+        var groupCount = 0
+        while groupStart < threads.count {
+            var groupEnd = groupStart + 1
+            while groupEnd < threads.count && threads[groupEnd].position == threads[groupStart].position
+                && threads[groupEnd].lex == threads[groupStart].lex
+            {
+                groupEnd += 1
+            }
+            let k = GroupKey(position: threads[groupStart].position, lex: threads[groupStart].lex)
+            let members = threads[groupStart..<groupEnd]
+            groupStart = groupEnd
+            groupCount += 1
             if ctx.work > ctx.workLimit {
                 ctx.truncated = true
                 break
@@ -314,7 +369,19 @@ public final class TokenMaskComputer {
             let term = grammar.terminals[tid]
             var exits: [Int32]
             if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
-                exits = boundedStringMask(spec, state: k.lex, into: &mask)
+                // Cached per length bounds left (as `cacheKey` normalizes them): near a
+                // short string's bound, filtering the plain string's walk costs a pass over
+                // most of the vocabulary.
+                let key = term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars)
+                let info: LexInfo
+                if let hit = lexCache[ids[tid]]?[key] {
+                    info = hit
+                } else {
+                    info = boundedStringInfo(spec, state: k.lex)
+                    storeLexInfo(info, sharedID: ids[tid], key: key)
+                }
+                if let bits = info.acceptedBits { mask.formUnion(bits) }
+                exits = info.exits
             } else {
                 let info = lexInfo(term, sharedID: ids[tid], state: k.lex)
                 if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
@@ -323,20 +390,36 @@ public final class TokenMaskComputer {
             if exits.isEmpty { continue }
             var cont: [MatchThread] = []
             var canEnd = false
-            for stack in groups[k]! { engine.expand(k.position + 1, stack, into: &cont, canEnd: &canEnd) }
-            engine.dedupe(&cont)
+            for th in members { engine.expand(k.position + 1, th.stack, into: &cont, canEnd: &canEnd) }
+            engine.canonicalize(&cont)
             if cont.isEmpty { continue }
+            // What the exits lead to depends on the terminal, its lexical state up to what
+            // `cacheKey` tells apart, and the continuation: not on where inside a string the
+            // parse is, so a string value's masks walk its exits once.
+            let key = StackPool.ExitKey(
+                terminal: Int32(tid), lex: term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars), continuation: cont)
+            if let tokens = pool.exitCache[key] {
+                for id in tokens { mask[Int(id)] = true }
+                continue
+            }
             ctx.gen &+= 1
-            for node in exits { walkChildren(of: Int(node), from: cont, depth: 0, engine: engine, mask: &mask, ctx: &ctx) }
+            let partition = cont.count >= 8 ? ThreadPartition(cont, grammar: grammar) : nil
+            var reached = TokenMask(count: vocabulary.count)
+            for node in exits {
+                walkChildren(of: Int(node), from: cont, partition: partition, depth: 0, engine: engine, mask: &reached, ctx: &ctx)
+            }
+            mask.formUnion(reached.words)
+            if !ctx.truncated {
+                if pool.exitCache.count > 4096 { pool.exitCache.removeAll() }
+                pool.exitCache[key] = reached.allowed.map { Int32($0) }
+            }
         }
         let truncated = ctx.truncated
+        lastMask = MaskStatistics(
+            threads: state.threads.count, groups: groupCount, lexicalWalks: lexCacheMisses - missesBefore, work: ctx.work)
         swap(&ctx, &context)
         if truncated { addSingleBytes(matcher, to: &mask) }
         if state.canEnd { for s in vocabulary.specialTokens { mask[s] = true } }
-        if pool.maskOwner !== self {
-            pool.maskOwner = self
-            pool.maskCache.removeAll()
-        }
         if pool.maskCache.count > 1024 { pool.maskCache.removeAll() }
         pool.maskCache[state] = mask
         return mask
@@ -356,7 +439,7 @@ public final class TokenMaskComputer {
 
     /// A string with only length bounds: the walk of the unbounded string from the same
     /// decoder state (count zeroed) is shared, then filtered by scalar counts.
-    func boundedStringMask(_ spec: StringSpec, state: LexState, into mask: inout TokenMask) -> [Int32] {
+    func boundedStringInfo(_ spec: StringSpec, state: LexState) -> LexInfo {
         let plain = Terminal.string(StringSpec())
         let pid: Int32
         if let id = terminalIDs[plain] {
@@ -368,7 +451,9 @@ public final class TokenMaskComputer {
         }
         let base = LexState(state.a & 0xFFFF_FFFF, state.b)
         let info = lexInfo(plain, sharedID: pid, state: base)
-        guard let lengths = info.lengths, var bits = info.acceptedBits else { return [] }
+        guard let lengths = info.lengths, var bits = info.acceptedBits else {
+            return LexInfo(acceptedBits: nil, acceptedList: [], exits: [], lengths: nil)
+        }
         let count = Int(state.a >> 32)
         let left = spec.maxLength.map { $0 - count } ?? Int.max
         let need = spec.minLength - count
@@ -379,32 +464,50 @@ public final class TokenMaskComputer {
         for (id, sc) in lengths.closers where Int(sc) > left || Int(sc) < need {
             bits[Int(id) >> 6] &= ~(1 << UInt64(id & 63))
         }
-        mask.formUnion(bits)
         var exits: [Int32] = []
         for (i, node) in info.exits.enumerated() {
             let sc = Int(lengths.exitScalars[i])
             if sc <= left && sc >= need { exits.append(node) }
         }
-        return exits
+        return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: nil)
     }
 
     /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
     /// the input valid. At depth 0 the step results are memoized per byte (many exit nodes
-    /// share the same continuation).
+    /// share the same continuation). When many threads sit in literals (the keys a wide object
+    /// may take next, an enum's values), they are sorted by the byte each needs next, so that
+    /// a trie node steps only those that can take its byte, not all of them.
     func walkChildren(
-        of node: Int, from threads: [MatchThread], depth: Int, engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext
+        of node: Int, from threads: [MatchThread], partition given: ThreadPartition? = nil, depth: Int, engine: MatchEngine,
+        mask: inout TokenMask, ctx: inout WalkContext
     ) {
         let v = vocabulary
         let end = Int(v.subtreeEnd[node])
         var child = node + 1
         if ctx.buffers.count <= depth { ctx.buffers.append([]) }
+        let partition = given ?? (threads.count >= 16 ? ThreadPartition(threads, grammar: engine.grammar) : nil)
+        let others: ArraySlice<MatchThread> = partition?.others[...] ?? threads[...]
+        let literals = partition?.literals ?? []
+        let literalBytes = partition?.literalBytes ?? []
+        let partitioned = !literalBytes.isEmpty
         while child < end {
-            ctx.work += threads.count + 1
+            let byte = v.nodeByte[child]
+            var takers = literals[0..<0]
+            if partitioned {
+                var lo = 0, hi = literalBytes.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if literalBytes[mid] < byte { lo = mid + 1 } else { hi = mid }
+                }
+                var upper = lo
+                while upper < literalBytes.count && literalBytes[upper] == byte { upper += 1 }
+                takers = literals[lo..<upper]
+            }
+            ctx.work += (partitioned ? others.count + takers.count : threads.count) + 1
             if ctx.work > ctx.workLimit {
                 ctx.truncated = true
                 return
             }
-            let byte = v.nodeByte[child]
             var next: [MatchThread]
             var canEnd: Bool
             if depth == 0 && ctx.stepGen[Int(byte)] == ctx.gen {
@@ -412,7 +515,9 @@ public final class TokenMaskComputer {
             } else {
                 next = []
                 swap(&next, &ctx.buffers[depth])
-                canEnd = engine.step(threads, byte, into: &next)
+                canEnd =
+                    partitioned
+                    ? engine.step(others: others, literals: takers, byte, into: &next) : engine.step(threads, byte, into: &next)
                 if depth == 0 {
                     ctx.stepGen[Int(byte)] = ctx.gen
                     ctx.stepVal[Int(byte)] = (next, canEnd)
@@ -426,6 +531,25 @@ public final class TokenMaskComputer {
             }
             if depth != 0 { swap(&next, &ctx.buffers[depth]) }
             child = Int(v.subtreeEnd[child])
+        }
+    }
+
+    /// Threads split for trie walks: the literal ones sorted by the byte each needs next, the
+    /// others as they were. Nil-equivalent (not built) when fewer than 4 are literal.
+    struct ThreadPartition {
+        var others: [MatchThread] = []
+        var literals: [MatchThread] = []
+        var literalBytes: [UInt8] = []
+
+        init?(_ threads: [MatchThread], grammar: Grammar) {
+            var keyed: [(byte: UInt8, thread: MatchThread)] = []
+            for th in threads {
+                if let b = grammar.literalNextByte(th) { keyed.append((b, th)) } else { others.append(th) }
+            }
+            guard keyed.count >= 4 else { return nil }
+            keyed.sort { $0.byte < $1.byte }
+            literals = keyed.map(\.thread)
+            literalBytes = keyed.map(\.byte)
         }
     }
 
@@ -451,14 +575,25 @@ public final class TokenMaskComputer {
         case .scalar(let set): info = walkLexer(ScalarLexerBox(set: set), from: state)
         case .objectGuard: info = LexInfo(acceptedBits: nil, acceptedList: [], exits: [], lengths: nil)
         }
-        if lexCacheCount > 100_000 {
+        storeLexInfo(info, sharedID: sharedID, key: key)
+        return info
+    }
+
+    func storeLexInfo(_ info: LexInfo, sharedID: Int32, key: LexState) {
+        let bytes = info.approximateBytes
+        if lexCacheCount > 100_000 || lexCacheBytes + bytes > Self.lexCacheByteLimit {
             lexCache.removeAll()
             lexCacheCount = 0
+            lexCacheBytes = 0
         }
         lexCache[sharedID, default: [:]][key] = info
         lexCacheCount += 1
-        return info
+        lexCacheBytes += bytes
     }
+
+    /// The lexical cache is emptied when it would hold more than this (a bitset is 6 KiB for
+    /// a 49k vocabulary).
+    static let lexCacheByteLimit = 128 << 20
 
     /// The first token in the subtree of `node` (every leaf carries a token).
     func firstToken(under node: Int) -> Int {

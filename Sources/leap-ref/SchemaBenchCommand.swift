@@ -58,6 +58,9 @@ struct SchemaBench: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "One line per file, and mask-cache statistics.")
     var verbose = false
 
+    @Flag(help: "Describe the slowest 1% of masks beside all of them: live parses, lexical walks, work, files.")
+    var tail = false
+
     func run() async throws {
         try await runReportingErrors {
             let (vocabulary, tokenize) = try tokenizer()
@@ -97,6 +100,7 @@ struct SchemaBench: AsyncParsableCommand {
                 let summary = SchemaBenchSummary(results)
                 print(summary.text)
                 if verbose { print("lexical walks: \(computer.lexCacheMisses); state cache hits: \(computer.stateCacheHits)") }
+                if tail { print(MaskTail(results).text) }
                 runs.append((order, results, summary))
             }
             if let json {
@@ -143,6 +147,8 @@ struct SchemaBenchResult {
     var oneOfsAsAnyOf: [String] = []
     /// Mask computation times, one per token checked.
     var maskMicros: [Double] = []
+    /// What each of those masks did (`TokenMaskComputer.lastMask`).
+    var maskStatistics: [TokenMaskComputer.MaskStatistics] = []
 
     var passed: Bool { compileError == nil && !outcome.validationError && !outcome.invalidationError }
 
@@ -171,13 +177,16 @@ struct SchemaBenchResult {
         }
         r.compileMicros = micros(clock.now - t0)
         var times: [Double] = []
+        var statistics: [TokenMaskComputer.MaskStatistics] = []
         r.outcome = MaskBench.check(file, grammar: grammar, vocabulary: computer.vocabulary, tokenize: tokenize) { matcher in
             let t = clock.now
             let mask = computer.mask(for: matcher)
             times.append(micros(clock.now - t))
+            statistics.append(computer.lastMask)
             return mask
         }
         r.maskMicros = times
+        r.maskStatistics = statistics
         return r
     }
 
@@ -271,5 +280,71 @@ struct SchemaBenchSummary {
             compile time: mean \(f(compileMeanMicros / 1000)) ms, p50 \(f(compileP50Micros / 1000)) ms, p99 \(f(compileP99Micros / 1000)) ms, max \(f(compileMaxMicros / 1000)) ms
             mask time (\(tokens) tokens): mean \(f(maskMeanMicros)) µs, p50 \(f(maskP50Micros)) µs, p99 \(f(maskP99Micros)) µs, max \(f(maskMaxMicros)) µs
             """
+    }
+}
+
+/// The slowest 1% of masks against all of them: what their matcher states held and what the
+/// computation did (`schema-bench --tail`).
+struct MaskTail {
+    struct Row {
+        var count = 0, cached = 0, withLexicalWalks = 0
+        var threads: [Int] = [], groups: [Int] = [], work: [Int] = []
+        var micros = 0.0
+
+        mutating func add(_ s: TokenMaskComputer.MaskStatistics, _ t: Double) {
+            count += 1
+            micros += t
+            if s.cached { cached += 1 }
+            if s.lexicalWalks > 0 { withLexicalWalks += 1 }
+            threads.append(s.threads)
+            groups.append(s.groups)
+            work.append(s.work)
+        }
+
+        func median(_ xs: [Int]) -> Int { xs.isEmpty ? 0 : xs.sorted()[xs.count / 2] }
+        func p90(_ xs: [Int]) -> Int { xs.isEmpty ? 0 : xs.sorted()[xs.count * 9 / 10] }
+        func percent(_ n: Int) -> String { count == 0 ? "0%" : "\(n * 100 / count)%" }
+
+        func line(_ name: String) -> String {
+            "\(name): \(count) masks, \(String(format: "%.0f", micros / 1000)) ms; cached \(percent(cached)), "
+                + "with a first lexical walk \(percent(withLexicalWalks)); threads median \(median(threads)) p90 \(p90(threads)), "
+                + "groups median \(median(groups)) p90 \(p90(groups)), work median \(median(work)) p90 \(p90(work))"
+        }
+    }
+
+    var all = Row(), slowest = Row(), walksOnly = Row()
+    var files: [(String, Int)] = []
+    var threshold = 0.0
+
+    init(_ results: [SchemaBenchResult]) {
+        var times: [(Double, Int, Int)] = []
+        for (f, r) in results.enumerated() {
+            for (i, t) in r.maskMicros.enumerated() where i < r.maskStatistics.count { times.append((t, f, i)) }
+        }
+        guard !times.isEmpty else { return }
+        times.sort { $0.0 > $1.0 }
+        let n = max(1, times.count / 100)
+        threshold = times[n - 1].0
+        var perFile: [Int: Int] = [:]
+        for (k, (t, f, i)) in times.enumerated() {
+            let s = results[f].maskStatistics[i]
+            all.add(s, t)
+            if k < n {
+                slowest.add(s, t)
+                perFile[f, default: 0] += 1
+                if s.lexicalWalks > 0 { walksOnly.add(s, t) }
+            }
+        }
+        files = perFile.sorted { $0.value > $1.value }.prefix(8).map { (results[$0.key].id, $0.value) }
+    }
+
+    var text: String {
+        var lines = [
+            "mask tail (the slowest 1%, from \(String(format: "%.1f", threshold)) µs):",
+            "  " + all.line("all"), "  " + slowest.line("slowest 1%"),
+            "  " + walksOnly.line("slowest 1% with a first lexical walk")
+        ]
+        lines.append("  files with most of them: " + files.map { "\($0.0) (\($0.1))" }.joined(separator: ", "))
+        return lines.joined(separator: "\n")
     }
 }
