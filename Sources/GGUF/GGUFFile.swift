@@ -252,8 +252,23 @@ public final class GGUFFile: Sendable {
     /// come back from the file if read). For a file given as bytes, nothing happens. Use
     /// it after copying a tensor into another layout.
     public func releaseResidentPages(of tensor: GGUFTensorInfo) {
+        releaseResidentPages(of: tensor, prefix: tensor.byteCount)
+    }
+
+    /// ``releaseResidentPages(of:)`` for the whole pages of `tensor`'s first `byteCount`
+    /// bytes: for a tensor copied in order, releasing what has been copied so far. Calls
+    /// with growing prefixes release each page once.
+    public func releaseResidentPages(of tensor: GGUFTensorInfo, prefix byteCount: Int) {
         guard tensor.byteCount > 0, let base = storage.base else { return }
         let start = data(for: tensor).baseAddress! - base
-        storage.releaseResidentPages(start..<(start + tensor.byteCount))
+        storage.releaseResidentPages(start..<(start + min(max(0, byteCount), tensor.byteCount)))
+    }
+
+    /// Reads one byte of every page of the file except the pages given up by
+    /// ``releaseResidentPages(of:)``, calling `progress` with the fraction done (about 100
+    /// times), so that the bytes still read in place are in memory before the first token.
+    /// The released pages stay out: a tensor copied into another layout is held once.
+    public func touchPages(_ progress: (Double) -> Void) {
+        storage.touchPages(progress)
     }
 }

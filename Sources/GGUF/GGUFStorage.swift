@@ -14,6 +14,14 @@ final class GGUFStorage: @unchecked Sendable {
     let base: UnsafeRawPointer?
     let count: Int
     private let isMapped: Bool
+    /// The byte ranges given to `releaseResidentPages(_:)`, in the order released, under
+    /// `lock`: `touchPages` leaves them out.
+    private var released: [Range<Int>] = []
+    private let lock: UnsafeMutablePointer<pthread_mutex_t> = {
+        let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(lock, nil)
+        return lock
+    }()
 
     /// Maps `path` read-only.
     init(path: String) throws(GGUFError) {
@@ -57,13 +65,61 @@ final class GGUFStorage: @unchecked Sendable {
     /// again if touched. Does nothing for bytes held in memory.
     func releaseResidentPages(_ range: Range<Int>) {
         guard isMapped, let base, range.lowerBound >= 0, range.upperBound <= count else { return }
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let page = Self.pageBytes
         let start = (range.lowerBound + page - 1) / page * page, end = range.upperBound / page * page
         guard page > 0, end > start else { return }
-        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, Int32(MADV_DONTNEED))
+        // A longer prefix of the range released last extends it, and only its new pages
+        // are given up.
+        var from = start
+        pthread_mutex_lock(lock)
+        if let last = released.last, last.lowerBound == start {
+            from = max(start, last.upperBound)
+            released[released.count - 1] = start..<max(end, last.upperBound)
+        } else {
+            released.append(start..<end)
+        }
+        pthread_mutex_unlock(lock)
+        guard end > from else { return }
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + from), end - from, Int32(MADV_DONTNEED))
+    }
+
+    /// The system's page size.
+    static let pageBytes = Int(sysconf(Int32(_SC_PAGESIZE)))
+
+    /// Reads one byte of every page of the bytes but those released
+    /// (`releaseResidentPages(_:)`), calling `progress` with the fraction of the file done
+    /// about 100 times: a mapped file's pages are then resident before they are first
+    /// needed, without bringing back the pages of tensors that were copied elsewhere.
+    func touchPages(_ progress: (Double) -> Void) {
+        guard let base, count > 0 else { return }
+        pthread_mutex_lock(lock)
+        let skipped = released.sorted { $0.lowerBound < $1.lowerBound }
+        pthread_mutex_unlock(lock)
+        let page = max(4096, Self.pageBytes)
+        let step = max(page, (count / 100 + page - 1) / page * page)
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        var sum: UInt8 = 0, next = 0, chunkStart = 0
+        while chunkStart < count {
+            let chunkEnd = min(count, chunkStart + step)
+            var i = chunkStart
+            while i < chunkEnd {
+                while next < skipped.count, skipped[next].upperBound <= i { next += 1 }
+                if next < skipped.count, skipped[next].contains(i) {
+                    i = skipped[next].upperBound
+                    continue
+                }
+                sum &+= bytes[i]
+                i += page
+            }
+            chunkStart = chunkEnd
+            progress(Double(chunkStart) / Double(count))
+        }
+        keepAlive(sum)
     }
 
     deinit {
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
         guard let base else { return }
         if isMapped {
             munmap(UnsafeMutableRawPointer(mutating: base), count)
@@ -72,3 +128,6 @@ final class GGUFStorage: @unchecked Sendable {
         }
     }
 }
+
+/// Consumes a value so that the page reads producing it are not optimized away.
+@_optimize(none) @inline(never) private func keepAlive(_ value: UInt8) {}

@@ -107,8 +107,10 @@ public final class InterleavedRows: @unchecked Sendable {
     /// 0.7 of it. `MemoryBandwidth.measureRead` prefetches as far ahead.
     public static let prefetchDistance = 2048
 
-    /// Repacks the whole groups of `matrix`'s rows.
-    init(_ matrix: WeightMatrix) {
+    /// Repacks the whole groups of `matrix`'s rows, in order. `sourceDone`, when given, is
+    /// called now and then with the bytes of `matrix.data` read so far (a prefix of whole
+    /// rows, not read again by the repacking): their owner may release them as it goes.
+    init(_ matrix: WeightMatrix, sourceDone: ((Int) -> Void)? = nil) {
         precondition(Self.supports(matrix.type), "no interleaved kernels for \(matrix.type)")
         type = matrix.type
         groups = matrix.rows / Self.groupRows
@@ -125,7 +127,9 @@ public final class InterleavedRows: @unchecked Sendable {
         let storage = memory.pointer
         let (levelsOffset, fifthBitsOffset) = blockOffsets
         let words = type == .q8_0 ? 8 : 4  // 4-byte words of a row's block
+        let groupsPerReport = max(1, WeightMatrix.releaseStepBytes / max(1, Self.groupRows * rowBytes))
         for g in 0..<groups {
+            if let sourceDone, g > 0, g % groupsPerReport == 0 { sourceDone(g * Self.groupRows * rowBytes) }
             let dst = storage + g * groupBytes
             for r in 0..<Self.groupRows {
                 let row = matrix.row(Self.groupRows * g + r)

@@ -150,12 +150,20 @@ public struct WeightMatrix: @unchecked Sendable {
     /// its pages (`GGUFFile.releaseResidentPages(of:)`). Returns `self` for other types, other builds and
     /// matrices of fewer than 8 rows. The results of the copy differ from those of `data`
     /// in float rounding only (each row's sum runs in another order).
-    public func interleavedForDecode() -> WeightMatrix {
+    public func interleavedForDecode() -> WeightMatrix { interleavedForDecode(sourceDone: nil) }
+
+    /// ``interleavedForDecode()``, calling `sourceDone` as in ``copiedForDecode(sourceDone:)``.
+    func interleavedForDecode(sourceDone: ((Int) -> Void)?) -> WeightMatrix {
         guard interleaved == nil, InterleavedRows.supports(type), rows >= InterleavedRows.groupRows, cols > 0 else { return self }
         var copy = self
-        copy.interleaved = InterleavedRows(self)
+        copy.interleaved = InterleavedRows(self, sourceDone: sourceDone)
         return copy
     }
+
+    /// How many bytes of the original rows a copy for decode reads between two calls of its
+    /// `sourceDone` (``copiedForDecode(sourceDone:)``): the most of a matrix's original
+    /// pages that are resident beside its copy while it is made.
+    static let releaseStepBytes = 4 << 20
 
     /// Bytes of the decode copy made by ``interleavedForDecode()`` (0 without one).
     public var interleavedByteCount: Int { interleaved?.byteCount ?? 0 }
@@ -167,11 +175,24 @@ public struct WeightMatrix: @unchecked Sendable {
     /// way the owner of the original bytes may release their pages
     /// (`GGUFFile.releaseResidentPages(of:)`). Products of the plain copy are those of the
     /// original, bit for bit (the same bytes).
-    public func copiedForDecode() -> WeightMatrix {
-        let interleavedCopy = interleavedForDecode()
+    ///
+    /// `sourceDone`, when given, is called while the copy is made with the bytes of `data`
+    /// read so far (a growing prefix of whole rows, every `releaseStepBytes` or so), which
+    /// the copy does not read again: an owner that releases them as they come
+    /// (`GGUFFile.releaseResidentPages(of:prefix:)`) holds at most that much of the
+    /// original beside the copy, instead of the whole matrix twice until the end.
+    public func copiedForDecode(sourceDone: ((Int) -> Void)? = nil) -> WeightMatrix {
+        let interleavedCopy = interleavedForDecode(sourceDone: sourceDone)
         guard interleavedCopy.interleaved == nil, ownRows == nil, byteCount > 0 else { return interleavedCopy }
         let memory = LargePages.allocate(byteCount: byteCount)
-        memory.pointer.copyMemory(from: data, byteCount: byteCount)
+        let step = max(rowBytes, Self.releaseStepBytes / rowBytes * rowBytes)
+        var done = 0
+        while done < byteCount {
+            let n = min(step, byteCount - done)
+            (memory.pointer + done).copyMemory(from: data + done, byteCount: n)
+            done += n
+            if done < byteCount { sourceDone?(done) }
+        }
         var copy = self
         copy.data = UnsafeRawPointer(memory.pointer)
         copy.ownRows = memory

@@ -90,8 +90,9 @@ public enum Leap {
     ///   - url: a `file://` URL of a `.gguf` file.
     ///   - options: threads, context size and cache precision.
     ///   - progress: called with the fraction loaded (0...1) while the weights are read
-    ///     into memory; the file is memory-mapped and every page is touched once, so the
-    ///     first generation does not stall on disk reads.
+    ///     into memory; the file is memory-mapped and every page that is read in place is
+    ///     touched once (not those of weights copied into the decode kernels' layout, which
+    ///     are held once), so the first generation does not stall on disk reads.
     /// - Throws: `LeapError.modelLoadingFailure` saying what is wrong with the file.
     public static func load(
         url: URL, options: LiquidInferenceEngineOptions = LiquidInferenceEngineOptions(),
@@ -130,30 +131,3 @@ public enum Leap {
         }
     }
 }
-
-extension GGUFFile {
-    /// Reads one byte of every 4 KiB page of the mapped file, reporting the fraction done,
-    /// so that the weights are in memory before the first token.
-    func touchPages(_ progress: (Double) -> Void) {
-        let bytes = self.bytes
-        guard bytes.count > 0 else { return }
-        let page = 4096
-        let step = max(page, (bytes.count / 100 + page - 1) / page * page)  // about 100 reports
-        var sum: UInt8 = 0
-        var chunkStart = 0
-        while chunkStart < bytes.count {
-            let chunkEnd = min(bytes.count, chunkStart + step)
-            var i = chunkStart
-            while i < chunkEnd {
-                sum &+= bytes[i]
-                i += page
-            }
-            chunkStart = chunkEnd
-            progress(Double(chunkStart) / Double(bytes.count))
-        }
-        keepAlive(sum)
-    }
-}
-
-/// Consumes a value so that the page reads producing it are not optimized away.
-@_optimize(none) @inline(never) private func keepAlive(_ value: UInt8) {}

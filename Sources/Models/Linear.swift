@@ -22,7 +22,8 @@ public struct Linear: Sendable {
         guard t.type.hasKernels else { throw .unsupportedTensorType(name: name, type: t.type) }
         do {
             let stored = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: file.data(for: t).baseAddress!)
-            matrix = forDecode ? stored.copiedForDecode() : stored
+            // The file's pages leave as the copy is made: the matrix is never held twice.
+            matrix = forDecode ? stored.copiedForDecode { file.releaseResidentPages(of: t, prefix: $0) } : stored
         } catch {
             throw .unsupportedTensorType(name: name, type: t.type)
         }
@@ -48,8 +49,13 @@ public struct Linear: Sendable {
         var slices: [Linear] = []
         for e in 0..<count {
             do {
-                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + e * rows * rowBytes).copiedForDecode()
+                let offset = e * rows * rowBytes
+                let matrix = try WeightMatrix(type: t.type, rows: rows, cols: cols, data: base + offset).copiedForDecode {
+                    file.releaseResidentPages(of: t, prefix: offset + $0)
+                }
                 slices.append(Linear(name: "\(name)[\(e)]", matrix: matrix))
+                // The experts before this one are copied: their pages leave as the next are read.
+                if matrix.decodeCopyByteCount > 0 { file.releaseResidentPages(of: t, prefix: offset + rows * rowBytes) }
             } catch {
                 throw .unsupportedTensorType(name: name, type: t.type)
             }
