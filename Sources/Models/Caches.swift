@@ -24,8 +24,10 @@ public enum KVCacheType: String, Sendable, CaseIterable {
 /// lives in slot `p mod ringLength` and is written twice, at rows `slot` and
 /// `slot + ringLength`, so that any `ringLength` consecutive positions are consecutive rows
 /// (from row `first mod ringLength`), which is how the attention kernels read them. Such a
-/// layer holds `2 · ringLength` rows however long the context; where the context is no
-/// longer than that, it holds the whole context instead, like the other layers.
+/// layer holds `2 · ringLength` rows however long the context. But until it wraps, a ring
+/// touches two rows a position where the whole context touches one, so a layer takes the
+/// ring only where `2 · ringLength` is at most half the context (`usesRing`); otherwise
+/// it holds the whole context, like the other layers (the same results, bit for bit).
 ///
 /// Writing position `p` in a ring overwrites position `p - ringLength`: which prefixes of
 /// a sequence can still be resumed is `canResume(at:highWater:)`.
@@ -58,7 +60,9 @@ final class KVCache: @unchecked Sendable {
                 layer = (kv, hd, contextLength, nil, nil)
             case .windowedKeysAndValues(let kv, let hd, let window):
                 let ring = window - 1 + maxRows
-                layer = 2 * ring < contextLength ? (kv, hd, 2 * ring, window, ring) : (kv, hd, contextLength, window, nil)
+                layer =
+                    Self.usesRing(ring, contextLength: contextLength)
+                    ? (kv, hd, 2 * ring, window, ring) : (kv, hd, contextLength, window, nil)
             case .convolutionInputs:
                 break
             }
@@ -79,6 +83,14 @@ final class KVCache: @unchecked Sendable {
         self.windows = windows
         ringLengths = rings
     }
+
+    /// Whether a sliding-window layer holds a ring of `ringLength` positions (`2 · ringLength`
+    /// rows) rather than the whole context: where the ring is at most half the context's
+    /// rows. A ring's pages fill twice as fast as the context's until it wraps, so a ring
+    /// of nearly the context's size (Gemma 3's window of 512 and passes of 512 tokens give
+    /// 2,046 rows, against 2,048 positions) would only double the memory a shorter
+    /// sequence touches; at half the context it saves at least as much as it costs.
+    static func usesRing(_ ringLength: Int, contextLength: Int) -> Bool { 4 * ringLength <= contextLength }
 
     @inline(__always)
     private func base(_ of: [UnsafeMutableRawPointer?], layer: Int, head: Int) -> UnsafeMutableRawPointer {
