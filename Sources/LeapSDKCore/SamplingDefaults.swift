@@ -100,7 +100,7 @@ public final class DRYBreakerResolver: @unchecked Sendable {
         if let cached = lock.withLock({ cache[strings] }) { return cached }
         let tokenizer = self.tokenizer
         var sequences = DRYSequenceBreakers.restartSequences(
-            for: strings, pieces: tokenizer.allTokenBytes(renderSpecial: true),
+            for: strings, pieces: (0..<tokenizer.vocabularySize).lazy.map { tokenizer.tokenBytes(TokenID($0), renderSpecial: true) },
             tokenize: { tokenizer.encode($0, addSpecial: false, parseSpecial: false).map(Int.init) })
         for id in tokenizer.endOfGenerationIDs.sorted() where !sequences.contains([Int(id)]) { sequences.append([Int(id)]) }
         lock.withLock {

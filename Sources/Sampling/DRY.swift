@@ -93,8 +93,10 @@ public enum DRYSequenceBreakers {
     /// The restart sequences of `breakers` over a vocabulary: `pieces[id]` is the text of
     /// token `id` as bytes (special tokens rendered), `tokenize` tokenizes plain text
     /// (no special tokens, no BOS). Duplicates are removed; the order is deterministic.
-    public static func restartSequences(
-        for breakers: [String], pieces: [[UInt8]], tokenize: (String) -> [Int]
+    /// `pieces` may be lazy (read once per breaker): a vocabulary of 262,144 tokens held as
+    /// arrays is 12 MB of small allocations that the heap keeps after they are freed.
+    public static func restartSequences<Pieces: Sequence<[UInt8]>>(
+        for breakers: [String], pieces: Pieces, tokenize: (String) -> [Int]
     ) -> [[Int]] {
         var result: [[Int]] = []
         var seen = Set<[Int]>()

@@ -152,6 +152,9 @@ public struct Sampler: Sendable {
     public mutating func sample(_ logits: UnsafeBufferPointer<Float>, allowed: ((Int) -> Bool)? = nil) -> Int? {
         let p = parameters
         candidates.removeAll(keepingCapacity: true)
+        // Sized once for the whole vocabulary: grown by appending, the buffer passes through
+        // every smaller size, and the heap keeps the pages of each.
+        candidates.reserveCapacity(logits.count)
         if let allowed {
             for i in 0..<logits.count where allowed(i) && !logits[i].isNaN { candidates.append(Candidate(id: i, logit: logits[i])) }
         } else {

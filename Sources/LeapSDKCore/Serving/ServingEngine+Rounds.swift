@@ -245,7 +245,10 @@ extension ServingEngine {
     /// reply's frame embedding; nil when the completion ended (then it is finished and the
     /// slot free).
     private func sampleNext(_ slot: ServingSlot, _ seq: SlotSequence) -> SequenceGeneration.Step? {
-        guard var generation = seq.generation else { return nil }
+        // Taken out while it steps, so that its sampler's buffers (the candidates: 16 bytes
+        // a vocabulary entry, 4 MiB for Gemma 3) are not shared with the copy left behind
+        // and copied on every token; put back below.
+        guard var generation = seq.generation.take() else { return nil }
         let step: SequenceGeneration.Step
         do {
             step = try slot.cache.withNextLogits { logits, hiddenState throws(ServingError) in
@@ -282,7 +285,7 @@ extension ServingEngine {
     private func finish(_ slot: ServingSlot, _ reason: ServingFinishReason) {
         guard let seq = slot.sequence else { return }
         var reason = reason
-        if reason != .cancelled, var generation = seq.generation {
+        if reason != .cancelled, var generation = seq.generation.take() {
             reason = generation.finish(reason) { seq.deliver($0) }
             seq.generation = generation
         }
