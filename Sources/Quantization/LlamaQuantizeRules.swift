@@ -46,9 +46,14 @@ struct LlamaQuantizeRules {
             architecture = try metadata.string("general.architecture")
             layerCount = try metadata.int("\(architecture).block_count")
             expertCount = try metadata.optional("\(architecture).expert_count", metadata.int) ?? 0
-            let heads = try metadata.optional("\(architecture).attention.head_count", metadata.int) ?? 0
-            let kvHeads = try metadata.optional("\(architecture).attention.head_count_kv", metadata.int) ?? heads
-            is70B = architecture == "llama" && layerCount == 80 && heads != kvHeads
+            // Read only for a llama: other architectures (LFM2) give head_count_kv per layer, as an array.
+            if architecture == "llama" && layerCount == 80 {
+                let heads = try metadata.optional("\(architecture).attention.head_count", metadata.int) ?? 0
+                let kvHeads = try metadata.optional("\(architecture).attention.head_count_kv", metadata.int) ?? heads
+                is70B = heads != kvHeads
+            } else {
+                is70B = false
+            }
         } catch {
             throw .file(error)
         }
