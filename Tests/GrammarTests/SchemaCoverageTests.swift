@@ -135,3 +135,42 @@ import Testing
         return frac.count - exp <= 2
     }
 }
+
+/// `allOf` of objects where some side has `patternProperties`: merged by keys.
+@Suite struct AllOfPatternPropertiesTests {
+    @Test func propertiesBesidePatternsAndAdditional() throws {
+        let g = try compile(
+            #"""
+            {"allOf": [{"properties": {"a": {"type": "integer"}}},
+                       {"patternProperties": {"^[a-z]+$": {"minimum": 0}}, "additionalProperties": false}]}
+            """#)
+        #expect(valid(g, #"{"a": 1}"#) && valid(g, #"{"b": 2, "a": 3}"#) && valid(g, #"{"b": "s"}"#))
+        #expect(!valid(g, #"{"a": -1}"#) && !valid(g, #"{"a": "x"}"#) && !valid(g, #"{"B": 1}"#) && !valid(g, #"{"b": -2}"#))
+    }
+
+    @Test func patternsAndAdditionalOnBothSides() throws {
+        for order in [false, true] {
+            let g = try compile(
+                #"""
+                {"allOf": [{"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+                           {"patternProperties": {"y$": {"minimum": 5}}, "additionalProperties": false}]}
+                """#
+            ) { if order { $0.propertyOrder = .any } }
+            #expect(valid(g, #"{"xy": 6}"#) && valid(g, #"{"ay": "s"}"#) && valid(g, #"{"ay": "s", "xy": 5}"#), "\(order)")
+            #expect(!valid(g, #"{"xy": 4}"#) && !valid(g, #"{"xy": 5.5}"#) && !valid(g, #"{"xa": 1}"#), "\(order)")
+            #expect(!valid(g, #"{"ay": 7}"#) && !valid(g, #"{"zz": "s"}"#) && !valid(g, #"{"xa": "s"}"#), "\(order)")
+        }
+    }
+
+    /// A declared name matching only the other side's patterns keeps its own schema.
+    @Test func aNameMatchingTheOtherSidesPatternsOnly() throws {
+        let g = try compile(
+            #"""
+            {"allOf": [{"properties": {"x-a": {"type": "integer"}}, "patternProperties": {"^y": true}, "additionalProperties": false},
+                       {"patternProperties": {"^x": {"minimum": 1}}, "additionalProperties": false}]}
+            """#)
+        #expect(valid(g, #"{"x-a": 2}"#) && !valid(g, #"{"x-a": 0}"#) && !valid(g, #"{"x-a": "s"}"#))
+        #expect(!valid(g, #"{"xb": 2}"#) && !valid(g, #"{"yb": 2}"#) && valid(g, "{}"))
+        #expect(!valid(g, "{\"x-a\\n\": 2}"))
+    }
+}

@@ -12,7 +12,27 @@ extension SchemaCompiler {
     }
 
     func merge(_ a: Flat, _ c: Flat) throws(SchemaError) -> Flat {
-        guard var x = a, let y = c else { return nil }
+        guard var x = a, var y = c else { return nil }
+        if SchemaCompiler.objectKeys.contains(where: { x[$0] != y[$0] }),
+            x["patternProperties"] != nil || y["patternProperties"] != nil
+        {
+            // patternProperties on either side: the key-value keywords are merged by keys.
+            let merged = try mergedObjectKeys(x, y)
+            for k in SchemaCompiler.objectKeys {
+                x[k] = merged[k]
+                y[k] = nil
+            }
+            mergeItems(&x, y)
+            let first = x
+            for (k, v) in y where k != "prefixItems" && k != "items" {
+                guard let old = x[k] else {
+                    x[k] = v
+                    continue
+                }
+                x[k] = try mergeKeyword(k, old, v, first: first, second: y)
+            }
+            return x
+        }
         let first = x
         try checkPatternPropertiesMerge(x, y)
         mergeItems(&x, y)
@@ -35,6 +55,81 @@ extension SchemaCompiler {
             }
         }
         return x
+    }
+
+    static let objectKeys = ["properties", "patternProperties", "additionalProperties"]
+
+    /// `properties`, `patternProperties` and `additionalProperties` of `allOf [x, y]`, when
+    /// some side has patterns. A declared name gets its schemas on each side, or that side's
+    /// additionalProperties when no pattern of the side matches it (matching patterns apply
+    /// through the merged patternProperties); patterns are united; keys matching a pattern of
+    /// one side only get the other side's additionalProperties through a pattern made of
+    /// lookaheads (`^(?=[\s\S]*(?:p1|p2))(?![\s\S]*(?:q1|q2))(?!(?:n1|n2)$)`, n the names the
+    /// other side declares); the remaining keys get both additionalProperties. (A key that the
+    /// ECMA-262 and Python readings of `$` split, `n1` plus a final newline, is then refused.)
+    func mergedObjectKeys(_ x: JSONObject, _ y: JSONObject) throws(SchemaError) -> JSONObject {
+        let px = x["properties"]?.objectValue ?? JSONObject(), py = y["properties"]?.objectValue ?? JSONObject()
+        let ppx = x["patternProperties"]?.objectValue ?? JSONObject(), ppy = y["patternProperties"]?.objectValue ?? JSONObject()
+        func nontrivial(_ a: JSONValue?) -> JSONValue? { a == nil || a == .bool(true) ? nil : a }
+        let ax = nontrivial(x["additionalProperties"]), ay = nontrivial(y["additionalProperties"])
+        func matchesAny(_ pp: JSONObject, _ name: String) throws(SchemaError) -> Bool {
+            var any = false
+            for (p, _) in pp {
+                let strict = try patternDFA(p)?.accepts(name) ?? false
+                let lenient = try patternDFA(p, lenient: true)?.accepts(name) ?? false
+                if strict != lenient { throw .unsupported("allOf", "/\(p)/ reads '\(name)' differently in ECMA-262 and Python") }
+                any = any || strict
+            }
+            return any
+        }
+        func both(_ parts: [JSONValue]) -> JSONValue {
+            parts.isEmpty ? .bool(true) : parts.count == 1 ? parts[0] : .object(JSONObject([("allOf", .array(parts))]))
+        }
+        var props = JSONObject()
+        for n in px.keys + py.keys.filter({ px[$0] == nil }) {
+            var parts: [JSONValue] = []
+            if let s = px[n] { parts.append(s) } else if let ax, try !matchesAny(ppx, n) { parts.append(ax) }
+            if let s = py[n] { parts.append(s) } else if let ay, try !matchesAny(ppy, n) { parts.append(ay) }
+            props[n] = both(parts)
+        }
+        var patterns = ppx
+        for (p, s) in ppy { patterns[p] = patterns[p].map { allOf2($0, s) } ?? s }
+        // Keys of one side's patterns only, judged by the other side's additionalProperties.
+        for (add, mine, theirs, theirNames) in [(ay, ppx, ppy, py), (ax, ppy, ppx, px)] {
+            guard let add, !mine.isEmpty else { continue }
+            // Names the other side declares are judged by their own schemas: left out.
+            var declared: [String] = []
+            for n in theirNames.keys {
+                if try matchesAny(mine, n), try !matchesAny(theirs, n) { declared.append(try SchemaCompiler.regexLiteral(n)) }
+            }
+            let any = "[\\s\\S]*(?:"
+            var p = "^(?=" + any + mine.keys.joined(separator: "|") + "))"
+            if !theirs.isEmpty { p += "(?!" + any + theirs.keys.joined(separator: "|") + "))" }
+            if !declared.isEmpty { p += "(?!(?:" + declared.joined(separator: "|") + ")$)" }
+            patterns[p] = patterns[p].map { allOf2($0, add) } ?? add
+        }
+        var out = JSONObject()
+        if !props.isEmpty { out["properties"] = .object(props) }
+        if !patterns.isEmpty { out["patternProperties"] = .object(patterns) }
+        if let ax, let ay { out["additionalProperties"] = allOf2(ax, ay) } else if let a = ax ?? ay { out["additionalProperties"] = a }
+        return out
+    }
+
+    /// A pattern matching exactly `name` from where it starts: letters and digits as they are,
+    /// any other character as `\uHHHH` (characters beyond the BMP are refused).
+    static func regexLiteral(_ name: String) throws(SchemaError) -> String {
+        var out = ""
+        for u in name.unicodeScalars {
+            if u.isASCII, u.properties.isAlphabetic || ("0"..."9").contains(u) {
+                out.unicodeScalars.append(u)
+            } else if u.value <= 0xFFFF {
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                throw .unsupported("allOf", "property name '\(name)' beside patternProperties")
+            }
+        }
+        return out
     }
 
     /// One side's additionalProperties judges the keys that *its* properties and patterns do
