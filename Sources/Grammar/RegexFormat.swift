@@ -2,7 +2,7 @@
 /// and without the `u` flag) and that Python's `re.compile` accepts too, so that no string it
 /// admits is refused by either kind of validator.
 ///
-/// Accepted, exactly (`D` = digit, `H` = hex digit):
+/// Accepted, exactly:
 /// - a pattern is any sequence of terms and `|` (empty alternatives included);
 /// - a term is an atom with at most one quantifier, or an assertion;
 /// - atoms: a literal (any character from U+0020 up except `^ $ \ . * + ? ( ) [ ] { } |`), `.`,
