@@ -37,7 +37,8 @@ import Testing
                             let parts = try zip(shapes, [b0, b1, b2]).map { s, b in
                                 try WeightMatrix(type: s.0, rows: s.1, cols: cols, data: b.baseAddress!)
                             }
-                            WeightMatrix.matmulByRowBlocks(parts, x, count: count, into: &y, stride: stride, accumulate: accumulate, pool: pool)
+                            WeightMatrix.matmulByRowBlocks(
+                                parts, x, count: count, into: &y, stride: stride, accumulate: accumulate, pool: pool)
                         }
                     }
                 }
@@ -70,7 +71,8 @@ import Testing
             queries: packed(q), keys: packed(k), values: packed(v), tokens: n, heads: heads, headDim: hd, scale: scale)
         for pool in [nil, Self.pool] {
             var out = [Float](repeating: .nan, count: n * d)
-            var scores = [Float](repeating: .nan, count: BidirectionalAttention.deferredScratchCount(tokens: n, threads: pool?.threads ?? 1))
+            let scratch = BidirectionalAttention.deferredScratchCount(tokens: n, threads: pool?.threads ?? 1)
+            var scores = [Float](repeating: .nan, count: scratch)
             BidirectionalAttention.attendDeferringNormalization(
                 queries: q, keys: k, values: v, stride: stride, tokens: n, heads: heads, headDim: hd, scale: scale, scores: &scores,
                 out: &out, outStride: d, pool: pool)
