@@ -80,7 +80,15 @@ final class GGUFStorage: @unchecked Sendable {
         }
         pthread_mutex_unlock(lock)
         guard end > from else { return }
-        _ = madvise(UnsafeMutableRawPointer(mutating: base + from), end - from, Int32(MADV_DONTNEED))
+        let pages = UnsafeMutableRawPointer(mutating: base + from)
+        #if os(Linux)
+        // The page cache may hold the file in folios of up to 2 MiB, which a fault maps whole
+        // (one PMD) when a 2 MiB-aligned range of the mapping allows huge pages: a read of a
+        // small tensor next to a released one would bring back up to 2 MiB of it. Marked
+        // NOHUGEPAGE, the released range is a mapping of its own that no such range spans.
+        _ = madvise(pages, end - from, Int32(MADV_NOHUGEPAGE))
+        #endif
+        _ = madvise(pages, end - from, Int32(MADV_DONTNEED))
     }
 
     /// The system's page size.
