@@ -171,6 +171,10 @@ public final class TokenMaskComputer {
             self.lengths = lengths
         }
 
+        /// The tokens that run past the terminal's end, merged by the bytes after the end
+        /// (built on first use; see `ExitTrie`).
+        var exitTrie: ExitTrie?
+
         var approximateBytes: Int {
             64 + (acceptedBits?.count ?? 0) * 8 + acceptedList.count * 4 + exits.count * 4
                 + (lengths.map { ($0.inside.count + $0.closers.count) * 8 + $0.exitScalars.count * 8 } ?? 0)
@@ -367,27 +371,23 @@ public final class TokenMaskComputer {
             defer { ctx.work += walkedNodes - walkedBefore }
             let tid = Int(grammar.symbols[Int(k.position)])
             let term = grammar.terminals[tid]
-            var exits: [Int32]
+            let info: LexInfo
             if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
                 // Cached per length bounds left (as `cacheKey` normalizes them): near a
                 // short string's bound, filtering the plain string's walk costs a pass over
                 // most of the vocabulary.
                 let key = term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars)
-                let info: LexInfo
                 if let hit = lexCache[ids[tid]]?[key] {
                     info = hit
                 } else {
                     info = boundedStringInfo(spec, state: k.lex)
                     storeLexInfo(info, sharedID: ids[tid], key: key)
                 }
-                if let bits = info.acceptedBits { mask.formUnion(bits) }
-                exits = info.exits
             } else {
-                let info = lexInfo(term, sharedID: ids[tid], state: k.lex)
-                if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
-                exits = info.exits
+                info = lexInfo(term, sharedID: ids[tid], state: k.lex)
             }
-            if exits.isEmpty { continue }
+            if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
+            if info.exits.isEmpty { continue }
             var cont: [MatchThread] = []
             var canEnd = false
             for th in members { engine.expand(k.position + 1, th.stack, into: &cont, canEnd: &canEnd) }
@@ -405,8 +405,14 @@ public final class TokenMaskComputer {
             ctx.gen &+= 1
             let partition = cont.count >= 8 ? ThreadPartition(cont, grammar: grammar) : nil
             var reached = TokenMask(count: vocabulary.count)
-            for node in exits {
-                walkChildren(of: Int(node), from: cont, partition: partition, depth: 0, engine: engine, mask: &reached, ctx: &ctx)
+            if let trie = info.exitTrie ?? buildExitTrie(info) {
+                walkChildren(of: 0, in: trie, from: cont, partition: partition, depth: 0, engine: engine, mask: &reached, ctx: &ctx)
+            } else {
+                for node in info.exits {
+                    walkChildren(
+                        of: Int(node), in: vocabularyTrie, from: cont, partition: partition, depth: 0, engine: engine, mask: &reached,
+                        ctx: &ctx)
+                }
             }
             mask.formUnion(reached.words)
             if !ctx.truncated {
@@ -435,6 +441,21 @@ public final class TokenMaskComputer {
             guard id >= 0, let next = matcher.engine.next(matcher.state, UInt8(byte), scratch: &scratch) else { continue }
             if !next.overflowed { mask[Int(id)] = true }
         }
+    }
+
+    /// The vocabulary's own trie, for exits too few to be worth merging.
+    lazy var vocabularyTrie = ExitTrie(vocabulary: vocabulary)
+
+    /// Merges a lexical state's exits into one trie when their subtrees hold enough nodes to
+    /// repay it (a few hundred: building costs about what one walk of them does); nil when the
+    /// exits are walked where they are.
+    func buildExitTrie(_ info: LexInfo) -> ExitTrie? {
+        var nodes = 0
+        for x in info.exits { nodes += Int(vocabulary.subtreeEnd[Int(x)]) - Int(x) - 1 }
+        guard nodes >= 256 else { return nil }
+        let trie = ExitTrie(exits: info.exits, vocabulary: vocabulary)
+        info.exitTrie = trie
+        return trie
     }
 
     /// A string with only length bounds: the walk of the unbounded string from the same
@@ -478,10 +499,9 @@ public final class TokenMaskComputer {
     /// may take next, an enum's values), they are sorted by the byte each needs next, so that
     /// a trie node steps only those that can take its byte, not all of them.
     func walkChildren(
-        of node: Int, from threads: [MatchThread], partition given: ThreadPartition? = nil, depth: Int, engine: MatchEngine,
-        mask: inout TokenMask, ctx: inout WalkContext
+        of node: Int, in v: ExitTrie, from threads: [MatchThread], partition given: ThreadPartition? = nil, depth: Int,
+        engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext
     ) {
-        let v = vocabulary
         let end = Int(v.subtreeEnd[node])
         var child = node + 1
         if ctx.buffers.count <= depth { ctx.buffers.append([]) }
@@ -526,7 +546,7 @@ public final class TokenMaskComputer {
             if !next.isEmpty || canEnd {
                 for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { mask[Int(v.tokenIDs[k])] = true }
                 if !next.isEmpty && Int(v.subtreeEnd[child]) > child + 1 {
-                    walkChildren(of: child, from: next, depth: depth + 1, engine: engine, mask: &mask, ctx: &ctx)
+                    walkChildren(of: child, in: v, from: next, depth: depth + 1, engine: engine, mask: &mask, ctx: &ctx)
                 }
             }
             if depth != 0 { swap(&next, &ctx.buffers[depth]) }
@@ -698,6 +718,55 @@ public final class TokenMaskComputer {
             }
         }
         return LexInfo(acceptedBits: nil, acceptedList: list, exits: exits, lengths: nil)
+    }
+}
+
+/// The tokens that run past a terminal's end (the vocabulary subtrees below the nodes where
+/// the terminal may end, its "exits"), as one trie of what follows the end.
+///
+/// A string's exits are every node where a token closes the string with bytes still to come
+/// (`abc",`, `x"}`, ...): hundreds of nodes whose subtrees repeat the same few continuations.
+/// Merged by the bytes after the end, each continuation is stepped once per mask instead of
+/// once per exit node. Same layout as `TokenVocabulary`'s trie; token ids are the
+/// vocabulary's.
+final class ExitTrie {
+    let nodeByte: [UInt8]
+    let subtreeEnd: [Int32]
+    let tokenStart: [Int32]
+    let tokenIDs: [Int32]
+
+    init(exits: [Int32], vocabulary v: TokenVocabulary) {
+        var suffixes: [[UInt8]] = []
+        var owners: [Int32] = []
+        for exit in exits {
+            // Depth-first below the exit: the open subtrees on a stack give each node's depth.
+            var open: [Int32] = []
+            var node = Int(exit) + 1
+            let end = Int(v.subtreeEnd[Int(exit)])
+            while node < end {
+                while let last = open.last, Int(last) <= node { open.removeLast() }
+                open.append(v.subtreeEnd[node])
+                for k in Int(v.tokenStart[node])..<Int(v.tokenStart[node + 1]) {
+                    let id = v.tokenIDs[k]
+                    suffixes.append(Array(v.tokens[Int(id)].suffix(open.count)))
+                    owners.append(id)
+                }
+                node += 1
+            }
+        }
+        let merged = TokenVocabulary(tokens: suffixes)
+        nodeByte = merged.nodeByte
+        subtreeEnd = merged.subtreeEnd
+        tokenStart = merged.tokenStart
+        tokenIDs = merged.tokenIDs.map { owners[Int($0)] }
+    }
+
+    /// The vocabulary's trie itself (its arrays shared, not copied).
+    init(vocabulary v: TokenVocabulary) {
+        nodeByte = v.nodeByte
+        subtreeEnd = v.subtreeEnd
+        tokenStart = v.tokenStart
+        tokenIDs = v.tokenIDs
     }
 }
 

@@ -336,7 +336,17 @@ struct MaskTail {
             }
         }
         files = perFile.sorted { $0.value > $1.value }.prefix(8).map { (results[$0.key].id, $0.value) }
+        let steady = times.filter { results[$0.1].maskStatistics[$0.2].lexicalWalks == 0 }.map(\.0)
+        if !steady.isEmpty {
+            // Sorted slowest first: the mean and p99 of the masks that walked no new lexical state.
+            steadyMean = steady.reduce(0, +) / Double(steady.count)
+            steadyP99 = steady[steady.count / 100]
+        }
     }
+
+    /// Mean and p99 over the masks without a first lexical walk (a terminal state seen for the
+    /// first time costs a walk of the vocabulary once; the rest is the steady state).
+    var steadyMean = 0.0, steadyP99 = 0.0
 
     var text: String {
         var lines = [
@@ -344,6 +354,9 @@ struct MaskTail {
             "  " + all.line("all"), "  " + slowest.line("slowest 1%"),
             "  " + walksOnly.line("slowest 1% with a first lexical walk")
         ]
+        lines.append(
+            "  masks without a first lexical walk: mean \(String(format: "%.1f", steadyMean)) µs, p99 \(String(format: "%.1f", steadyP99)) µs"
+        )
         lines.append("  files with most of them: " + files.map { "\($0.0) (\($0.1))" }.joined(separator: ", "))
         return lines.joined(separator: "\n")
     }

@@ -95,4 +95,44 @@ import Testing
         first = nil
         #expect(GrammarMatcher(grammar: grammar).pool !== pool)
     }
+
+    /// A merged exit trie holds every token below every exit, once per exit, each at the
+    /// path of the bytes that follow the exit (for a plain string, and for whitespace, whose
+    /// exits nest: ` ` and `  ` both end a run).
+    @Test func exitTriesHoldEveryTokenPastTheEndAtItsSuffix() {
+        let v = smolVocabulary
+        let computer = TokenMaskComputer(vocabulary: v)
+        for (id, term, state) in [
+            (Int32(900), Terminal.string(StringSpec()), LexState(0, StringLexer.normal)),
+            (Int32(901), Terminal.whitespace(max: Int.max), LexState())
+        ] {
+            let info = computer.lexInfo(term, sharedID: id, state: state)
+            #expect(info.exits.count > 10, "\(term)")
+            var expected: [Int32] = []
+            for x in info.exits {
+                for node in Int(x) + 1..<Int(v.subtreeEnd[Int(x)]) {
+                    expected += v.tokenIDs[Int(v.tokenStart[node])..<Int(v.tokenStart[node + 1])]
+                }
+            }
+            let trie = ExitTrie(exits: info.exits, vocabulary: v)
+            var found: [Int32] = []
+            // Depth-first with the path of bytes from the root.
+            var path: [UInt8] = []
+            var open: [Int32] = []
+            for node in 1..<trie.nodeByte.count {
+                while let last = open.last, Int(last) <= node {
+                    open.removeLast()
+                    path.removeLast()
+                }
+                open.append(trie.subtreeEnd[node])
+                path.append(trie.nodeByte[node])
+                for k in Int(trie.tokenStart[node])..<Int(trie.tokenStart[node + 1]) {
+                    let token = trie.tokenIDs[k]
+                    found.append(token)
+                    #expect(v.tokens[Int(token)].suffix(path.count).elementsEqual(path), "token \(token)")
+                }
+            }
+            #expect(found.sorted() == expected.sorted())
+        }
+    }
 }
