@@ -109,6 +109,8 @@ final class CodePointDFA: Sendable, Hashable {
     /// only the end of the string is constrained): true for "not one of these names" and for
     /// unanchored patterns. Token masks use this to derive the string's mask cheaply.
     let isComplete: Bool
+    /// A hash of the tables (`==` compares them).
+    let fingerprint: Int
 
     var stateCount: Int { accepting.count }
 
@@ -173,6 +175,17 @@ final class CodePointDFA: Sendable, Hashable {
         self.minToAccept = minToAccept
         maxToAccept = CodePointDFA.longestPaths(transitions: transitions, accepting: accepting)
         self.start = 0
+        var hasher = Hasher()
+        hasher.combine(accepting)
+        for list in transitions {
+            hasher.combine(list.count)
+            for t in list {
+                hasher.combine(t.lo)
+                hasher.combine(t.hi)
+                hasher.combine(t.target)
+            }
+        }
+        fingerprint = hasher.finalize()
         // The ASCII table costs 512 bytes a state: only small automata get one.
         var table: [Int32] = []
         if accepting.count <= CodePointDFA.maxTabledStates {
@@ -255,8 +268,20 @@ final class CodePointDFA: Sendable, Hashable {
         return accepting[Int(st)]
     }
 
-    static func == (a: CodePointDFA, b: CodePointDFA) -> Bool { a === b }
-    func hash(into h: inout Hasher) { h.combine(ObjectIdentifier(self)) }
+    /// Equal tables are equal automata: the same pattern or format in two schemas is then one
+    /// terminal for the token masks' caches, walked over the vocabulary once.
+    static func == (a: CodePointDFA, b: CodePointDFA) -> Bool {
+        if a === b { return true }
+        guard a.fingerprint == b.fingerprint, a.accepting == b.accepting, a.transitions.count == b.transitions.count else {
+            return false
+        }
+        for (x, y) in zip(a.transitions, b.transitions) {
+            guard x.count == y.count else { return false }
+            for (p, q) in zip(x, y) where p.lo != q.lo || p.hi != q.hi || p.target != q.target { return false }
+        }
+        return true
+    }
+    func hash(into h: inout Hasher) { h.combine(fingerprint) }
 
     /// The DFA accepting exactly the given strings.
     static func literals(_ words: [String]) -> CodePointDFA? {

@@ -279,8 +279,13 @@ public final class TokenMaskComputer {
     func sharedIDs(_ grammar: Grammar) -> [Int32] {
         if let e = grammarTerminals[ObjectIdentifier(grammar)], e.grammar === grammar { return e.ids }
         if grammarTerminals.count >= 32 {
-            // Forget the grammars seen so far and what only they could use.
+            // Forget the grammars seen so far. Their own automata (patterns, formats) stay,
+            // with their walks, so that a later schema with the same pattern finds them
+            // (automata compare by their tables), until there are more than
+            // `retainedAutomata` of them: then they go too.
             grammarTerminals.removeAll()
+        }
+        if grammarSpecific.count > Self.retainedAutomata {
             for id in grammarSpecific {
                 guard let removed = lexCache.removeValue(forKey: id) else { continue }
                 for info in removed.values {
@@ -610,6 +615,10 @@ public final class TokenMaskComputer {
         lexCacheCount += 1
         lexCacheBytes += bytes
     }
+
+    /// Distinct grammar automata (patterns, formats) whose terminals and walks are kept
+    /// across grammars (each holds its DFA: up to 512 bytes a state).
+    static let retainedAutomata = 512
 
     /// The lexical cache is emptied when it would hold more than this (a bitset is 6 KiB for
     /// a 49k vocabulary).
