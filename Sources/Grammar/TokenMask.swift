@@ -161,7 +161,7 @@ public final class TokenMaskComputer {
         let acceptedList: [Int32]
         let exits: [Int32]
         /// For unconstrained-content strings: scalar counts, so that one walk serves every
-        /// length bound (see `boundedStringMask`).
+        /// length bound (see `boundedStringInfo`).
         let lengths: StringLengths?
 
         init(acceptedBits: [UInt64]?, acceptedList: [Int32], exits: [Int32], lengths: StringLengths?) {
@@ -591,7 +591,7 @@ public final class TokenMaskComputer {
                 info = completeDFAString(spec, state: state)
             } else if spec.dfa == nil && spec.minLength == 0 && spec.maxLength == nil {
                 // From the scalar count zero: the cache key leaves the count out, and
-                // `boundedStringMask` reads the recorded counts as relative ones.
+                // `boundedStringInfo` reads the recorded counts as relative ones.
                 info = walkLexer(PlainStringLexer(), from: LexState(state.a & 0xFFFF_FFFF, state.b))
             } else {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
