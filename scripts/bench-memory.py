@@ -48,28 +48,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def status_kb(pid: int) -> dict:
-    """The `kB` fields of /proc/PID/status (VmHWM, VmRSS, RssAnon, RssFile, ...)."""
+def kb_fields(path: str) -> dict:
+    """The `kB` fields of a /proc file (status: VmHWM, VmRSS, RssAnon, RssFile, ...; smaps_rollup)."""
     out = {}
-    with open(f"/proc/{pid}/status") as f:
+    with open(path) as f:
         for line in f:
             key, _, value = line.partition(":")
             parts = value.split()
             if len(parts) == 2 and parts[1] == "kB":
                 out[key] = int(parts[0])
     return out
+
+
+def status_kb(pid: int) -> dict:
+    return kb_fields(f"/proc/{pid}/status")
 
 
 def rollup_kb(pid: int) -> dict:
-    """The fields of /proc/PID/smaps_rollup, in kB."""
-    out = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            parts = value.split()
-            if len(parts) == 2 and parts[1] == "kB":
-                out[key] = int(parts[0])
-    return out
+    return kb_fields(f"/proc/{pid}/smaps_rollup")
 
 
 def file_rss_kb(pid: int, path: str) -> int:

@@ -108,64 +108,6 @@ extension WeightMatrix {
 }
 
 extension EncoderKernels {
-    /// ``Elementwise/exp(_:)``'s range reduction and polynomial (the same operations),
-    /// inlined into the loops below.
-    @inline(__always)
-    static func reducedExp(_ clamped: SIMD16<Float>) -> (p: SIMD16<Float>, k: SIMD16<Int32>) {
-        let shifter = SIMD16<Float>(repeating: 12_582_912)
-        let t = clamped * 1.442_695_04 + shifter
-        let k = t - shifter
-        let ki = unsafeBitCast(t, to: SIMD16<Int32>.self) &- 0x4B40_0000
-        var r = clamped.addingProduct(k, SIMD16(repeating: -0.693_145_751_953_125))
-        r = r.addingProduct(k, SIMD16(repeating: -1.428_606_765_330_187e-06))
-        var p = SIMD16<Float>(repeating: 1.0 / 720)
-        p = SIMD16(repeating: 1.0 / 120).addingProduct(p, r)
-        p = SIMD16(repeating: 1.0 / 24).addingProduct(p, r)
-        p = SIMD16(repeating: 1.0 / 6).addingProduct(p, r)
-        p = SIMD16(repeating: 0.5).addingProduct(p, r)
-        p = SIMD16(repeating: 1).addingProduct(p, r)
-        p = SIMD16(repeating: 1).addingProduct(p, r)
-        return (p, ki)
-    }
-
-    /// ``Elementwise/exp(_:)``, the same operations inlined.
-    @inline(__always)
-    static func inlinedExp(_ x: SIMD16<Float>) -> SIMD16<Float> {
-        var clamped = x
-        clamped.replace(with: SIMD16(repeating: 88.72), where: x .> 88.72)
-        clamped.replace(with: SIMD16(repeating: -87.33), where: x .< -87.33)
-        let (p, ki) = reducedExp(clamped)
-        let half = ki &>> 1
-        let scaleA = unsafeBitCast((half &+ 127) &<< 23, to: SIMD16<Float>.self)
-        let scaleB = unsafeBitCast((ki &- half &+ 127) &<< 23, to: SIMD16<Float>.self)
-        var result = p * scaleA * scaleB
-        result.replace(with: 0, where: x .< -87.33)
-        result.replace(with: Float.infinity, where: x .> 88.72)
-        return result
-    }
-
-    /// ``geluTanh(_:count:pool:)`` with its `exp` inlined (the same values).
-    public static func geluTanhInlined(_ x: UnsafeMutablePointer<Float>, count n: Int, pool: ThreadPool? = nil) {
-        parallel(n, minChunk: 8192, pool) { range in
-            let c: Float = -2 * 0.797_884_560_802_865_4  // -2 √(2/π)
-            let a: Float = 0.044_715
-            let base = x + range.lowerBound, count = range.count
-            let xr = UnsafeMutableRawPointer(base)
-            var i = 0
-            while i + 16 <= count {
-                let g = xr.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-                let e = inlinedExp(c * g * (1 + a * g * g))
-                xr.storeBytes(of: g / (1 + e), toByteOffset: i * 4, as: SIMD16<Float>.self)
-                i += 16
-            }
-            while i < count {
-                let g = base[i]
-                base[i] = g / (1 + expf(c * g * (1 + a * g * g)))
-                i += 1
-            }
-        }
-    }
-
     /// `y[r][offset + c] = bias[c]` for `rows` rows of `stride` floats and `c < width`: the
     /// bias written where an accumulating product will add to it. Split over `pool` by rows.
     public static func fillRows(
@@ -217,7 +159,7 @@ extension BidirectionalAttention {
                 BLAS.sgemm(
                     transB: true, m: m, n: n, k: hd, alpha: scale,
                     a: q + i0 * stride + h * hd, lda: stride, b: k + h * hd, ldb: stride, c: s, ldc: n)
-                for r in 0..<m { sums[r] = exponentiateRow(s + r * n, count: n) }
+                for r in 0..<m { sums[r] = Elementwise.exponentiate(s + r * n, count: n).sum }
                 let o = out + i0 * outStride + h * hd
                 BLAS.sgemm(m: m, n: hd, k: n, a: s, lda: n, b: v + h * hd, ldb: stride, c: o, ldc: outStride)
                 for r in 0..<m {
@@ -243,56 +185,5 @@ extension BidirectionalAttention {
                 }
             }
         }
-    }
-
-    /// ``Elementwise/expOfNonPositive(_:)``, the same operations inlined here (as a call it
-    /// passes its vectors through memory, a third of a softmax's time).
-    @inline(__always)
-    static func expOfNonPositive(_ x: SIMD16<Float>) -> SIMD16<Float> {
-        var clamped = x
-        clamped.replace(with: SIMD16(repeating: -87.33), where: x .< -87.33)
-        let (p, ki) = EncoderKernels.reducedExp(clamped)
-        var result = p * unsafeBitCast((ki &+ 127) &<< 23, to: SIMD16<Float>.self)
-        result.replace(with: 0, where: x .< -87.33)
-        return result
-    }
-
-    /// `x[i] = exp(x[i] - max x)` over `n` floats in place; returns their sum.
-    @inline(__always)
-    static func exponentiateRow(_ x: UnsafeMutablePointer<Float>, count n: Int) -> Float {
-        let raw = UnsafeMutableRawPointer(x)
-        var i = 0
-        var top = -Float.infinity
-        if n >= 16 {
-            var m16 = raw.loadUnaligned(as: SIMD16<Float>.self)
-            i = 16
-            while i + 16 <= n {
-                let v = raw.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self)
-                m16.replace(with: v, where: v .> m16)
-                i += 16
-            }
-            top = m16.max()
-        }
-        while i < n {
-            top = max(top, x[i])
-            i += 1
-        }
-        let m = SIMD16<Float>(repeating: top)
-        var acc = SIMD16<Float>()
-        i = 0
-        while i + 16 <= n {
-            let e = expOfNonPositive(raw.loadUnaligned(fromByteOffset: i * 4, as: SIMD16<Float>.self) - m)
-            raw.storeBytes(of: e, toByteOffset: i * 4, as: SIMD16<Float>.self)
-            acc += e
-            i += 16
-        }
-        var sum = acc.sum()
-        while i < n {
-            let e = expf(x[i] - top)
-            x[i] = e
-            sum += e
-            i += 1
-        }
-        return sum
     }
 }

@@ -175,7 +175,7 @@ struct SigLIPBlock: Sendable {
         output.accumulate(Rows(base: w.attended, count: n, width: d), into: x.base, pool, tiles: w.tiles)
         // out = h + MLP(LN₂(h)), the down projection added into h the same way
         let hidden = up(norm2(x, into: w.normed, pool), into: w.hidden, pool, tiles: w.tiles)
-        EncoderKernels.geluTanhInlined(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
         down.accumulate(hidden, into: x.base, pool, tiles: w.tiles)
     }
 }
@@ -193,7 +193,7 @@ struct LFM2VisionProjector: Sendable {
     func callAsFunction(_ t: Rows, into out: UnsafeMutablePointer<Float>, _ w: VisionWorkspace, _ pool: ThreadPool) {
         if let inputNorm { inputNorm(t, into: t.base, pool) }
         let hidden = first(t, into: w.projected, pool, tiles: w.tiles)
-        EncoderKernels.geluTanhInlined(hidden.base, count: hidden.count * hidden.width, pool: pool)
+        EncoderKernels.geluTanh(hidden.base, count: hidden.count * hidden.width, pool: pool)
         _ = second(hidden, into: out, pool, tiles: w.tiles)
     }
 }
