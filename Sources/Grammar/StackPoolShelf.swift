@@ -58,7 +58,4 @@ final class StackPoolShelf: @unchecked Sendable {
             Self.global.retained += bytes
         }
     }
-
-    /// The bytes held by pools on all shelves.
-    static var retainedBytes: Int { global.withLock { global.retained } }
 }
