@@ -228,7 +228,7 @@ extension WeightMatrix {
     /// most, at least 16 rows, a multiple of 16.
     /// Each block is one OpenBLAS product, which packs all of the activations again, so
     /// the blocks are few: with blocks of 256 KB (80 rows of 768 values) that packing took
-    /// a quarter of a SigLIP2 encode (docs/performance.md, "Media encoders").
+    /// a quarter of a SigLIP2 encode (docs/performance-log.md, "Media encoders (2026-11-26)").
     public static func rowBlock(rows: Int, cols: Int, threads: Int) -> Int {
         let t = max(1, threads)
         // Blocks: a multiple of the threads (every thread gets as many), at least two each.
