@@ -1,6 +1,7 @@
 // Decode's layout for Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0: the rows of a matrix repacked once, at load,
 // into groups of 8 rows whose blocks are interleaved, so that one instruction works on 8
-// rows at once and no horizontal sums are needed.
+// rows at once and no horizontal sums are needed. (Q4_K's groups hold a super-block per
+// chunk instead: InterleavedSuperBlocks.swift.)
 //
 // Why. A decode step is one matrix-vector product per matrix: every weight byte is used
 // once, so the kernel should stream weights as fast as memory delivers them. In ggml's
@@ -58,8 +59,8 @@ import GGUF
 import _Builtin_intrinsics.intel
 #endif
 
-/// A weight matrix's rows repacked in groups of 8 for the decode kernels of Q4_0, Q4_1 and
-/// Q8_0 (see the file header). Made by ``WeightMatrix/interleavedForDecode()``; owns its
+/// A weight matrix's rows repacked in groups of 8 for the decode kernels of Q4_0, Q4_1,
+/// Q5_0, Q5_1, Q8_0 (see the file header) and Q4_K (InterleavedSuperBlocks.swift). Made by ``WeightMatrix/interleavedForDecode()``; owns its
 /// memory.
 public final class InterleavedRows: @unchecked Sendable {
     // @unchecked: written once in init, read-only afterwards.
@@ -67,11 +68,11 @@ public final class InterleavedRows: @unchecked Sendable {
     /// Rows per group.
     public static let groupRows = 8
 
-    /// Whether this build has interleaved kernels for `type` (Q4_0, Q4_1, Q5_0, Q5_1 and
-    /// Q8_0 on x86 with AVX2; no type in portable builds).
+    /// Whether this build has interleaved kernels for `type` (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+    /// and Q4_K on x86 with AVX2; no type in portable builds).
     public static func supports(_ type: GGMLType) -> Bool {
         #if LEAP_X86_AVX2
-        return [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0].contains(type)
+        return [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K].contains(type)
         #else
         return false
         #endif
@@ -115,42 +116,59 @@ public final class InterleavedRows: @unchecked Sendable {
         type = matrix.type
         groups = matrix.rows / Self.groupRows
         nb = matrix.cols / 32
-        let hasMin = type == .q4_1 || type == .q5_1, hasFifthBit = type == .q5_0 || type == .q5_1
-        self.hasMin = hasMin
-        self.hasFifthBit = hasFifthBit
-        scaleBytes = hasMin ? 64 : 32
-        levelBytes = type == .q8_0 ? 256 : hasFifthBit ? 160 : 128
-        chunkBytes = scaleBytes + 2 * levelBytes
-        groupBytes = (nb + 1) / 2 * chunkBytes
         rowBytes = matrix.rowBytes
+        if type == .q4_K {
+            // Chunks of one super-block (InterleavedSuperBlocks.swift).
+            hasMin = true
+            hasFifthBit = false
+            scaleBytes = Self.superBlockScaleBytes
+            levelBytes = Self.superBlockPairBytes
+            chunkBytes = scaleBytes + 4 * levelBytes
+            groupBytes = nb / 8 * chunkBytes
+        } else {
+            hasMin = type == .q4_1 || type == .q5_1
+            hasFifthBit = type == .q5_0 || type == .q5_1
+            scaleBytes = hasMin ? 64 : 32
+            levelBytes = type == .q8_0 ? 256 : hasFifthBit ? 160 : 128
+            chunkBytes = scaleBytes + 2 * levelBytes
+            groupBytes = (nb + 1) / 2 * chunkBytes
+        }
         memory = LargePages.allocate(byteCount: groups * groupBytes)
-        let storage = memory.pointer
-        let (levelsOffset, fifthBitsOffset) = blockOffsets
-        let words = type == .q8_0 ? 8 : 4  // 4-byte words of a row's block
         let groupsPerReport = max(1, WeightMatrix.releaseStepBytes / max(1, Self.groupRows * rowBytes))
         for g in 0..<groups {
             if let sourceDone, g > 0, g % groupsPerReport == 0 { sourceDone(g * Self.groupRows * rowBytes) }
-            let dst = storage + g * groupBytes
-            for r in 0..<Self.groupRows {
-                let row = matrix.row(Self.groupRows * g + r)
-                for i in 0..<nb {
-                    let block = row + matrix.type.typeSize * i
-                    let chunk = dst + chunkBytes * (i / 2), k = i % 2
-                    for j in 0..<words {
-                        let word = block.loadUnaligned(fromByteOffset: levelsOffset + 4 * j, as: UInt32.self)
-                        chunk.storeBytes(of: word, toByteOffset: scaleBytes + levelBytes * k + 32 * j + 4 * r, as: UInt32.self)
-                    }
-                    chunk.storeBytes(of: block.loadUnaligned(as: UInt16.self), toByteOffset: 16 * k + 2 * r, as: UInt16.self)
-                    if hasMin {
-                        chunk.storeBytes(
-                            of: block.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 16 * k + 2 * r, as: UInt16.self)
-                    }
-                    if hasFifthBit {
-                        let qh = block.loadUnaligned(fromByteOffset: fifthBitsOffset, as: UInt32.self)
-                        for j in 0..<4 {
-                            let bits = UInt8(truncatingIfNeeded: (qh >> (4 * j)) & 0xF | ((qh >> (16 + 4 * j)) & 0xF) << 4)
-                            chunk.storeBytes(of: bits, toByteOffset: scaleBytes + levelBytes * k + 128 + 4 * r + j, as: UInt8.self)
-                        }
+            if type == .q4_K {
+                repackSuperBlocks(matrix, group: g)
+            } else {
+                repackBlocks(matrix, group: g)
+            }
+        }
+    }
+
+    /// Writes group `g` of `matrix` (a legacy format) as chunks of two blocks.
+    private func repackBlocks(_ matrix: WeightMatrix, group g: Int) {
+        let (levelsOffset, fifthBitsOffset) = blockOffsets
+        let words = type == .q8_0 ? 8 : 4  // 4-byte words of a row's block
+        let dst = storage + g * groupBytes
+        for r in 0..<Self.groupRows {
+            let row = matrix.row(Self.groupRows * g + r)
+            for i in 0..<nb {
+                let block = row + matrix.type.typeSize * i
+                let chunk = dst + chunkBytes * (i / 2), k = i % 2
+                for j in 0..<words {
+                    let word = block.loadUnaligned(fromByteOffset: levelsOffset + 4 * j, as: UInt32.self)
+                    chunk.storeBytes(of: word, toByteOffset: scaleBytes + levelBytes * k + 32 * j + 4 * r, as: UInt32.self)
+                }
+                chunk.storeBytes(of: block.loadUnaligned(as: UInt16.self), toByteOffset: 16 * k + 2 * r, as: UInt16.self)
+                if hasMin {
+                    chunk.storeBytes(
+                        of: block.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 16 * k + 2 * r, as: UInt16.self)
+                }
+                if hasFifthBit {
+                    let qh = block.loadUnaligned(fromByteOffset: fifthBitsOffset, as: UInt32.self)
+                    for j in 0..<4 {
+                        let bits = UInt8(truncatingIfNeeded: (qh >> (4 * j)) & 0xF | ((qh >> (16 + 4 * j)) & 0xF) << 4)
+                        chunk.storeBytes(of: bits, toByteOffset: scaleBytes + levelBytes * k + 128 + 4 * r + j, as: UInt8.self)
                     }
                 }
             }
@@ -159,7 +177,8 @@ public final class InterleavedRows: @unchecked Sendable {
 
     /// Bytes this copy takes: the size of the rows it holds, plus 144 (Q4_0), 160 (Q4_1),
     /// 176 (Q5_0), 192 (Q5_1) or 272 (Q8_0) bytes per group when a row has an odd number
-    /// of blocks.
+    /// of blocks; Q4_K's copy takes 32 bytes more per group and super-block (its 6-bit
+    /// scales and mins a byte each).
     public var byteCount: Int { groups * groupBytes }
 
     /// Where a stored block's levels start (after d, m and qh) and where its fifth bits
@@ -181,6 +200,7 @@ public final class InterleavedRows: @unchecked Sendable {
     /// the inverse of the repacking, so that nothing needs the original bytes again.
     func copyRow(_ r: Int, into dst: UnsafeMutableRawPointer) {
         precondition(r >= 0 && r < groups * Self.groupRows, "copyRow: row \(r) is not in a whole group")
+        if type == .q4_K { return copySuperBlockRow(r, into: dst) }
         let src = group(r / Self.groupRows), lane = r % Self.groupRows
         let (levelsOffset, fifthBitsOffset) = blockOffsets, blockBytes = type.typeSize
         for i in 0..<nb {
@@ -391,6 +411,7 @@ extension InterleavedRows {
     @inline(__always)
     func dotGroup(_ g: Int, _ a: ActivationRows, count: Int) {
         switch type {
+        case .q4_K: dotSuperBlockGroup(g, a, count: count)
         case .q4_0: dotGroup(g, a, count: count, kind: .minus(8), blockSums: Self.nibbleSums)
         case .q4_1: dotGroup(g, a, count: count, kind: .plusMin, blockSums: Self.nibbleSums)
         case .q5_0: dotGroup(g, a, count: count, kind: .minus(16), blockSums: Self.fiveBitSums)
@@ -412,6 +433,7 @@ extension InterleavedRows {
     /// packing is a mask (nibbles, with the fifth bits put back for Q5_0 and Q5_1) or a
     /// bias (Q8_0's + 128) per vector, with no transposition.
     func packForMatmul(_ g: Int, into dst: UnsafeMutableRawPointer) {
+        if type == .q4_K { return packSuperBlocksForMatmul(g, into: dst) }
         let p = group(g), m4 = _mm256_set1_epi8(0x0F)
         for i in 0..<nb {
             let chunk = p + chunkBytes * (i >> 1), k = i & 1
@@ -491,6 +513,7 @@ extension InterleavedRows {
     /// chunks (a 4 x 8 transpose of 32-bit lanes puts each row's levels back together), so
     /// the prompt path needs no row-by-row copy into the stored format.
     func dequantize(group g: Int, into dst: UnsafeMutablePointer<Float>, stride: Int) {
+        if type == .q4_K { return dequantizeSuperBlocks(group: g, into: dst, stride: stride) }
         let src = group(g)
         // Q5_0/Q5_1: each block's levels as Q8_0 lays them out (vector j: values 4j..<4j+4
         // of every row), made from the nibbles and fifth bits (Q5_0's less 16).

@@ -168,6 +168,14 @@ public struct WeightMatrix: @unchecked Sendable {
     /// Bytes of the decode copy made by ``interleavedForDecode()`` (0 without one).
     public var interleavedByteCount: Int { interleaved?.byteCount ?? 0 }
 
+    /// Bytes one matrix-vector product reads: the interleaved copy and the rows after its
+    /// last group where there is a copy (a little more than ``byteCount``: odd block
+    /// counts' padding, Q4_K's unpacked scales), else the rows.
+    public var streamedByteCount: Int {
+        guard let interleaved else { return byteCount }
+        return interleaved.byteCount + (rows - interleaved.groups * InterleavedRows.groupRows) * rowBytes
+    }
+
     /// This matrix with its rows in memory of its own, in large pages (LargePages.swift),
     /// for the decode step that streams them once a token: ``interleavedForDecode()`` where
     /// this build has interleaved kernels for the type (rows past the last whole group of

@@ -4,7 +4,7 @@ import Kernels
 /// A weight matrix `W` of `rows x cols` (`y = W x` maps `cols` inputs to `rows` outputs),
 /// viewed in place in the mapped file in its stored type. GGUF's shape is `[cols, rows]`.
 /// When the model loads, the rows are copied once into large pages for the decode step
-/// (`WeightMatrix.copiedForDecode()`): Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 matrices into the decode
+/// (`WeightMatrix.copiedForDecode()`): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q4_K matrices into the decode
 /// kernels' interleaved layout, others as they are. The copy then serves every read of
 /// those rows, and the file's pages of the tensor leave resident memory.
 public struct Linear: Sendable {
@@ -67,8 +67,9 @@ public struct Linear: Sendable {
     public var type: GGMLType { matrix.type }
     public var rows: Int { matrix.rows }
     public var cols: Int { matrix.cols }
-    /// Bytes of weights read by one matrix-vector product.
-    public var byteCount: Int { matrix.byteCount }
+    /// Bytes of weights read by one matrix-vector product (of the decode copy, where the
+    /// matrix has one in another layout).
+    public var byteCount: Int { matrix.streamedByteCount }
 
     /// Dequantizes row `r` into `out[0..<cols]` (an embedding lookup).
     func row(_ r: Int, into out: UnsafeMutablePointer<Float>) {

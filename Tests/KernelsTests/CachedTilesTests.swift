@@ -66,9 +66,9 @@ import Testing
 extension CachedTilesTests {
     /// A row's result does not depend on how many rows the chunk has (a prompt split into
     /// pieces must give the logits of the whole prompt, ConsistencyTests).
-    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0])
+    @Test(arguments: [GGMLType.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K])
     func aRowsResultDoesNotDependOnTheChunk(_ type: GGMLType) throws {
-        let rows = 128, cols = 384, pool = ThreadPool(threads: 2)
+        let rows = 128, cols = type.blockSize == 256 ? 512 : 384, pool = ThreadPool(threads: 2)
         let bytes = randomWeights(type, rows: rows, cols: cols, seed: 5)
         var rng = SeededRandom(seed: 9)
         let x = rng.normal(18 * cols, scale: 0.8)

@@ -116,24 +116,26 @@ func testCols(_ type: GGMLType) -> Int { type.blockSize == 256 ? 256 * 3 : 32 * 
         }
     }
 
-    /// The decode kernels' interleaved copy: Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 get one on x86 builds with AVX2
-    /// (where the integer matmul exists too) and no other type or build does; it holds the
-    /// whole groups of 8 rows in chunks of two blocks (an odd block count padded to a whole
-    /// chunk), and never a matrix of fewer rows.
+    /// The decode kernels' interleaved copy: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q4_K get one on x86 builds
+    /// with AVX2 (where the integer matmul exists too) and no other type or build does; it
+    /// holds the whole groups of 8 rows in chunks of two blocks (an odd block count padded
+    /// to a whole chunk) or, for Q4_K, of one super-block, and never a matrix of fewer rows.
     @Test func interleavedCopyHoldsTheWholeGroupsOfRows() throws {
         #expect(InterleavedRows.supports(.q4_0) == KernelBuild.hasIntegerMatmul)
         #expect(InterleavedRows.supports(.q4_1) == KernelBuild.hasIntegerMatmul)
         for type in GGMLType.kernelTypes {
-            let interleavedTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]
+            let interleavedTypes: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K]
             #expect(InterleavedRows.supports(type) == (KernelBuild.hasIntegerMatmul && interleavedTypes.contains(type)), "\(type)")
             for rows in [5, 8, 37] {
                 let cols = testCols(type)
                 let bytes = randomWeights(type, rows: rows, cols: cols, seed: 3 + UInt64(rows))
                 try bytes.withUnsafeBytes { raw in
                     let m = try WeightMatrix(type: type, rows: rows, cols: cols, data: raw.baseAddress!).interleavedForDecode()
-                    // Chunks of two blocks: 2 x (16 bytes of d [+ 16 of m] + 128, 160 or 256 of levels).
-                    let chunkBytes = [GGMLType.q4_0: 288, .q4_1: 320, .q5_0: 352, .q5_1: 384, .q8_0: 544][type] ?? 0, nb = cols / 32
-                    let expected = InterleavedRows.supports(type) && rows >= 8 ? (rows / 8) * ((nb + 1) / 2) * chunkBytes : 0
+                    // Chunks of two blocks: 2 x (16 bytes of d [+ 16 of m] + 128, 160 or 256 of levels);
+                    // Q4_K's of one super-block: 32 bytes of d and dmin, 128 of scales and mins, 1,024 of levels.
+                    let chunkBytes = [GGMLType.q4_0: 288, .q4_1: 320, .q5_0: 352, .q5_1: 384, .q8_0: 544, .q4_K: 1184][type] ?? 0
+                    let nb = cols / 32, chunks = type == .q4_K ? nb / 8 : (nb + 1) / 2
+                    let expected = InterleavedRows.supports(type) && rows >= 8 ? (rows / 8) * chunks * chunkBytes : 0
                     #expect(m.interleavedByteCount == expected, "\(type) \(rows) rows")
                     #expect(m.interleavedForDecode().interleavedByteCount == expected, "\(type): a second call keeps the copy")
                 }

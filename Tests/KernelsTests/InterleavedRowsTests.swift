@@ -5,20 +5,26 @@ import Testing
 
 @testable import Kernels
 
-/// Decode's interleaved copy of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 rows (InterleavedRows.swift) serves
+/// Decode's interleaved copy of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q4_K rows (InterleavedRows.swift,
+/// InterleavedSuperBlocks.swift) serves
 /// every read of the rows it holds, so it must give back the stored bytes exactly, and
 /// everything that reads rows must get from it what it gets from the stored bytes. (Its
 /// products: MatvecTests and MultiRowTests, which run both layouts.)
 @Suite struct InterleavedRowsTests {
-    static let types: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]
+    static let types: [GGMLType] = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q4_K]
 
-    /// Odd and even block counts (an odd one ends in a half chunk), 5 tail rows.
-    static let shapes = [(rows: 37, cols: 32 * 7), (rows: 37, cols: 32 * 8), (rows: 8, cols: 32)]
+    /// Odd and even block counts (an odd one ends in a half chunk), 5 tail rows; for the
+    /// K-quants, odd and even super-block counts.
+    static func shapes(_ type: GGMLType) -> [(rows: Int, cols: Int)] {
+        type.blockSize == 256
+            ? [(rows: 37, cols: 256 * 3), (rows: 37, cols: 256 * 2), (rows: 8, cols: 256)]
+            : [(rows: 37, cols: 32 * 7), (rows: 37, cols: 32 * 8), (rows: 8, cols: 32)]
+    }
 
     /// `copyRow` restores every row the copy holds, byte for byte.
     @Test(arguments: types)
     func copyRowRestoresTheStoredBytes(_ type: GGMLType) throws {
-        for (rows, cols) in Self.shapes {
+        for (rows, cols) in Self.shapes(type) {
             let bytes = randomWeights(type, rows: rows, cols: cols, seed: 11 + UInt64(cols))
             let rowBytes = type.rowBytes(count: cols)!
             try bytes.withUnsafeBytes { raw in
@@ -42,7 +48,7 @@ import Testing
     @Test(arguments: types)
     func rowReadersGetTheSameBitsFromTheCopy(_ type: GGMLType) throws {
         let pool = ThreadPool(threads: 2)
-        let (rows, cols) = (37, 32 * 7), tokens = 5
+        let (rows, cols) = (37, testCols(type)), tokens = 5
         let bytes = randomWeights(type, rows: rows, cols: cols, seed: 17)
         var rng = SeededRandom(seed: 4)
         let x = rng.normal(tokens * cols, scale: 0.9)
