@@ -31,9 +31,22 @@ enum ObjectGuard: Hashable, Sendable {
     case more(available: [UInt64], rules: [Int32])
 }
 
+extension ObjectGuard {
+    /// Whether the guard reads the key set on top of the stack (all but `open`).
+    var readsTheSet: Bool {
+        if case .open = self { return false }
+        return true
+    }
+}
+
 extension StackPool {
     /// The stack after a guard, or nil when the guard refuses the parse.
     func apply(_ guardOp: ObjectGuard, to stack: Int32) -> Int32? {
+        if stack == standIn, guardOp.readsTheSet {
+            // The guard would read the set below an exit walk's stand-in (see `standIn`).
+            standInReached = true
+            return nil
+        }
         switch guardOp {
         case .open:
             return push(stack, frame(of: []))

@@ -36,6 +36,47 @@ final class StackPool {
         var lex: LexState
         var continuation: [MatchThread]
     }
+
+    /// Stores an exit walk's tokens, emptying the cache first when it holds 4,096 entries.
+    func cacheExit(_ key: ExitKey, _ tokens: [Int32]) {
+        if exitCache.count >= 4096 { exitCache.removeAll() }
+        exitCache[key] = tokens
+    }
+
+    /// A stack that stands for "whatever stack lies below" in exit walks that try to do
+    /// without the thread's own stack (`TokenMaskComputer.exitTokensAboveStack`): -1 until
+    /// made. Its return value, `Int32.min`, is never read: popping it or applying an object
+    /// guard to it sets `standInReached` instead. No matcher thread's stack holds it.
+    private(set) var standIn: Int32 = -1
+    /// Set when an expansion popped the stand-in or a guard was applied to it.
+    var standInReached = false
+    /// Stand-in continuations whose exit walks reached the stand-in (at most 4,096 kept).
+    var exitsBelowStandIn = Set<ExitKey>()
+
+    /// What a lone parse at a (position, lexical state) allows, once known: the lexical walk,
+    /// and the exits' tokens when they were found above the stand-in (nil when they depend on
+    /// the parse's stack). At most 4,096 entries; emptied when full.
+    var groupCache: [TokenMaskComputer.GroupKey: GroupTokens] = [:]
+
+    final class GroupTokens {
+        let info: TokenMaskComputer.LexInfo
+        let exitTokens: [Int32]?
+        init(info: TokenMaskComputer.LexInfo, exitTokens: [Int32]?) {
+            self.info = info
+            self.exitTokens = exitTokens
+        }
+    }
+
+    func cacheGroup(_ key: TokenMaskComputer.GroupKey, _ tokens: GroupTokens) {
+        if groupCache.count >= 4096 { groupCache.removeAll() }
+        groupCache[key] = tokens
+    }
+
+    /// The stand-in stack, made on first use.
+    func makeStandIn() -> Int32 {
+        if standIn < 0 { standIn = push(0, Int32.min) }
+        return standIn
+    }
     weak var maskOwner: TokenMaskComputer?
     /// The key sets of any-order objects (`ObjectGuard`), hash-consed: a frame whose `top` is
     /// `-(id + 2)` holds `seenSets[id]`.
@@ -49,6 +90,8 @@ final class StackPool {
         let masks =
             maskCache.reduce(0) { $0 + $1.key.threads.count * 24 + $1.value.words.count * 8 + 96 }
             + exitCache.reduce(0) { $0 + $1.key.continuation.count * 24 + $1.value.count * 4 + 96 }
+            + exitsBelowStandIn.reduce(0) { $0 + $1.continuation.count * 24 + 64 }
+            + groupCache.reduce(0) { $0 + $1.value.info.approximateBytes + ($1.value.exitTokens?.count ?? 0) * 4 + 96 }
         return parent.count * 32 + masks + seenSets.reduce(0) { $0 + $1.count * 16 + 64 } + claimed.count * 16
     }
 
@@ -89,6 +132,10 @@ struct MatchEngine {
             guard t.reachesEnd else { return }
             if stk == 0 {
                 canEnd = true
+                return
+            }
+            if stk == pool.standIn {
+                pool.standInReached = true
                 return
             }
             pos = pool.top[Int(stk)]
@@ -192,10 +239,32 @@ struct MatchEngine {
             }
             return
         }
-        let term = grammar.terminals[tid]
-        guard let ns = term.step(th.lex, byte) else { return }
-        if term.canContinue(ns) { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
-        if term.isFinal(ns) { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
+        // Switched on in place: binding the whole `Terminal` would copy it (retaining its
+        // payload) for every thread and byte.
+        let ns: LexState, goesOn: Bool, ends: Bool
+        switch grammar.terminals[tid] {
+        case .string(let spec):
+            guard let s = StringLexer.step(spec, th.lex, byte) else { return }
+            ns = s
+            ends = (s.b & 0xFF) == StringLexer.done
+            goesOn = !ends
+        case .whitespace(let max):
+            let lexer = WhitespaceLexer(max: max)
+            guard let s = lexer.step(th.lex, byte) else { return }
+            (ns, goesOn, ends) = (s, lexer.canContinue(s), lexer.isFinal(s))
+        case .number(let spec):
+            guard let s = NumberLexer.step(spec, th.lex, byte) else { return }
+            (ns, goesOn, ends) = (s, true, NumberLexer.isFinal(spec, s))
+        case .scalar(let set):
+            guard let s = ScalarLexer.step(set, th.lex, byte) else { return }
+            (ns, goesOn, ends) = (s, s.b != ScalarLexer.done, s.b == ScalarLexer.done)
+        case .literal, .objectGuard:
+            let term = grammar.terminals[tid]
+            guard let s = term.step(th.lex, byte) else { return }
+            (ns, goesOn, ends) = (s, term.canContinue(s), term.isFinal(s))
+        }
+        if goesOn { out.append(MatchThread(position: th.position, stack: th.stack, lex: ns)) }
+        if ends { expand(th.position + 1, th.stack, into: &out, canEnd: &canEnd) }
     }
 
     /// Advances the threads that can take `byte` (those of `others`, and those of `literals`,

@@ -25,6 +25,18 @@ public struct TokenMask: Equatable, Sendable {
         }
     }
 
+    /// Allows the tokens a lexical walk accepted inside its terminal.
+    @inline(__always) mutating func insert(_ info: TokenMaskComputer.LexInfo) {
+        if let bits = info.acceptedBits { formUnion(bits) } else { insert(info.acceptedList) }
+    }
+
+    /// Allows the given token ids.
+    @inline(__always) mutating func insert(_ ids: [Int32]) {
+        words.withUnsafeMutableBufferPointer { w in
+            for id in ids { w[Int(id) >> 6] |= 1 << UInt64(id & 63) }
+        }
+    }
+
     /// Number of allowed tokens.
     public var allowedCount: Int { words.reduce(0) { $0 + $1.nonzeroBitCount } }
 
@@ -204,6 +216,8 @@ public final class TokenMaskComputer {
         var work = 0
         var workLimit = Int.max
         var truncated = false
+        /// The tokens an exit walk reached (duplicates possible, where exits nest), for the exit cache.
+        var reached: [Int32] = []
     }
 
     /// Terminals seen so far (shared ids across grammars: equal terminals share cache entries).
@@ -333,6 +347,8 @@ public final class TokenMaskComputer {
             pool.maskOwner = self
             pool.maskCache.removeAll()
             pool.exitCache.removeAll()
+            pool.exitsBelowStandIn.removeAll()
+            pool.groupCache.removeAll()
         }
         let grammar = matcher.grammar
         let ids = sharedIDs(grammar)
@@ -376,23 +392,44 @@ public final class TokenMaskComputer {
             defer { ctx.work += walkedNodes - walkedBefore }
             let tid = Int(grammar.symbols[Int(k.position)])
             let term = grammar.terminals[tid]
+            let lexKey = term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars)
+            let single = members.count == 1
+            // A lone parse whose exits were walked above the stand-in before: its tokens
+            // depend on its position and lexical state only.
+            let groupKey = GroupKey(position: k.position, lex: lexKey)
+            let known = single ? pool.groupCache[groupKey] : nil
+            if let known, let tokens = known.exitTokens {
+                mask.insert(known.info)
+                mask.insert(tokens)
+                continue
+            }
             let info: LexInfo
-            if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
+            if let known {
+                info = known.info
+            } else if case .string(let spec) = term, spec.dfa == nil, spec.minLength > 0 || spec.maxLength != nil {
                 // Cached per length bounds left (as `cacheKey` normalizes them): near a
                 // short string's bound, filtering the plain string's walk costs a pass over
                 // most of the vocabulary.
-                let key = term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars)
-                if let hit = lexCache[ids[tid]]?[key] {
+                if let hit = lexCache[ids[tid]]?[lexKey] {
                     info = hit
                 } else {
                     info = boundedStringInfo(spec, state: k.lex)
-                    storeLexInfo(info, sharedID: ids[tid], key: key)
+                    storeLexInfo(info, sharedID: ids[tid], key: lexKey)
                 }
             } else {
                 info = lexInfo(term, sharedID: ids[tid], state: k.lex)
             }
-            if let bits = info.acceptedBits { mask.formUnion(bits) } else { for id in info.acceptedList { mask[Int(id)] = true } }
-            if info.exits.isEmpty { continue }
+            mask.insert(info)
+            if info.exits.isEmpty {
+                if single { pool.cacheGroup(groupKey, StackPool.GroupTokens(info: info, exitTokens: [])) }
+                continue
+            }
+            if single && known == nil {
+                let tokens = exitTokensAboveStack(terminal: Int32(tid), lex: lexKey, at: k.position, info: info, engine: engine, ctx: &ctx)
+                if let tokens { mask.insert(tokens) }
+                if !ctx.truncated { pool.cacheGroup(groupKey, StackPool.GroupTokens(info: info, exitTokens: tokens)) }
+                if tokens != nil { continue }
+            }
             var cont: [MatchThread] = []
             var canEnd = false
             for th in members { engine.expand(k.position + 1, th.stack, into: &cont, canEnd: &canEnd) }
@@ -401,29 +438,14 @@ public final class TokenMaskComputer {
             // What the exits lead to depends on the terminal, its lexical state up to what
             // `cacheKey` tells apart, and the continuation: not on where inside a string the
             // parse is, so a string value's masks walk its exits once.
-            let key = StackPool.ExitKey(
-                terminal: Int32(tid), lex: term.cacheKey(k.lex, horizon: vocabulary.maxTokenScalars), continuation: cont)
+            let key = StackPool.ExitKey(terminal: Int32(tid), lex: lexKey, continuation: cont)
             if let tokens = pool.exitCache[key] {
-                for id in tokens { mask[Int(id)] = true }
+                mask.insert(tokens)
                 continue
             }
-            ctx.gen &+= 1
-            let partition = cont.count >= 8 ? ThreadPartition(cont, grammar: grammar) : nil
-            var reached = TokenMask(count: vocabulary.count)
-            if let trie = info.exitTrie ?? buildExitTrie(info) {
-                walkChildren(of: 0, in: trie, from: cont, partition: partition, depth: 0, engine: engine, mask: &reached, ctx: &ctx)
-            } else {
-                for node in info.exits {
-                    walkChildren(
-                        of: Int(node), in: vocabularyTrie, from: cont, partition: partition, depth: 0, engine: engine, mask: &reached,
-                        ctx: &ctx)
-                }
-            }
-            mask.formUnion(reached.words)
-            if !ctx.truncated {
-                if pool.exitCache.count > 4096 { pool.exitCache.removeAll() }
-                pool.exitCache[key] = reached.allowed.map { Int32($0) }
-            }
+            walkExits(info, from: cont, engine: engine, ctx: &ctx)
+            mask.insert(ctx.reached)
+            if !ctx.truncated { pool.cacheExit(key, ctx.reached) }
         }
         let truncated = ctx.truncated
         lastMask = MaskStatistics(
@@ -445,6 +467,59 @@ public final class TokenMaskComputer {
             let id = vocabulary.singleByteTokens[byte]
             guard id >= 0, let next = matcher.engine.next(matcher.state, UInt8(byte), scratch: &scratch) else { continue }
             if !next.overflowed { mask[Int(id)] = true }
+        }
+    }
+
+    /// The tokens that run past a terminal's end from a thread in it, found without the
+    /// thread's own return stack when they do not depend on it; nil when they do.
+    ///
+    /// The continuation is expanded on top of the pool's stand-in stack (`StackPool.standIn`)
+    /// instead of the thread's stack, and the exits are walked from there. If neither the
+    /// expansion nor the walk popped the stand-in or applied an object guard to it, no step
+    /// read below it, so the same tokens follow whatever stack lies there: the result is
+    /// cached under the stand-in continuation and serves every thread at this position. An
+    /// object key in any order is the case in point: its thread's stack holds the set of keys
+    /// seen so far, new after each member, but what follows the key (`:`, the value's start)
+    /// does not read it. The two walks step the same threads one for one (stacks above the
+    /// base map to each other), so they also overflow alike.
+    func exitTokensAboveStack(
+        terminal: Int32, lex: LexState, at position: Int32, info: LexInfo, engine: MatchEngine, ctx: inout WalkContext
+    ) -> [Int32]? {
+        let pool = engine.pool
+        let base = pool.makeStandIn()
+        pool.standInReached = false
+        var cont: [MatchThread] = []
+        var canEnd = false
+        engine.expand(position + 1, base, into: &cont, canEnd: &canEnd)
+        if pool.standInReached { return nil }
+        engine.canonicalize(&cont)
+        if cont.isEmpty { return [] }
+        let key = StackPool.ExitKey(terminal: terminal, lex: lex, continuation: cont)
+        if let tokens = pool.exitCache[key] { return tokens }
+        if pool.exitsBelowStandIn.contains(key) { return nil }
+        walkExits(info, from: cont, engine: engine, ctx: &ctx)
+        if pool.standInReached {
+            if pool.exitsBelowStandIn.count > 4096 { pool.exitsBelowStandIn.removeAll() }
+            pool.exitsBelowStandIn.insert(key)
+            return nil
+        }
+        if !ctx.truncated { pool.cacheExit(key, ctx.reached) }
+        return ctx.reached
+    }
+
+    /// Walks the subtrees below a lexical state's exits from the continuation threads, listing
+    /// the tokens that keep the input valid in `ctx.reached` (duplicates possible, where exits
+    /// nest).
+    func walkExits(_ info: LexInfo, from cont: [MatchThread], engine: MatchEngine, ctx: inout WalkContext) {
+        ctx.gen &+= 1
+        ctx.reached.removeAll(keepingCapacity: true)
+        let partition = cont.count >= 8 ? ThreadPartition(cont, grammar: engine.grammar) : nil
+        if let trie = info.exitTrie ?? buildExitTrie(info) {
+            walkChildren(of: 0, in: trie, from: cont, partition: partition, depth: 0, engine: engine, ctx: &ctx)
+        } else {
+            for node in info.exits {
+                walkChildren(of: Int(node), in: vocabularyTrie, from: cont, partition: partition, depth: 0, engine: engine, ctx: &ctx)
+            }
         }
     }
 
@@ -498,14 +573,14 @@ public final class TokenMaskComputer {
         return LexInfo(acceptedBits: bits, acceptedList: [], exits: exits, lengths: nil)
     }
 
-    /// Walks the trie below `node` from matcher threads, marking every token whose bytes keep
-    /// the input valid. At depth 0 the step results are memoized per byte (many exit nodes
+    /// Walks the trie below `node` from matcher threads, listing in `ctx.reached` every token
+    /// whose bytes keep the input valid. At depth 0 the step results are memoized per byte (many exit nodes
     /// share the same continuation). When many threads sit in literals (the keys a wide object
     /// may take next, an enum's values), they are sorted by the byte each needs next, so that
     /// a trie node steps only those that can take its byte, not all of them.
     func walkChildren(
         of node: Int, in v: ExitTrie, from threads: [MatchThread], partition given: ThreadPartition? = nil, depth: Int,
-        engine: MatchEngine, mask: inout TokenMask, ctx: inout WalkContext
+        engine: MatchEngine, ctx: inout WalkContext
     ) {
         let end = Int(v.subtreeEnd[node])
         var child = node + 1
@@ -549,9 +624,9 @@ public final class TokenMaskComputer {
                 }
             }
             if !next.isEmpty || canEnd {
-                for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { mask[Int(v.tokenIDs[k])] = true }
+                for k in Int(v.tokenStart[child])..<Int(v.tokenStart[child + 1]) { ctx.reached.append(v.tokenIDs[k]) }
                 if !next.isEmpty && Int(v.subtreeEnd[child]) > child + 1 {
-                    walkChildren(of: child, in: v, from: next, depth: depth + 1, engine: engine, mask: &mask, ctx: &ctx)
+                    walkChildren(of: child, in: v, from: next, depth: depth + 1, engine: engine, ctx: &ctx)
                 }
             }
             if depth != 0 { swap(&next, &ctx.buffers[depth]) }
@@ -593,6 +668,8 @@ public final class TokenMaskComputer {
                 // From the scalar count zero: the cache key leaves the count out, and
                 // `boundedStringInfo` reads the recorded counts as relative ones.
                 info = walkLexer(PlainStringLexer(), from: LexState(state.a & 0xFFFF_FFFF, state.b))
+            } else if let dfa = spec.dfa, !dfa.ascii.isEmpty {
+                info = walkLexer(DFAStringLexer(spec: spec, dfa: dfa), from: state)
             } else {
                 info = walkLexer(StringLexerBox(spec: spec), from: state)
             }
@@ -833,6 +910,45 @@ struct PlainStringLexer: ByteLexer {
 struct StringLexerBox: ByteLexer {
     let spec: StringSpec
     @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? { StringLexer.step(spec, s, byte) }
+    @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
+    @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
+}
+
+/// Strings whose content DFA has an ASCII table (`CodePointDFA.ascii`), for first walks of
+/// patterns and formats: a printable ASCII content byte (all but `"` and `\`) is one table
+/// lookup and the length checks of `StringLexer.emit`, without the string lexer's phase
+/// dispatch; every other byte (quotes, escapes, UTF-8, control bytes) goes to
+/// `StringLexer.step`. The verdicts are `StringLexer.step`'s, byte for byte.
+struct DFAStringLexer: ByteLexer {
+    let spec: StringSpec
+    let ascii: [Int32]
+    let minToAccept: [Int32]
+    let maxToAccept: [Int32]
+    let minLength: Int
+    /// `spec.maxLength`, or Int.max.
+    let maxLength: Int
+
+    init(spec: StringSpec, dfa: CodePointDFA) {
+        precondition(!dfa.ascii.isEmpty, "DFAStringLexer needs an ASCII table")
+        self.spec = spec
+        ascii = dfa.ascii
+        minToAccept = dfa.minToAccept
+        maxToAccept = dfa.maxToAccept
+        minLength = spec.minLength
+        maxLength = spec.maxLength ?? Int.max
+    }
+
+    @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
+        guard s.b == StringLexer.normal, byte >= 0x20, byte < 0x80, byte != 0x22, byte != 0x5C else {
+            return StringLexer.step(spec, s, byte)
+        }
+        let t = ascii[Int(truncatingIfNeeded: s.a & 0xFFFF_FFFF) &* 128 &+ Int(byte)]
+        if t < 0 { return nil }
+        let count = Int(truncatingIfNeeded: s.a >> 32) + 1
+        if count + Int(minToAccept[Int(t)]) > maxLength { return nil }
+        if minLength > 0, maxToAccept[Int(t)] != Int32.max, count + Int(maxToAccept[Int(t)]) < minLength { return nil }
+        return LexState(UInt64(UInt32(t)) | UInt64(count) << 32, s.b)
+    }
     @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
     @inline(__always) func canContinue(_ s: LexState) -> Bool { (s.b & 0xFF) != StringLexer.done }
 }

@@ -135,4 +135,51 @@ import Testing
             #expect(found.sorted() == expected.sorted())
         }
     }
+
+    /// Exit walks above the stand-in stack: a key's exits in an any-order object are walked
+    /// once for every set of keys seen (the stand-in path: `":"` into a string value), and
+    /// tokens that can complete the value (`":1`), after which the set is read, fall back to
+    /// the thread's own stack.
+    /// Every mask equals brute force on a vocabulary with such tokens.
+    @Test func exitWalksAboveTheStandInEqualBruteForce() throws {
+        var tokens = (0..<256).map { [UInt8($0)] }
+        for t in [
+            #"":"#, #"":1"#, #"":1,"#, #"":1}"#, #","a":"#, #"2,"a"#, #","b":2,"a":1}"#, #"{"c":"#, #""b""#, #""a":1,"c""#, #"":""#,
+            #"":"x"#, #"x","a"#
+        ] {
+            tokens.append(Array(t.utf8))
+        }
+        let vocab = TokenVocabulary(tokens: tokens)
+        let computer = TokenMaskComputer(vocabulary: vocab)
+        var options = JSONSchemaCompiler.Options()
+        options.propertyOrder = .any
+        options.maxWhitespaceRun = 0
+        let grammar = try JSONSchemaCompiler.compile(
+            #"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "#
+                + #""d": {"type": "string"}}, "#
+                + #""required": ["a"], "additionalProperties": false}"#, options: options)
+        var pool: StackPool?
+        for doc in [#"{"b":2,"a":1}"#, #"{"c":3,"d":"x","b":2,"a":1}"#, #"{"a":1,"d":"x"}"#, #"{"d":"x","c":1,"a":1,"b":2}"#] {
+            let m = GrammarMatcher(grammar: grammar)
+            pool = m.pool
+            for (i, byte) in doc.utf8.enumerated() {
+                #expect(computer.mask(for: m).allowed == bruteForceMask(m, vocab), "\(doc) after \(i) bytes")
+                #expect(m.accept(byte: byte))
+            }
+            #expect(computer.mask(for: m).allowed == bruteForceMask(m, vocab))
+            #expect(m.canAcceptEnd)
+        }
+        let p = try #require(pool)
+        func aboveStandIn(_ stack: Int32) -> Bool {
+            var s = stack
+            while s != 0 {
+                if s == p.standIn { return true }
+                s = p.parent[Int(s)]
+            }
+            return false
+        }
+        #expect(p.standIn > 0)
+        #expect(p.exitCache.keys.contains { $0.continuation.allSatisfy { aboveStandIn($0.stack) } })
+        #expect(!p.exitsBelowStandIn.isEmpty)
+    }
 }
