@@ -13,8 +13,43 @@
 # comparison; it must have been built the same way) and implies --no-build.
 # A case is TYPE:ROWSxCOLS:BATCH[:i] (":i" through decode's interleaved copy); the default
 # cases are the decode shapes of the row-major kernels, one and several activation rows.
+#
+#   scripts/kernel-instructions.sh --portable-mix SCRATCH
+#
+# instead prints the instruction mix of the portable dot products (PortableDots.swift) as
+# compiled, from the object files of a portable release build
+# (`LEAP_REF_PORTABLE=1 swift build -c release --scratch-path SCRATCH`): per function, its
+# instructions, the SIMD multiplies by kind (pmaddwd: 16-bit products added in pairs,
+# SSE2; pmaddubsw: SSSE3; pmullw: 16-bit products, SSE2; pmuludq; pmulld: SSE4.1), scalar
+# imul, and instructions on ymm/zmm registers (none in a baseline x86-64 build). Static
+# counts of the whole function (loop and set-up), from objdump; nothing is run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --portable-mix ]; then
+    objects="$2/release/Kernels.build"
+    echo "| function | instructions | pmaddwd | pmaddubsw | pmullw | pmuludq | pmulld | imul | ymm/zmm |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    # The specializations are weak symbols, emitted in several objects: count each once.
+    for o in "$objects"/*.o; do
+        objdump -d --no-show-raw-insn "$o" | awk -v obj="$o" '
+            /^[0-9a-f]+ <.*>:$/ { name = $2; keep = name ~ /dotPortable/; next }
+            keep && /^ +[0-9a-f]+:\t/ { split($0, f, "\t"); split(f[2], m, " "); print name, obj, m[1], (f[2] ~ /%[yz]mm/) }'
+    done | awk '
+        !($1 in first) { first[$1] = $2 }
+        $2 == first[$1] { n[$1]++; c[$1, $3]++; v[$1] += $4 }
+        END {
+            for (k in n)
+                print k, n[k], c[k, "pmaddwd"] + 0, c[k, "pmaddubsw"] + 0, c[k, "pmullw"] + 0, c[k, "pmuludq"] + 0,
+                    c[k, "pmulld"] + 0, c[k, "imul"] + 0, v[k] + 0
+        }' | while read -r name counts; do
+        # The format: the generic specialization's type argument, or the extended type.
+        full=$(echo "$name" | tr -d '<>:' | swift demangle --compact)
+        format=$(echo "$full" | sed -nE 's/.*generic specialization <Kernels\.([A-Za-z0-9_]+)>.*/\1/p')
+        [ -n "$format" ] || format=$(echo "$full" | sed -nE 's/.*Kernels\.([A-Za-z0-9_]+)\.dotPortable.*/\1/p')
+        echo "| $format.dotPortable | ${counts// / | } |"
+    done | sort
+    exit 0
+fi
 build=1
 calls=20
 bin=.build-avx2/release/KernelBench

@@ -27,8 +27,29 @@ public enum FloatBits {
         #elseif arch(arm64)
         return Float(Float16(bitPattern: h))
         #else
-        return halfTable[Int(h)]
+        return halfToFloatArithmetic(h)
         #endif
+    }
+
+    /// Half to Float with integer and float arithmetic and selects, no branches and no
+    /// table: the conversion of builds without a conversion instruction (portable x86-64).
+    /// A 256 KiB table (ggml's `ggml_table_f32_f16`, which leap-ref used before) costs a
+    /// load that may miss in cache, and its lazily initialized global put a call in every
+    /// block of the portable dot products, which kept LLVM from vectorizing some of them.
+    /// Equal to the reference on every half value (the tests check all 65,536).
+    @inline(__always)
+    static func halfToFloatArithmetic(_ h: UInt16) -> Float {
+        let sign = UInt32(h & 0x8000) << 16
+        // Exponent and mantissa in a Float's places; the exponent rebiased from 15 to 127.
+        let shifted = UInt32(h & 0x7FFF) << 13
+        let exponent = shifted & 0x0F80_0000
+        let rebiased = shifted &+ 0x3800_0000
+        // Infinity and NaN: the exponent all ones (rebias once more, to 255).
+        let special = exponent == 0x0F80_0000 ? rebiased &+ 0x3800_0000 : rebiased
+        // Zero and subnormals: 2^-14 * (1 + m / 1024) - 2^-14 = m * 2^-24, exact.
+        let subnormal = Float(bitPattern: rebiased &+ 0x0080_0000) - Float(bitPattern: 0x3880_0000)
+        let magnitude = exponent == 0 ? subnormal.bitPattern : special
+        return Float(bitPattern: sign | magnitude)
     }
 
     /// Converts a Float to the nearest IEEE half bit pattern (round to nearest, ties to even;
@@ -113,9 +134,3 @@ public enum FloatBits {
         return UInt16(truncatingIfNeeded: (UInt64(u) + 0x7FFF + UInt64((u >> 16) & 1)) >> 16)
     }
 }
-
-#if !LEAP_X86_AVX2 && !arch(arm64)
-/// Every half value as a Float (256 KiB), for CPUs without a conversion instruction in
-/// this build, as ggml does (`ggml_table_f32_f16`).
-let halfTable: [Float] = (0...UInt16.max).map { FloatBits.halfToFloatReference($0) }
-#endif
