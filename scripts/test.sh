@@ -13,7 +13,8 @@
 #      Python client, a load and a fault test against `leap-ref serve` (Tests/python), and
 #      two servers behind nginx (scripts/serve-cluster.sh);
 #   5. the portable kernels (LEAP_REF_PORTABLE=1: what a CPU without AVX2, or arm64, runs),
-#      in a separate debug build, against the scalar references and the model paths;
+#      in a separate debug build with the package's code optimized, against the scalar
+#      references and the model paths;
 #   6. on x86-64 hosts, a compile-only build of the kernels of the other x86 level: the VNNI
 #      ones without AVX-512 VNNI, the AVX2-only ones with it.
 # Arguments go to the main `swift test` (e.g. --filter GoldenTests); with arguments, step 5
@@ -36,10 +37,13 @@ if [ $# -eq 0 ]; then
     ./scripts/serve-cluster.sh
     unset LEAP_REF_BIN
 fi
-unset LEAP_REF_OPTIMIZE
 if [ $# -eq 0 ]; then
+    # Optimized like the main build (LEAP_REF_OPTIMIZE=1 is still set): the portable kernels
+    # are Swift SIMD vectors, which unoptimized code runs as calls, and the consistency
+    # tests decode real models with them.
     LEAP_REF_PORTABLE=1 swift build --scratch-path .build-portable --build-tests
     LEAP_REF_PORTABLE=1 swift test --scratch-path .build-portable --skip-build --filter "KernelsTests|ConsistencyTests"
+    unset LEAP_REF_OPTIMIZE
     # 6. The x86 kernels of the other level are still compiled (not run) so that they
     #    cannot rot unseen: the VNNI ones on a host without AVX-512 VNNI, the AVX2-only ones
     #    on a host with it.
