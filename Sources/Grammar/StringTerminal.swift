@@ -38,16 +38,23 @@ enum StringLexer {
             let t = dfa.step(Int32(truncatingIfNeeded: d), c)
             if t < 0 { return nil }
             d = UInt64(t)
-            if let m = spec.maxLength, Int(count) + Int(dfa.minToAccept[Int(t)]) > m { return nil }
-            // Some completion must also reach minLength (lengths between the shortest and the
-            // longest accepting continuation are assumed reachable).
-            if spec.minLength > 0, dfa.maxToAccept[Int(t)] != Int32.max, Int(count) + Int(dfa.maxToAccept[Int(t)]) < spec.minLength {
-                return nil
-            }
+            if !lengthAllows(spec, dfa, t, count: Int(count)) { return nil }
         } else if let m = spec.maxLength, Int(count) > m {
             return nil
         }
         return d | (count << 32)
+    }
+
+    /// Whether a string whose content DFA reached state `t` after `count` scalars can still
+    /// be completed within the spec's length bounds: its shortest accepting continuation
+    /// must fit under maxLength, and its longest must reach minLength (lengths between the
+    /// two are assumed reachable).
+    @inline(__always) static func lengthAllows(_ spec: StringSpec, _ dfa: CodePointDFA, _ t: Int32, count: Int) -> Bool {
+        if let m = spec.maxLength, count + Int(dfa.minToAccept[Int(t)]) > m { return false }
+        if spec.minLength > 0, dfa.maxToAccept[Int(t)] != Int32.max, count + Int(dfa.maxToAccept[Int(t)]) < spec.minLength {
+            return false
+        }
+        return true
     }
 
     /// Whether some scalar in `lo...hi` could be appended now (the checks of `emit`): used

@@ -916,26 +916,20 @@ struct StringLexerBox: ByteLexer {
 
 /// Strings whose content DFA has an ASCII table (`CodePointDFA.ascii`), for first walks of
 /// patterns and formats: a printable ASCII content byte (all but `"` and `\`) is one table
-/// lookup and the length checks of `StringLexer.emit`, without the string lexer's phase
+/// lookup and `StringLexer.lengthAllows` (the checks of `StringLexer.emit`), without the string lexer's phase
 /// dispatch; every other byte (quotes, escapes, UTF-8, control bytes) goes to
 /// `StringLexer.step`. The verdicts are `StringLexer.step`'s, byte for byte.
 struct DFAStringLexer: ByteLexer {
     let spec: StringSpec
+    let dfa: CodePointDFA
+    /// `dfa.ascii`, held here for the hot loop.
     let ascii: [Int32]
-    let minToAccept: [Int32]
-    let maxToAccept: [Int32]
-    let minLength: Int
-    /// `spec.maxLength`, or Int.max.
-    let maxLength: Int
 
     init(spec: StringSpec, dfa: CodePointDFA) {
         precondition(!dfa.ascii.isEmpty, "DFAStringLexer needs an ASCII table")
         self.spec = spec
+        self.dfa = dfa
         ascii = dfa.ascii
-        minToAccept = dfa.minToAccept
-        maxToAccept = dfa.maxToAccept
-        minLength = spec.minLength
-        maxLength = spec.maxLength ?? Int.max
     }
 
     @inline(__always) func step(_ s: LexState, _ byte: UInt8) -> LexState? {
@@ -945,8 +939,7 @@ struct DFAStringLexer: ByteLexer {
         let t = ascii[Int(truncatingIfNeeded: s.a & 0xFFFF_FFFF) &* 128 &+ Int(byte)]
         if t < 0 { return nil }
         let count = Int(truncatingIfNeeded: s.a >> 32) + 1
-        if count + Int(minToAccept[Int(t)]) > maxLength { return nil }
-        if minLength > 0, maxToAccept[Int(t)] != Int32.max, count + Int(maxToAccept[Int(t)]) < minLength { return nil }
+        if !StringLexer.lengthAllows(spec, dfa, t, count: count) { return nil }
         return LexState(UInt64(UInt32(t)) | UInt64(count) << 32, s.b)
     }
     @inline(__always) func isFinal(_ s: LexState) -> Bool { (s.b & 0xFF) == StringLexer.done }
