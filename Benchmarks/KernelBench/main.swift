@@ -10,7 +10,7 @@
 //   2. matvec GB/s of weight bytes per type and shape, on 1 and 2 threads, "hot" (the same
 //      matrix again and again, cache-resident when it fits) and "cold" (cycling through
 //      copies totalling >= 256 MiB, as a decode step that touches every layer does); for
-//      Q4_0, Q4_1 and Q8_0 on AVX2 also through decode's interleaved copy
+//      Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q4_K on AVX2 also through decode's interleaved copy
 //      (`WeightMatrix.interleavedForDecode()`), which is what the engine reads;
 //   3. dequantization GB/s (bytes of blocks read) per type;
 //   4. thread pool dispatch latency against DispatchQueue.concurrentPerform;
@@ -349,7 +349,7 @@ for type in types {
         let acts = QuantizedActivations(capacity: shape.cols)
         acts.quantize(x)
         let y = UnsafeMutablePointer<Float>.allocate(capacity: shape.rows)
-        // The row-major kernels, then (Q4_0, Q4_1, Q8_0 on AVX2) decode's interleaved copy.
+        // The row-major kernels, then (where `InterleavedRows.supports` the type) decode's interleaved copy.
         for interleaved in InterleavedRows.supports(type) ? [false, true] : [false] {
             let matrices = interleaved ? stored.map { $0.interleavedForDecode() } : stored
             var results: [Double] = []
@@ -398,7 +398,7 @@ for type in [GGMLType.q4_0, .q4_1, .q8_0, .f16] where types.contains(type) {
     for (k, (rows, cols)) in layerShapes.enumerated() {
         let b = makeWeights(type, rows: rows, cols: cols, seed: UInt64(k))
         buffers.append(b)
-        // As the engine reads them: Q4_0, Q4_1 and Q8_0 through the interleaved copy.
+        // As the engine reads them: through the interleaved copy where the type has one.
         matrices.append(try! WeightMatrix(type: type, rows: rows, cols: cols, data: b).interleavedForDecode())
         totalBytes += rows * type.rowBytes(count: cols)!
     }
